@@ -1,0 +1,17 @@
+"""The perf suite: ResNet-50 v2 throughput on parameter-server roles under Ray.
+
+``pytest -m perf`` runs it: once per trick, on the embedded Ray by default.
+Workload and topology come from the settings (defaults suit the hardware:
+224x224, batch 64 per GPU on GPUs; small images and few steps on CPUs).
+"""
+
+import pytest
+
+pytestmark = pytest.mark.perf
+
+
+@pytest.mark.bpsperf_tricks("baseline", "omp-passive", "extra-servers", "omp-passive+extra-servers")
+def test_resnet50_throughput(bpsperf_train):
+    result = bpsperf_train(model="resnet50_v2")
+    assert result.img_per_sec > 0
+

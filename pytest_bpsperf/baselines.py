@@ -1,0 +1,411 @@
+"""The baseline store: one JSON file per hardware profile.
+
+``DIR/<profile_id>.json`` holds::
+
+    {"schema_version": 1,
+     "profile": {"id": ..., "name": ..., "hash": ..., "facts": {...}},
+     "entries": {KEY: ENTRY, ...}}
+
+where KEY comes from :func:`entry_key` and ENTRY records what produced the
+baseline (test, trick, topology, workload, samples, summary, tolerance,
+software versions, commit, date, optional ``extra``). The files are meant to
+be committed and reviewed, so they are sorted, pretty-printed and written
+atomically; a file this code cannot read is reported and never overwritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
+
+from .stats import summarize
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "BaselineError",
+    "BaselineFile",
+    "BaselineStore",
+    "check_baseline_quality",
+    "current_commit",
+    "entry_key",
+    "make_entry",
+    "software_versions",
+    "utc_now_iso",
+]
+
+SCHEMA_VERSION = 1
+
+_ID_RE = re.compile(r"[A-Za-z0-9._-]+")
+_UNTOUCHED = "it was left untouched; fix it by hand, restore it from version control, or delete it"
+
+
+class BaselineError(Exception):
+    """A baselines file cannot be read or written safely; the message names the file."""
+
+
+def _fmt_value(value: Any) -> str:
+    # Settings may arrive as 8 or 8.0 depending on where they were parsed;
+    # both must give the same key or an existing baseline would be missed.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "none"
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (int, float, str)):
+        return str(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _fmt_mapping(mapping: Mapping[str, Any]) -> str:
+    if not mapping:
+        return "-"
+    return ",".join(f"{k}={_fmt_value(mapping[k])}" for k in sorted(mapping, key=str))
+
+
+def entry_key(
+    test: str, trick: str, topology: Mapping[str, Any], workload: Mapping[str, Any]
+) -> str:
+    """Readable, deterministic key of one baseline entry.
+
+    ``test|trick|k=v,...|k=v,...`` with topology and workload keys sorted,
+    e.g. ``test_resnet50_throughput|omp-passive|server_nodes=1,servers_per_node=1,workers=2|
+    backend=mxnet,batch_size=8``; an empty mapping is written ``-``.
+    """
+    return "|".join((str(test), str(trick), _fmt_mapping(topology), _fmt_mapping(workload)))
+
+
+def utc_now_iso() -> str:
+    """Current time as ISO 8601 UTC with seconds, e.g. ``2024-05-01T12:00:00Z``."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def make_entry(
+    *,
+    test: str,
+    trick: str,
+    topology: Mapping[str, Any],
+    workload: Mapping[str, Any],
+    samples: Sequence[float],
+    tolerance: float,
+    versions: Optional[Mapping[str, str]] = None,
+    commit: Optional[str] = None,
+    date: Optional[str] = None,
+    extra: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    """Build one ENTRY dict with its summary; ``versions`` and ``date`` default to now."""
+    entry: Dict[str, Any] = {
+        "test": test,
+        "trick": trick,
+        "topology": dict(topology),
+        "workload": dict(workload),
+        "samples": [float(s) for s in samples],
+        "summary": summarize(samples).as_dict(),
+        "tolerance": float(tolerance),
+        "versions": dict(versions) if versions is not None else software_versions(),
+        "commit": commit,
+        "date": date or utc_now_iso(),
+    }
+    if extra:
+        entry["extra"] = dict(extra)
+    return entry
+
+
+@dataclass(frozen=True)
+class BaselineFile:
+    """The parsed content of one baselines file (empty when the file is absent)."""
+
+    path: Path
+    exists: bool
+    profile: Optional[Dict[str, Any]] = field(default=None, hash=False)
+    entries: Dict[str, Dict[str, Any]] = field(default_factory=dict, hash=False)
+
+    def get(self, key: str) -> Optional[Dict[str, Any]]:
+        """The entry stored under ``key``, or None."""
+        return self.entries.get(key)
+
+
+def _check_profile_id(profile_id: str) -> str:
+    valid = isinstance(profile_id, str) and _ID_RE.fullmatch(profile_id) is not None
+    if not valid or profile_id in (".", ".."):
+        raise ValueError(
+            f"profile id {profile_id!r} cannot name a baselines file: use letters, digits, "
+            "'.', '_' and '-' only"
+        )
+    return profile_id
+
+
+def _parse(path: Path, raw: bytes) -> BaselineFile:
+    """Validate the top-level shape; everything wrong raises BaselineError."""
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BaselineError(f"baselines file {path} is not UTF-8 ({exc}); {_UNTOUCHED}") from None
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            f"baselines file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+            f"{exc.msg}); {_UNTOUCHED}"
+        ) from None
+    if not isinstance(data, dict):
+        raise BaselineError(
+            f"baselines file {path} holds a JSON {type(data).__name__}, expected an object with "
+            f"'schema_version', 'profile' and 'entries'; {_UNTOUCHED}"
+        )
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise BaselineError(
+            f"baselines file {path} has schema_version {version!r}, but this pytest-bpsperf "
+            f"reads schema_version {SCHEMA_VERSION} only (a newer or older plugin wrote it?); "
+            f"{_UNTOUCHED}"
+        )
+    profile = data.get("profile")
+    if profile is not None and not isinstance(profile, dict):
+        raise BaselineError(
+            f"baselines file {path}: 'profile' is a {type(profile).__name__}, expected an object; "
+            f"{_UNTOUCHED}"
+        )
+    entries = data.get("entries", {})
+    if not isinstance(entries, dict):
+        raise BaselineError(
+            f"baselines file {path}: 'entries' is a {type(entries).__name__}, expected an object; "
+            f"{_UNTOUCHED}"
+        )
+    for key, entry in entries.items():
+        if not isinstance(entry, dict):
+            raise BaselineError(
+                f"baselines file {path}: entry {key!r} is a {type(entry).__name__}, expected an "
+                f"object; {_UNTOUCHED}"
+            )
+        samples = entry.get("samples")
+        if samples is not None and (
+            not isinstance(samples, list)
+            or not all(isinstance(s, (int, float)) and not isinstance(s, bool) for s in samples)
+        ):
+            raise BaselineError(
+                f"baselines file {path}: entry {key!r} has 'samples' {samples!r}, expected a list "
+                f"of numbers; {_UNTOUCHED}"
+            )
+    return BaselineFile(path=path, exists=True, profile=profile, entries=entries)
+
+
+@contextlib.contextmanager
+def _directory_lock(directory: Path) -> Iterator[None]:
+    """Serialize read-merge-write cycles of concurrent writers (e.g. xdist workers).
+
+    Locks the directory itself so that no lock file is left next to the
+    committed baselines. Where flock is unavailable (Windows) writers are not
+    serialized; each write is still atomic.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    try:
+        fd = os.open(str(directory), os.O_RDONLY)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+    # The temp file must be in the same directory: os.replace is only atomic
+    # within one file system.
+    fd, tmp_name = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        # mkstemp creates 0600; a committed file should keep its mode, or
+        # get the usual one when new.
+        try:
+            mode = path.stat().st_mode & 0o777
+        except OSError:
+            mode = 0o644
+        os.chmod(tmp_name, mode)
+        os.replace(tmp_name, str(path))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    # Make the rename itself durable; not every platform can open directories.
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(str(path.parent), os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+class BaselineStore:
+    """Baselines files under ``directory``, one per profile id."""
+
+    def __init__(self, directory: Union[str, os.PathLike]) -> None:
+        """Use ``directory`` (created on the first update) to hold the files."""
+        self.directory = Path(directory)
+
+    def path_for(self, profile_id: str) -> Path:
+        """The file that holds the baselines of ``profile_id``."""
+        return self.directory / f"{_check_profile_id(profile_id)}.json"
+
+    def load(self, profile_id: str) -> BaselineFile:
+        """Read the file of ``profile_id``; a missing file is an empty one.
+
+        Raises BaselineError when the file is corrupt or has another schema.
+        """
+        path = self.path_for(profile_id)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return BaselineFile(path=path, exists=False)
+        except OSError as exc:
+            raise BaselineError(f"baselines file {path} cannot be read: {exc}") from None
+        return _parse(path, raw)
+
+    def get(self, profile_id: str, key: str) -> Optional[Dict[str, Any]]:
+        """The entry ``key`` of ``profile_id``, or None when there is none."""
+        return self.load(profile_id).get(key)
+
+    def update(
+        self,
+        profile_id: str,
+        profile_dict: Mapping[str, Any],
+        entries: Mapping[str, Mapping[str, Any]],
+    ) -> Path:
+        """Merge ``entries`` into the file of ``profile_id`` and write it atomically.
+
+        Entries not named in ``entries`` are kept as they are; named ones are
+        replaced whole. The profile header is replaced by ``profile_dict``,
+        since the new entries were measured on that profile. A file that
+        cannot be parsed raises BaselineError and is not overwritten.
+        Returns the path written.
+        """
+        path = self.path_for(profile_id)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with _directory_lock(self.directory):
+            current = self.load(profile_id)
+            merged = dict(current.entries)
+            for key, entry in entries.items():
+                if not isinstance(entry, Mapping):
+                    raise TypeError(
+                        f"entry {key!r} is a {type(entry).__name__}, expected a mapping"
+                    )
+                merged[str(key)] = dict(entry)
+            document = {
+                "schema_version": SCHEMA_VERSION,
+                "profile": dict(profile_dict),
+                "entries": merged,
+            }
+            try:
+                # allow_nan=False: NaN/Infinity are not JSON and other tools
+                # reading the committed file would choke on them.
+                text = json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n"
+            except (TypeError, ValueError) as exc:
+                raise BaselineError(
+                    f"cannot write baselines file {path}: the data is not plain JSON ({exc}); "
+                    "the file was left untouched"
+                ) from None
+            _atomic_write_text(path, text)
+        return path
+
+
+def _distribution_version(names: Tuple[str, ...]) -> str:
+    for name in names:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return "not installed"
+
+
+# MXNet ships under build-specific distribution names (mxnet-cu112,
+# mxnet-mkl, ...); listed here so that no package gets imported to find out.
+_PACKAGES: Dict[str, Tuple[str, ...]] = {
+    "mxnet": (
+        "mxnet", "mxnet-mkl", "mxnet-native", "mxnet-cu123", "mxnet-cu122", "mxnet-cu121",
+        "mxnet-cu120", "mxnet-cu118", "mxnet-cu117", "mxnet-cu116", "mxnet-cu113",
+        "mxnet-cu112", "mxnet-cu111", "mxnet-cu110", "mxnet-cu102", "mxnet-cu101",
+        "mxnet-cu100",
+    ),
+    "byteps": ("byteps",),
+    "ray": ("ray",),
+    "gluoncv": ("gluoncv",),
+}
+
+
+def software_versions() -> Dict[str, str]:
+    """Versions of Python and of mxnet, byteps, ray and gluoncv ("not installed" when absent).
+
+    Read from installed package metadata; the packages are not imported,
+    which would take seconds and could fail for reasons unrelated to a version.
+    """
+    versions = {"python": platform.python_version()}
+    for key, names in _PACKAGES.items():
+        versions[key] = _distribution_version(names)
+    return versions
+
+
+def current_commit(cwd: Union[str, os.PathLike, None] = None) -> Optional[str]:
+    """``git rev-parse HEAD`` in ``cwd``; None outside a repository, without git, or on timeout."""
+    try:
+        proc = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=None if cwd is None else str(cwd),
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = proc.stdout.strip()
+    if proc.returncode != 0 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha):
+        return None
+    return sha
+
+
+def check_baseline_quality(samples: Sequence[float], *, max_rel_spread: float) -> Optional[str]:
+    """Why ``samples`` should not become a baseline, or None when they may.
+
+    Refuses fewer than 2 samples (the noise of a single run is unknown) and
+    samples whose spread (stdev/mean, see :class:`~pytest_bpsperf.stats.Summary`)
+    exceeds ``max_rel_spread``.
+    """
+    if not max_rel_spread > 0:
+        raise ValueError(f"max_rel_spread is {max_rel_spread!r}, expected a number > 0")
+    summary = summarize(samples)
+    if summary.n < 2:
+        return (
+            f"only {summary.n} sample: a baseline needs at least 2 runs to know its own noise; "
+            "record it with more repeats, e.g. --bpsperf-repeats=3"
+        )
+    if summary.rel_spread > max_rel_spread:
+        return (
+            f"the {summary.n} runs spread {summary.rel_spread:.1%} (stdev/mean, "
+            f"{summary.min:.4g}..{summary.max:.4g} img/s), more than the allowed "
+            f"{max_rel_spread:.1%}: such a baseline could only catch large drops; record it "
+            "with more repeats (--bpsperf-repeats) on a quieter machine, or raise the limit"
+        )
+    return None

@@ -1,0 +1,46 @@
+"""Hook specifications of pytest-bpsperf (registered in ``pytest_addhooks``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+import pytest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .measurement import JobOutput
+    from .session import JobRequest
+
+
+@pytest.hookspec
+def pytest_bpsperf_tricks(config: pytest.Config) -> "Mapping[str, Any] | None":
+    """Return extra tricks as a mapping ``name -> Trick`` (``pytest_bpsperf.tricks.Trick``).
+
+    Every implementation is called; names must be unique across built-ins, ini
+    definitions and all implementations. Composition with ``+`` works across them.
+
+    .. versionadded:: 0.1
+    """
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_bpsperf_run_job(config: pytest.Config, request: "JobRequest") -> "JobOutput | None":
+    """Run one training job and return what its roles produced.
+
+    The plugin's own implementation (``trylast``) brings up the roles on Ray.
+    Another implementation may return a finished :class:`~pytest_bpsperf.measurement.JobOutput`
+    (per-worker step records and role outcomes) to test verdicts and reports
+    without a distributed run; the plugin measures it like a real one.
+
+    .. versionadded:: 0.1
+    """
+
+
+@pytest.hookspec
+def pytest_bpsperf_profile_facts(config: pytest.Config, facts: dict) -> None:
+    """Add or change hardware facts before the profile is derived from them.
+
+    Facts must be stable properties of the hardware (never clocks or load):
+    the profile's hash, and so which baselines apply, is computed from them.
+
+    .. versionadded:: 0.1
+    """

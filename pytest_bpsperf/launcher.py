@@ -1,0 +1,309 @@
+"""Ray: the cluster (embedded or existing) and one run of a role plan on it.
+
+Embedded (the default): ``ray.init`` starts a local Ray on 127.0.0.1 owned by
+this process, and :meth:`RayCluster.close` stops it. A reaper process watches
+this process and kills what Ray left if it dies without closing (SIGKILL).
+Existing (``ray_address`` set): connect, ship this package with ``py_modules``,
+and on close disconnect without touching the cluster.
+
+:func:`run_job` starts one actor per role, pinned to the role's node; each actor
+starts its role as a child process (see :mod:`.roles`). The scheduler's port is
+picked on the scheduler's node. The run has a hard timeout; whatever happens,
+every role's process group is killed and every actor is removed before it returns.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from . import reaper
+from .measurement import JobOutput, RoleOutcome, WorkerRecords
+from .plan import Node, Plan
+
+#: keeps every node of a local Ray on loopback (Ray otherwise picks the
+#: machine's outward address); see Ray's node IP selection.
+LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+POLL_SECONDS = 0.2
+
+
+class RoleFailed(RuntimeError):
+    """A role died or the run timed out; the message names the role, node, status and log tail."""
+
+    def __init__(self, message: str, output: "JobOutput | None" = None) -> None:
+        super().__init__(message)
+        self.output = output
+
+
+class ClusterError(RuntimeError):
+    """Ray could not be started or reached."""
+
+
+@dataclass
+class RayCluster:
+    """The Ray cluster of a session: embedded (started here) or existing."""
+
+    address: str = ""
+    num_cpus: "int | None" = None
+    watch_dir: "str | None" = None
+    started: bool = False
+    owned: bool = False
+    startup_s: float = 0.0
+    shutdown_s: float = 0.0
+    _reaper: "reaper.ReaperHandle | None" = None
+
+    def start(self) -> "RayCluster":
+        """Start (embedded) or connect (existing); idempotent."""
+        if self.started:
+            return self
+        t0 = time.perf_counter()
+        if not self.address:
+            # Read by Ray when it picks the node's address, which happens at import.
+            os.environ.update(LOOPBACK_ENV)
+        import ray
+
+        if ray.is_initialized():
+            raise ClusterError("Ray is already initialized in this process; bpsperf needs its own connection")
+        kwargs = dict(log_to_driver=False, configure_logging=False, include_dashboard=False)
+        if self.address:
+            import pytest_bpsperf
+
+            try:
+                ray.init(
+                    address=self.address,
+                    runtime_env={"py_modules": [os.path.dirname(pytest_bpsperf.__file__)]},
+                    **kwargs,
+                )
+            except Exception as exc:  # noqa: BLE001 - Ray raises many kinds
+                raise ClusterError(f"cannot connect to the Ray cluster at {self.address!r}: {exc}") from exc
+            self.owned = False
+        else:
+            before = set(reaper.children(os.getpid()))
+            try:
+                ray.init(num_cpus=self.num_cpus, _node_ip_address="127.0.0.1", **kwargs)
+            except Exception as exc:  # noqa: BLE001
+                raise ClusterError(f"cannot start an embedded Ray: {exc}") from exc
+            self.owned = True
+            # Ray's daemons are our children; should this process be killed,
+            # the reaper kills the ones that do not die with it.
+            spawned = [p for p in reaper.descendants(os.getpid()) if p not in before]
+            self._reaper = reaper.spawn(os.getpid(), spawned, self.watch_dir)
+        self.started = True
+        self.startup_s = time.perf_counter() - t0
+        return self
+
+    def nodes(self) -> list:
+        """The alive nodes, head first, as planner :class:`Node` values."""
+        import ray
+
+        nodes = []
+        for i, raw in enumerate(n for n in ray.nodes() if n.get("Alive")):
+            res = raw.get("Resources", {})
+            nodes.append(
+                Node(
+                    node_id=raw["NodeID"],
+                    # An embedded Ray is this machine: its roles talk over loopback only.
+                    ip="127.0.0.1" if self.owned else raw["NodeManagerAddress"],
+                    cpus=float(res.get("CPU", 0)),
+                    gpus=int(res.get("GPU", 0)),
+                    label=f"node-{i}",
+                )
+            )
+        return nodes
+
+    def close(self) -> None:
+        """Disconnect; an embedded Ray is stopped and checked gone."""
+        if not self.started:
+            return
+        t0 = time.perf_counter()
+        import ray
+
+        ray.shutdown()
+        if self._reaper is not None:
+            self._reaper.finish()
+            self._reaper = None
+        self.started = False
+        self.shutdown_s = time.perf_counter() - t0
+
+
+def _remote_role_class():
+    import ray
+
+    from .roles import RoleProcess
+
+    return ray.remote(num_cpus=0, max_restarts=0)(RoleProcess)
+
+
+def _node_strategy(node: Node):
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)
+
+
+def run_job(
+    plan: Plan,
+    log_dir: str,
+    *,
+    timeout: float,
+    on_progress: "Callable[[str], None] | None" = None,
+    exit_grace: float = 30.0,
+) -> JobOutput:
+    """Run every role of ``plan`` to completion on the connected Ray cluster.
+
+    Returns the workers' records and each role's fate. Raises :class:`RoleFailed`
+    when a role exits non-zero, the workers do not all finish, or ``timeout``
+    passes; the exception carries the partial :class:`JobOutput`. Teardown runs
+    in every case, Ctrl-C included.
+    """
+    import ray
+
+    say = on_progress or (lambda _msg: None)
+    t_start = time.perf_counter()
+    actor_cls = _remote_role_class()
+    actors: dict = {}
+    failure: "str | None" = None
+    bringup_s = 0.0
+    t_workers_done = None
+    try:
+        for role in plan.roles:
+            actors[role.name] = actor_cls.options(scheduling_strategy=_node_strategy(role.node)).remote(
+                role.name, log_dir
+            )
+        sched = plan.scheduler
+        host = sched.node.ip
+        port = ray.get(actors[sched.name].pick_port.remote(host), timeout=timeout)
+        root = {"DMLC_PS_ROOT_URI": host, "DMLC_PS_ROOT_PORT": str(port)}
+        ray.get(
+            [actors[r.name].start.remote(list(r.command), {**r.env, **root}) for r in plan.roles],
+            timeout=timeout,
+        )
+        bringup_s = time.perf_counter() - t_start
+        say(f"{len(plan.roles)} roles started in {bringup_s:.1f}s (scheduler {host}:{port})")
+
+        deadline = t_start + timeout
+        workers = [r.name for r in plan.by_role("worker")]
+        while True:
+            names = list(actors)
+            codes = dict(zip(names, ray.get([actors[n].poll.remote() for n in names])))
+            bad = [n for n, c in codes.items() if c not in (None, 0)]
+            if bad:
+                failure = "role(s) exited with an error: " + ", ".join(f"{n} (exit {codes[n]})" for n in bad)
+                break
+            if t_workers_done is None and all(codes[w] == 0 for w in workers):
+                t_workers_done = time.perf_counter()
+            if all(c == 0 for c in codes.values()):
+                break
+            now = time.perf_counter()
+            if t_workers_done is not None and now - t_workers_done > exit_grace:
+                stuck = [n for n, c in codes.items() if c is None]
+                failure = (
+                    f"workers finished but {', '.join(stuck)} did not exit within {exit_grace:.0f}s "
+                    "(ps-lite shutdown hangs)"
+                )
+                break
+            if now > deadline:
+                running = [n for n, c in codes.items() if c is None]
+                failure = f"run timed out after {timeout:.0f}s (setting 'timeout'); still running: {', '.join(running)}"
+                break
+            time.sleep(POLL_SECONDS)
+    finally:
+        t_down = time.perf_counter()
+        infos, worker_records, tails = _teardown(plan, actors)
+        teardown_s = time.perf_counter() - t_down
+
+    wall_s = time.perf_counter() - t_start
+    output = JobOutput(
+        workers=tuple(worker_records),
+        roles=tuple(
+            RoleOutcome(
+                name=r.name,
+                role=r.role,
+                node=r.node.name,
+                exit_code=infos.get(r.name, {}).get("exit_code"),
+                log_path=infos.get(r.name, {}).get("log_path", ""),
+                killed=bool(infos.get(r.name, {}).get("killed")),
+                environ=infos.get(r.name, {}).get("environ", {}),
+            )
+            for r in plan.roles
+        ),
+        bringup_s=bringup_s,
+        teardown_s=teardown_s,
+        wall_s=wall_s,
+        log_dir=log_dir,
+        topology=plan.topology(),
+    )
+    if failure is None:
+        unfinished = [w.name for w in output.workers if not w.finished]
+        if unfinished:
+            failure = "worker(s) exited 0 without finishing their steps: " + ", ".join(unfinished)
+    if failure is not None:
+        raise RoleFailed(_failure_message(failure, plan, output, tails), output)
+    return output
+
+
+def _teardown(plan: Plan, actors: dict) -> tuple:
+    """Kill every role's group, collect what it left, remove the actors."""
+    import ray
+
+    infos: dict = {}
+    records: list = []
+    tails: dict = {}
+    if not actors:
+        return infos, records, tails
+    names = list(actors)
+    try:
+        ray.get([actors[n].stop.remote() for n in names], timeout=60)
+        for n, info in zip(names, ray.get([actors[n].info.remote() for n in names], timeout=60)):
+            infos[n] = info
+        for n, tail in zip(names, ray.get([actors[n].log_tail.remote() for n in names], timeout=60)):
+            tails[n] = tail
+        for r in plan.by_role("worker"):
+            if r.name in actors:
+                recs = ray.get(actors[r.name].records.remote(), timeout=60)
+                records.append(WorkerRecords(name=r.name, node=r.node.name, records=tuple(recs)))
+    finally:
+        # Killing the actor also kills any role it still owns (pdeathsig).
+        for actor in actors.values():
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+    return infos, records, tails
+
+
+def _failure_message(reason: str, plan: Plan, output: JobOutput, tails: dict) -> str:
+    lines = [f"bpsperf run failed ({plan.backend}, trick {plan.trick.name}): {reason}"]
+    # The roles that failed first, then the others that did not end cleanly.
+    outcomes = sorted(output.roles, key=lambda o: (o.exit_code in (None, 0), o.name))
+    for o in outcomes:
+        if o.clean:
+            continue
+        status = "killed by teardown" if o.killed else f"exit code {o.exit_code}"
+        lines.append(f"--- role {o.name} on node {o.node}: {status}; log {o.log_path}")
+        tail = tails.get(o.name, "").strip()
+        if tail and (o.exit_code not in (None, 0) or not o.killed):
+            lines.extend("    " + t for t in tail.splitlines()[-15:])
+    return "\n".join(lines)
+
+
+def single_process_job(node: Node, command: Sequence[str], env: dict, log_dir: str, *, timeout: float) -> WorkerRecords:
+    """Run one workload process with no parameter server (reference for scaling efficiency)."""
+    import ray
+
+    actor = _remote_role_class().options(scheduling_strategy=_node_strategy(node)).remote("single", log_dir)
+    try:
+        ray.get(actor.start.remote(list(command), env), timeout=timeout)
+        code = ray.get(actor.wait.remote(timeout), timeout=timeout + 30)
+        if code != 0:
+            tail = ray.get(actor.log_tail.remote())
+            ray.get(actor.stop.remote())
+            raise RoleFailed(f"single-process reference run failed (exit {code}):\n{tail}")
+        return WorkerRecords("single", node.name, tuple(ray.get(actor.records.remote())))
+    finally:
+        try:
+            ray.get(actor.stop.remote(), timeout=30)
+        finally:
+            ray.kill(actor, no_restart=True)
+

@@ -1,0 +1,195 @@
+"""From what the roles wrote to a measurement: steady state, img/s, compute/sync split.
+
+:class:`JobOutput` is what one distributed run leaves (per-worker step records,
+each role's fate, the harness's own timings). :func:`measure` turns it into a
+:class:`Measurement`. Aggregate img/s is the sum over worker processes of each
+one's steady-state img/s, warm-up steps detected from the timings themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .stats import SteadyState, detect_steady_state
+
+
+@dataclass(frozen=True)
+class RoleOutcome:
+    """How one role process ended."""
+
+    name: str
+    role: str
+    node: str
+    exit_code: "int | None"
+    log_path: str
+    killed: bool = False
+    environ: Mapping[str, str] = field(default_factory=dict, hash=False, repr=False)
+
+    @property
+    def clean(self) -> bool:
+        """Exited by itself with status 0."""
+        return self.exit_code == 0 and not self.killed
+
+    def as_dict(self) -> dict:
+        """JSON view (without the full environment)."""
+        return {
+            "name": self.name,
+            "role": self.role,
+            "node": self.node,
+            "exit_code": self.exit_code,
+            "killed": self.killed,
+            "log_path": self.log_path,
+        }
+
+
+@dataclass(frozen=True)
+class WorkerRecords:
+    """The JSON-lines records one worker process wrote."""
+
+    name: str
+    node: str
+    records: tuple = ()
+
+    @property
+    def start(self) -> Mapping[str, Any]:
+        """The ``start`` record (empty if the worker died before it)."""
+        return next((r for r in self.records if r.get("event") == "start"), {})
+
+    @property
+    def steps(self) -> list:
+        """The ``step`` records in step order."""
+        return sorted((r for r in self.records if r.get("event") == "step"), key=lambda r: r["step"])
+
+    @property
+    def finished(self) -> bool:
+        """Whether the worker wrote its ``end`` record."""
+        return any(r.get("event") == "end" for r in self.records)
+
+
+@dataclass(frozen=True)
+class JobOutput:
+    """Everything one run of the roles produced."""
+
+    workers: tuple
+    roles: tuple
+    bringup_s: float
+    teardown_s: float
+    wall_s: float
+    log_dir: str
+    topology: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+
+class MeasurementError(ValueError):
+    """The records do not allow a measurement (e.g. too few steps)."""
+
+
+@dataclass(frozen=True)
+class WorkerMeasurement:
+    """One worker's steady-state figures."""
+
+    name: str
+    img_per_sec: float
+    steady: SteadyState
+    step_seconds: tuple
+    compute_seconds: tuple
+    sync_seconds: tuple
+    batch_size: int
+
+    @property
+    def step_img_per_sec(self) -> list:
+        """Per-step throughput of the steady steps (for per-step statistics)."""
+        return [self.batch_size / self.step_seconds[i] for i in self.steady.steady_steps]
+
+    def mean_of(self, series: Sequence[float]) -> float:
+        """Mean of ``series`` over the steady steps."""
+        values = [series[i] for i in self.steady.steady_steps]
+        return sum(values) / len(values)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Aggregate figures of one run."""
+
+    img_per_sec: float
+    workers: tuple  # WorkerMeasurement per worker process
+    compute_s: float  # mean steady-state forward+backward seconds per step (over workers)
+    sync_s: float  # mean steady-state optimizer (push/pull) seconds per step
+    step_s: float
+    bringup_s: float
+    teardown_s: float
+    wall_s: float
+
+    @property
+    def per_worker_img_per_sec(self) -> dict:
+        """Worker name -> steady-state img/s."""
+        return {w.name: w.img_per_sec for w in self.workers}
+
+    @property
+    def warmup_steps(self) -> dict:
+        """Worker name -> the step indices left out as warm-up."""
+        return {w.name: list(w.steady.warmup_steps) for w in self.workers}
+
+    @property
+    def sync_fraction(self) -> float:
+        """Share of a step spent in push/pull."""
+        return self.sync_s / self.step_s if self.step_s else 0.0
+
+    @property
+    def training_s(self) -> float:
+        """Seconds of the run spent in the harness's view of training (wall minus overhead)."""
+        return max(0.0, self.wall_s - self.bringup_s - self.teardown_s)
+
+    def as_dict(self) -> dict:
+        """JSON view."""
+        return {
+            "img_per_sec": self.img_per_sec,
+            "per_worker_img_per_sec": self.per_worker_img_per_sec,
+            "warmup_steps": self.warmup_steps,
+            "steady_state_method": self.workers[0].steady.method if self.workers else "",
+            "steady_state_reliable": all(w.steady.reliable for w in self.workers),
+            "compute_s_per_step": self.compute_s,
+            "sync_s_per_step": self.sync_s,
+            "step_s": self.step_s,
+            "sync_fraction": self.sync_fraction,
+            "bringup_s": self.bringup_s,
+            "teardown_s": self.teardown_s,
+            "wall_s": self.wall_s,
+            "training_s": self.training_s,
+        }
+
+
+def measure_worker(worker: WorkerRecords) -> WorkerMeasurement:
+    """Steady-state img/s of one worker from its step records."""
+    steps = worker.steps
+    if len(steps) < 2:
+        raise MeasurementError(f"worker {worker.name} recorded {len(steps)} step(s); need at least 2")
+    total = tuple(float(s["total_s"]) for s in steps)
+    compute = tuple(float(s.get("compute_s", 0.0)) for s in steps)
+    sync = tuple(float(s.get("sync_s", 0.0)) for s in steps)
+    batch = int(steps[0].get("images") or worker.start.get("batch_size") or 0)
+    if batch <= 0:
+        raise MeasurementError(f"worker {worker.name}: records do not say the batch size")
+    steady = detect_steady_state(total)
+    seconds = sum(total[i] for i in steady.steady_steps)
+    img_per_sec = batch * len(steady.steady_steps) / seconds
+    return WorkerMeasurement(worker.name, img_per_sec, steady, total, compute, sync, batch)
+
+
+def measure(output: JobOutput) -> Measurement:
+    """Aggregate measurement of one run (sum of per-worker steady-state img/s)."""
+    if not output.workers:
+        raise MeasurementError("the run has no worker records")
+    workers = tuple(measure_worker(w) for w in output.workers)
+    n = len(workers)
+    return Measurement(
+        img_per_sec=sum(w.img_per_sec for w in workers),
+        workers=workers,
+        compute_s=sum(w.mean_of(w.compute_seconds) for w in workers) / n,
+        sync_s=sum(w.mean_of(w.sync_seconds) for w in workers) / n,
+        step_s=sum(w.mean_of(w.step_seconds) for w in workers) / n,
+        bringup_s=output.bringup_s,
+        teardown_s=output.teardown_s,
+        wall_s=output.wall_s,
+    )

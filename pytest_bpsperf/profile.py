@@ -1,0 +1,319 @@
+"""Hardware profile: a stable name for "the machine this ran on".
+
+Baselines are only comparable on the same hardware, so each baseline file is
+named after a profile. The profile is built from facts that do not change
+between runs on the same machine (CPU model, core count, memory class, GPU
+model and count, cluster shape) and never from clocks, load or free memory,
+which would give the same machine a new name on every run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+__all__ = [
+    "Profile",
+    "collect_facts",
+    "list_gpus",
+    "make_profile",
+    "memory_class_gib",
+    "validate_profile_id",
+]
+
+GpuLister = Callable[[], Sequence[str]]
+
+_NAME_MAX = 64
+_ID_RE = re.compile(r"[A-Za-z0-9._-]+")
+# Words that every CPU/GPU of a vendor line carries and that only make the
+# slug longer; the model number is what tells machines apart.
+_NOISE_WORDS = {
+    "processor", "cpu", "core", "with", "radeon", "graphics", "nvidia", "tesla",
+    "geforce", "corporation", "inc", "genuine", "authentic",
+}
+
+
+def _read_text(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _cpu_model(cpuinfo_path: str) -> str:
+    text = _read_text(cpuinfo_path)
+    if text is not None:
+        # x86 says "model name"; some ARM kernels only say "Hardware" or
+        # "Processor", which are still stable descriptions of the chip.
+        for key in ("model name", "hardware", "processor"):
+            for line in text.splitlines():
+                name, sep, value = line.partition(":")
+                if sep and name.strip().lower() == key:
+                    value = " ".join(value.split())
+                    # On x86 "processor" is the CPU index, not a model.
+                    if value and not value.isdigit():
+                        return value
+    fallback = " ".join(platform.processor().split())
+    return fallback or "unknown"
+
+
+def _core_count() -> int:
+    # The cores this process may run on is what the roles get; a container
+    # limited by affinity must not borrow the host's profile.
+    if hasattr(os, "sched_getaffinity"):
+        try:
+            return len(os.sched_getaffinity(0))
+        except OSError:
+            pass
+    return os.cpu_count() or 1
+
+
+def memory_class_gib(total_kib: int) -> int:
+    """Round total memory (KiB, as /proc/meminfo reports it) to a stable class in GiB.
+
+    The kernel reserves a little memory (1-3%), and how much changes with
+    the kernel and firmware, so MemTotal itself is not stable. Rounding to a
+    grid whose step is a quarter of the power of two below the value (1 GiB
+    minimum) maps the usual sizes to their nominal value: 24684092 KiB
+    (23.5 GiB) -> 24, 15.6 -> 16, 62.8 -> 64, 125.8 -> 128, 503 -> 512.
+    """
+    if total_kib <= 0:
+        raise ValueError(f"total memory is {total_kib!r} KiB, expected a number > 0")
+    gib = total_kib / (1024 * 1024)
+    step = max(1, 2 ** (int(math.floor(math.log2(gib))) - 2)) if gib >= 1 else 1
+    return max(1, int(round(gib / step)) * step)
+
+
+def _memory_total_kib(meminfo_path: str) -> Optional[int]:
+    text = _read_text(meminfo_path)
+    if text is None:
+        return None
+    for line in text.splitlines():
+        if line.startswith("MemTotal:"):
+            parts = line.split()
+            try:
+                value = int(parts[1])
+            except (IndexError, ValueError):
+                return None
+            unit = parts[2].lower() if len(parts) > 2 else "kb"
+            return value // 1024 if unit == "b" else value
+    return None
+
+
+def list_gpus() -> List[str]:
+    """GPU model names from ``nvidia-smi``, one per GPU; empty when there is none.
+
+    Absence of ``nvidia-smi``, a failing driver or a slow one all mean "no
+    GPU facts" rather than an error: a CPU-only box is a normal profile.
+    """
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        proc = subprocess.run(
+            [exe, "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if proc.returncode != 0:
+        return []
+    return [" ".join(line.split()) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def _num(value: Any) -> int:
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _cluster_facts(cluster: Mapping[str, Any]) -> Dict[str, Any]:
+    """Summarize a cluster description into stable facts.
+
+    ``cluster["nodes"]`` is a sequence of nodes, each either flat
+    (``{"gpus": 4, "cpus": 32}``) or as ``ray.nodes()`` returns them
+    (``{"Alive": True, "Resources": {"GPU": 4.0, "CPU": 32.0}}``); dead Ray
+    nodes are left out because they hold no work.
+    """
+    nodes = cluster.get("nodes") if isinstance(cluster, Mapping) else None
+    if isinstance(nodes, (str, bytes)) or not isinstance(nodes, Sequence):
+        raise ValueError(
+            f"cluster is {cluster!r}: expected a mapping with 'nodes', a list of "
+            "{'gpus': N, 'cpus': N} or ray.nodes() entries"
+        )
+    shapes: List[tuple] = []
+    for i, node in enumerate(nodes):
+        if not isinstance(node, Mapping):
+            raise ValueError(f"cluster['nodes'][{i}] is {node!r}, expected a mapping")
+        if node.get("Alive") is False:
+            continue
+        res = node.get("Resources")
+        if isinstance(res, Mapping):
+            gpus, cpus = _num(res.get("GPU", 0)), _num(res.get("CPU", 0))
+        else:
+            gpus, cpus = _num(node.get("gpus", 0)), _num(node.get("cpus", 0))
+        shapes.append((gpus, cpus))
+    counts: Dict[tuple, int] = {}
+    for shape in shapes:
+        counts[shape] = counts.get(shape, 0) + 1
+    # GPU nodes first, bigger first: the order a reader scans a topology in.
+    parts = []
+    for (gpus, cpus), count in sorted(counts.items(), key=lambda kv: (-kv[0][0], -kv[0][1])):
+        kind = f"{gpus}gpu-{cpus}cpu" if gpus else f"cpu-{cpus}cpu"
+        parts.append(f"{count}x{kind}")
+    return {
+        "nodes": len(shapes),
+        "gpu_nodes": sum(1 for g, _ in shapes if g),
+        "cpu_nodes": sum(1 for g, _ in shapes if not g),
+        "gpus_per_node": sorted({g for g, _ in shapes if g}),
+        "topology": "+".join(parts) or "empty",
+    }
+
+
+def collect_facts(
+    *,
+    cpuinfo_path: str = "/proc/cpuinfo",
+    meminfo_path: str = "/proc/meminfo",
+    gpu_lister: Optional[GpuLister] = None,
+    cluster: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    """Collect the stable hardware facts that identify this machine (and cluster).
+
+    Keys: ``cpu_model``, ``arch``, ``cores`` (cores this process may use),
+    ``memory_gib_class`` (see :func:`memory_class_gib`; None when unknown),
+    ``gpu_model`` (None without GPUs; models joined by ``" + "`` when mixed),
+    ``gpu_count``, and ``cluster`` (see ``_cluster_facts``) when a cluster
+    description is given. ``gpu_lister`` defaults to :func:`list_gpus`.
+    """
+    names = list((gpu_lister or list_gpus)())
+    models = sorted(set(names))
+    total_kib = _memory_total_kib(meminfo_path)
+    facts: Dict[str, Any] = {
+        "cpu_model": _cpu_model(cpuinfo_path),
+        "arch": platform.machine() or "unknown",
+        "cores": _core_count(),
+        "memory_gib_class": memory_class_gib(total_kib) if total_kib else None,
+        "gpu_model": " + ".join(models) if models else None,
+        "gpu_count": len(names),
+    }
+    if cluster is not None:
+        facts["cluster"] = _cluster_facts(cluster)
+    return facts
+
+
+def _slug_words(text: str) -> List[str]:
+    text = text.lower()
+    # "(R)", "(TM)" and the nominal clock ("@ 2.30GHz") say nothing that the
+    # model number does not, and would make names long.
+    text = re.sub(r"\((r|tm|c)\)", " ", text)
+    text = re.sub(r"@.*$", " ", text)
+    text = re.sub(r"\b\d+(\.\d+)?\s*[gm]hz\b", " ", text)
+    text = re.sub(r"\b\d+-core\b", " ", text)
+    words = re.split(r"[^a-z0-9]+", text)
+    return [w for w in words if w and w not in _NOISE_WORDS]
+
+
+def _join_capped(words: Sequence[str], cap: int) -> str:
+    out = ""
+    for w in words:
+        candidate = f"{out}-{w}" if out else w
+        if len(candidate) > cap:
+            break
+        out = candidate
+    return out or (words[0][:cap] if words else "")
+
+
+def _slug(text: str) -> str:
+    return "-".join(w for w in re.split(r"[^a-z0-9]+", text.lower()) if w)
+
+
+def _profile_name(facts: Mapping[str, Any]) -> str:
+    parts: List[str] = []
+    gpu_count = _num(facts.get("gpu_count", 0))
+    gpu_model = facts.get("gpu_model")
+    if gpu_count and gpu_model:
+        model = _join_capped(_slug_words(str(gpu_model)), 20) or "gpu"
+        parts.append(f"gpu-{gpu_count}x{model}")
+    else:
+        parts.append("cpu")
+    cpu = _join_capped(_slug_words(str(facts.get("cpu_model", ""))), 24)
+    if cpu:
+        parts.append(cpu)
+    if facts.get("cores"):
+        parts.append(f"{_num(facts['cores'])}c")
+    if facts.get("memory_gib_class"):
+        parts.append(f"{_num(facts['memory_gib_class'])}g")
+    cluster = facts.get("cluster")
+    if isinstance(cluster, Mapping) and cluster.get("nodes"):
+        parts.append(f"{_num(cluster['nodes'])}n")
+    if facts.get("arch"):
+        parts.append(_slug(str(facts["arch"])))
+    name = _slug("-".join(parts))
+    return name[:_NAME_MAX].rstrip("-") or "profile"
+
+
+def _facts_hash(facts: Mapping[str, Any]) -> str:
+    canonical = json.dumps(facts, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()[:10]
+
+
+def validate_profile_id(value: str) -> str:
+    """Return ``value`` if it can name a baselines file, else raise ValueError."""
+    if not isinstance(value, str) or not _ID_RE.fullmatch(value) or value in (".", ".."):
+        raise ValueError(
+            f"profile id {value!r} is not accepted: use letters, digits, '.', '_' and '-' "
+            "only (it names the baselines file), e.g. 'ci-a100-runner', and not '.' or '..'"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A hardware profile: readable ``name``, ``hash`` of the facts, and the facts.
+
+    ``id`` (``name-hash[:8]``, or the override) names the baselines file.
+    """
+
+    name: str
+    hash: str
+    facts: Dict[str, Any] = field(hash=False)
+    override: Optional[str] = None
+
+    @property
+    def id(self) -> str:
+        """The baselines file stem: the override when given, else ``name-hash[:8]``."""
+        return self.override if self.override is not None else f"{self.name}-{self.hash[:8]}"
+
+    def as_dict(self) -> Dict[str, Any]:
+        """Return the JSON-ready form stored at the top of a baselines file."""
+        return {"id": self.id, "name": self.name, "hash": self.hash, "facts": dict(self.facts)}
+
+
+def make_profile(facts: Mapping[str, Any], override: Optional[str] = None) -> Profile:
+    """Build the :class:`Profile` for ``facts``; ``override`` replaces its id.
+
+    The hash is the first 10 hex digits of the sha256 of the facts as
+    canonical JSON (sorted keys, no spaces), so it changes with any fact and
+    with nothing else. Facts must be JSON-serializable.
+    """
+    if override is not None:
+        validate_profile_id(override)
+    # A JSON round trip both checks serializability and detaches the profile
+    # from the caller's (possibly mutable, possibly nested) mapping.
+    plain = json.loads(json.dumps(dict(facts), sort_keys=True))
+    return Profile(
+        name=_profile_name(plain), hash=_facts_hash(plain), facts=plain, override=override
+    )

@@ -1,0 +1,220 @@
+"""One role process on its node: start it, watch it, read what it wrote, kill it.
+
+:class:`RoleProcess` is plain Python so that it can be tested and used without
+Ray; the launcher wraps it with ``ray.remote`` so each instance is a Ray actor
+living on the role's node. The process it starts:
+
+- gets exactly the environment the plan gives it on top of the node's clean
+  environment (Ray's ``OMP_NUM_THREADS=1`` and any inherited ``OMP_*``/``DMLC_*``
+  are removed first, because OpenMP reads them once, when it loads);
+- runs in its own session, so that teardown kills its whole process group;
+- dies with the actor (``PR_SET_PDEATHSIG`` through ``setpriv``), so a killed
+  driver or actor leaves no role behind;
+- writes its output to its own log file on the node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Mapping, Sequence
+
+from .plan import PYTHON, RECORDS, clean_env
+
+_SETPRIV = shutil.which("setpriv")
+
+
+def free_port(host: str) -> int:
+    """A TCP port that is free on ``host`` right now (for the ps-lite scheduler)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def kill_group(pid: int, grace: float = 5.0) -> None:
+    """SIGTERM the process group led by ``pid``, then SIGKILL what is left after ``grace``."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+
+
+def read_environ(pid: int) -> "dict | None":
+    """The environment a live process started with, read from ``/proc``."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    out = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep:
+            out[key.decode(errors="replace")] = value.decode(errors="replace")
+    return out
+
+
+class RoleProcess:
+    """Owner of one role's process on the node where this object lives."""
+
+    def __init__(self, name: str, log_dir: str) -> None:
+        self.name = name
+        self.log_dir = log_dir
+        os.makedirs(log_dir, exist_ok=True)
+        self.log_path = os.path.join(log_dir, f"{name}.log")
+        self.records_path = os.path.join(log_dir, f"{name}.records.jsonl")
+        self.proc: "subprocess.Popen | None" = None
+        self.environ: "dict | None" = None
+        self.started_at = 0.0
+        self.ended_at: "float | None" = None
+        self.killed = False
+
+    # -- placement facts -------------------------------------------------
+    def node_ip(self) -> str:
+        """This node's address as Ray knows it (127.0.0.1 on the embedded cluster)."""
+        try:
+            import ray
+
+            return ray.util.get_node_ip_address()
+        except Exception:  # noqa: BLE001 - outside Ray: loopback
+            return "127.0.0.1"
+
+    def pick_port(self, host: str) -> int:
+        """Choose the scheduler's port here, on the scheduler's own node."""
+        return free_port(host)
+
+    # -- lifecycle ---------------------------------------------------------
+    def start(self, command: Sequence[str], env: Mapping[str, str]) -> int:
+        """Start the role; returns its pid. ``command`` may use the PYTHON/RECORDS placeholders."""
+        if self.proc is not None:
+            raise RuntimeError(f"role {self.name} already started")
+        argv = [sys.executable if a == PYTHON else a.replace(RECORDS, self.records_path) for a in command]
+        if _SETPRIV:
+            argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
+        full_env = clean_env(os.environ)
+        full_env.update(env)
+        # The plugin's own package must import in the role (the worker runs it
+        # with -m) wherever the actor found it, e.g. shipped by Ray's py_modules.
+        pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        full_env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (pkg_root, full_env.get("PYTHONPATH", "")) if p
+        )
+        full_env["PYTHONUNBUFFERED"] = "1"
+        for path in (self.records_path,):
+            if os.path.exists(path):
+                os.unlink(path)
+        with open(self.log_path, "ab") as log:
+            log.write(f"# bpsperf: starting {self.name}: {' '.join(argv)}\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(
+                argv,
+                env=full_env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=self.log_dir,
+            )
+        self.started_at = time.time()
+        # Popen returns after exec, so /proc shows what the role itself received.
+        self.environ = read_environ(self.proc.pid) or dict(full_env)
+        return self.proc.pid
+
+    def poll(self) -> "int | None":
+        """Exit status, or None while running."""
+        if self.proc is None:
+            return None
+        code = self.proc.poll()
+        if code is not None and self.ended_at is None:
+            self.ended_at = time.time()
+        return code
+
+    def wait(self, timeout: float) -> "int | None":
+        """Wait up to ``timeout`` seconds for the role to exit; its status or None."""
+        if self.proc is None:
+            return None
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        return self.poll()
+
+    def stop(self, grace: float = 3.0) -> "int | None":
+        """Kill the role's process group (if still running); returns its exit status."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.killed = True
+        kill_group(self.proc.pid, grace)
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
+            pass
+        return self.poll()
+
+    # -- what the role left ------------------------------------------------
+    def info(self) -> dict:
+        """Pid, exit status, log path and the environment the process started with."""
+        return {
+            "name": self.name,
+            "pid": self.proc.pid if self.proc else None,
+            "exit_code": self.poll(),
+            "killed": self.killed,
+            "log_path": self.log_path,
+            "environ": self.environ or {},
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+        }
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last ``lines`` lines of the role's log."""
+        try:
+            with open(self.log_path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - 64 * 1024))
+                text = fh.read().decode(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def records(self) -> list:
+        """The worker's JSON-lines records (a torn last line from a crash is skipped)."""
+        out = []
+        try:
+            with open(self.records_path, encoding="utf-8") as fh:
+                for line in fh:
+                    try:
+                        out.append(json.loads(line))
+                    except ValueError:
+                        continue
+        except OSError:
+            pass
+        return out
+
+    def read_files(self, pattern_dir: str) -> dict:
+        """Contents of the files under ``pattern_dir`` (relative to the log dir), for traces."""
+        root = os.path.join(self.log_dir, pattern_dir)
+        out = {}
+        for base, _dirs, files in os.walk(root):
+            for fname in files:
+                path = os.path.join(base, fname)
+                try:
+                    with open(path, encoding="utf-8", errors="replace") as fh:
+                        out[os.path.relpath(path, self.log_dir)] = fh.read()
+                except OSError:
+                    continue
+        return out

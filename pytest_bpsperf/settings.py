@@ -1,0 +1,340 @@
+"""Settings: every knob of a perf run, resolved once from ordered sources.
+
+Precedence, first source that sets a value wins::
+
+    marker  >  command line  >  BPSPERF_* environment  >  ini/pyproject  >  default
+
+Each option has one name that derives all its spellings: ``batch_size`` is
+``--bpsperf-batch-size``, ``BPSPERF_BATCH_SIZE``, ini key ``bpsperf_batch_size``
+and marker keyword ``batch_size``. This module is plain Python; the pytest
+layer turns :class:`SettingsError` into ``pytest.UsageError``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Callable, Mapping, Sequence
+
+BACKENDS = ("auto", "mxnet", "byteps")
+
+
+class SettingsError(ValueError):
+    """A setting has a value that is not accepted; the message says which and where from."""
+
+
+def flag(name: str) -> str:
+    """Command-line spelling of an option name (``batch_size`` -> ``--bpsperf-batch-size``)."""
+    return "--bpsperf-" + name.replace("_", "-")
+
+
+def env_var(name: str) -> str:
+    """Environment spelling of an option name (``batch_size`` -> ``BPSPERF_BATCH_SIZE``)."""
+    return "BPSPERF_" + name.upper()
+
+
+def ini_key(name: str) -> str:
+    """Ini/pyproject spelling of an option name (``batch_size`` -> ``bpsperf_batch_size``)."""
+    return "bpsperf_" + name
+
+
+# --- value parsers: each takes a raw value (str from CLI/env/ini, anything from a
+# marker) and returns the typed value or raises ValueError with what is accepted.
+
+
+def _int_at_least(low: int) -> Callable[[Any], int]:
+    def parse(raw: Any) -> int:
+        if isinstance(raw, bool):
+            raise ValueError(f"expected an integer >= {low}")
+        try:
+            value = int(str(raw).strip()) if not isinstance(raw, int) else raw
+        except ValueError:
+            raise ValueError(f"expected an integer >= {low}") from None
+        if value < low:
+            raise ValueError(f"expected an integer >= {low}")
+        return value
+
+    parse.accepted = f"an integer >= {low}"  # type: ignore[attr-defined]
+    return parse
+
+
+def _positive_float(raw: Any) -> float:
+    try:
+        value = float(str(raw).strip()) if not isinstance(raw, (int, float)) else float(raw)
+    except ValueError:
+        raise ValueError("expected a number of seconds > 0") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise ValueError("expected a number of seconds > 0")
+    return value
+
+
+def _percent(raw: Any) -> float:
+    """Tolerance: ``10%``, ``10`` (percent) or ``0.1`` (fraction); stored as a fraction."""
+    text = str(raw).strip()
+    try:
+        if text.endswith("%"):
+            value = float(text[:-1]) / 100.0
+        else:
+            value = float(text)
+            if value >= 1.0:
+                value /= 100.0
+    except ValueError:
+        raise ValueError("expected a percentage such as 10% or 0.1") from None
+    if not 0.0 < value < 1.0:
+        raise ValueError("expected a percentage between 0% and 100% (exclusive), such as 10%")
+    return value
+
+
+def _choice(choices: Sequence[str]) -> Callable[[Any], str]:
+    def parse(raw: Any) -> str:
+        value = str(raw).strip().lower()
+        if value not in choices:
+            raise ValueError("expected one of " + ", ".join(choices))
+        return value
+
+    return parse
+
+
+def _omp_threads(raw: Any) -> int:
+    text = str(raw).strip().lower()
+    if text == "auto":
+        return 0  # resolved against the hardware in resolve()
+    return _int_at_least(1)(raw)
+
+
+def _model(raw: Any) -> str:
+    text = str(raw).strip()
+    if not text or any(ch.isspace() for ch in text):
+        raise ValueError("expected a gluoncv model-zoo name such as resnet50_v2")
+    return text
+
+
+def _ray_address(raw: Any) -> str:
+    text = str(raw).strip()
+    if text in ("", "local", "embedded"):
+        return ""
+    if text == "auto" or text.startswith("ray://") or ":" in text:
+        return text
+    raise ValueError(
+        "expected empty/'local' (embedded Ray on this machine), 'auto' (the cluster "
+        "'ray start' runs here), HOST:PORT of a head node, or ray://HOST:PORT"
+    )
+
+
+def _tricks(raw: Any) -> tuple:
+    if isinstance(raw, (list, tuple)):
+        names = [str(n).strip() for n in raw]
+    else:
+        names = [n.strip() for n in str(raw).split(",")]
+    names = [n for n in names if n]
+    if not names:
+        raise ValueError("expected a comma-separated list of trick names such as baseline,omp-passive")
+    return tuple(names)
+
+
+def _path(raw: Any) -> str:
+    text = str(raw).strip()
+    if not text:
+        raise ValueError("expected a directory path")
+    return text
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its name, help text, parser and default."""
+
+    name: str
+    help: str
+    parse: Callable[[Any], Any]
+    accepted: str
+    default: Any
+    #: read from the marker too (workload and topology knobs; not where Ray is)
+    per_test: bool = True
+
+
+OPTIONS: tuple = (
+    Option("backend", "parameter-server backend", _choice(BACKENDS), "one of " + ", ".join(BACKENDS), "auto", True),
+    Option("workers", "worker nodes (DMLC_NUM_WORKER)", _int_at_least(1), "an integer >= 1", 2),
+    Option("server_nodes", "server nodes", _int_at_least(1), "an integer >= 1", 1),
+    Option("servers_per_node", "server processes per server node", _int_at_least(1), "an integer >= 1", 1),
+    Option("steps", "training steps per run (warm-up included)", _int_at_least(4), "an integer >= 4", None),
+    Option("batch_size", "batch size per worker process (per GPU)", _int_at_least(1), "an integer >= 1", None),
+    Option("image_size", "height and width of the synthetic images", _int_at_least(16), "an integer >= 16", None),
+    Option("model", "gluoncv model-zoo name", _model, "a gluoncv model-zoo name such as resnet50_v2", "resnet50_v2"),
+    Option("omp_threads", "OMP_NUM_THREADS of every role ('auto': min(4, cores))", _omp_threads,
+           "an integer >= 1 or 'auto'", "auto"),
+    Option("timeout", "hard limit in seconds for one training run, bring-up included", _positive_float,
+           "a number of seconds > 0", 600.0),
+    Option("repeats", "runs per configuration; runs of different tricks are interleaved", _int_at_least(1),
+           "an integer >= 1", 1),
+    Option("tricks", "comma-separated tricks to run (overrides the bpsperf_tricks marker)", _tricks,
+           "a comma-separated list of trick names", None),
+    Option("tolerance", "allowed throughput drop against the baseline", _percent,
+           "a percentage such as 10% or 0.1", 0.25),
+    Option("ray_address", "Ray cluster to use; empty starts an embedded Ray on this machine", _ray_address,
+           "empty/'local', 'auto', HOST:PORT or ray://HOST:PORT", "", False),
+    Option("log_dir", "directory for role logs (default: under pytest's basetemp)", _path, "a directory path",
+           None, False),
+)
+
+OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What the defaults depend on: this machine's GPUs and cores."""
+
+    gpus: int
+    cores: int
+
+    @classmethod
+    def detect(cls) -> "Hardware":
+        """Cheap local detection: no CUDA, no Ray, no subprocess unless nvidia-smi exists."""
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        gpus = 0
+        if os.path.isdir("/proc/driver/nvidia/gpus"):
+            gpus = len(os.listdir("/proc/driver/nvidia/gpus"))
+        elif shutil.which("nvidia-smi"):
+            gpus = 1  # present but unreadable without running it; enough to pick GPU defaults
+        return cls(gpus=gpus, cores=cores)
+
+
+def hardware_defaults(hw: Hardware) -> dict:
+    """Defaults that depend on the hardware.
+
+    On GPUs: the workload of the BytePS report (224x224, batch 64 per GPU). On CPUs:
+    small images and few steps so that the default suite finishes in minutes.
+    """
+    if hw.gpus > 0:
+        return {"steps": 100, "batch_size": 64, "image_size": 224, "omp_threads": 4}
+    return {"steps": 20, "batch_size": 8, "image_size": 32, "omp_threads": max(1, min(4, hw.cores))}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings of one test (or of the session, without a marker)."""
+
+    backend: str = "auto"
+    workers: int = 2
+    server_nodes: int = 1
+    servers_per_node: int = 1
+    steps: int = 20
+    batch_size: int = 8
+    image_size: int = 32
+    model: str = "resnet50_v2"
+    omp_threads: int = 2
+    timeout: float = 600.0
+    repeats: int = 1
+    tricks: "tuple | None" = None
+    tolerance: float = 0.25
+    ray_address: str = ""
+    log_dir: "str | None" = None
+    #: where each value came from, e.g. {"steps": "command line option --bpsperf-steps"}
+    origins: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def workload(self) -> dict:
+        """The parameters that define the training workload (for keys and reports)."""
+        return {
+            "backend": self.backend,
+            "model": self.model,
+            "steps": self.steps,
+            "batch_size": self.batch_size,
+            "image_size": self.image_size,
+            "omp_threads": self.omp_threads,
+        }
+
+    def topology(self) -> dict:
+        """The role counts (before tricks change them)."""
+        return {
+            "workers": self.workers,
+            "server_nodes": self.server_nodes,
+            "servers_per_node": self.servers_per_node,
+        }
+
+    def as_dict(self) -> dict:
+        """Plain JSON-able view of every setting."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "origins"}
+        if out["tricks"] is not None:
+            out["tricks"] = list(out["tricks"])
+        return out
+
+    def with_values(self, **values: Any) -> "Settings":
+        """A copy with some values replaced (already validated by the caller)."""
+        return replace(self, **values)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One place values come from: a description for messages and the raw values."""
+
+    kind: str  # "marker", "cli", "env", "ini"
+    where: str  # e.g. "ini file /repo/pyproject.toml" or "marker bpsperf on test_x"
+    values: Mapping[str, Any]
+
+    def describe(self, name: str) -> str:
+        """Where option ``name`` came from, in the spelling the user wrote."""
+        if self.kind == "cli":
+            return f"command line option {flag(name)}"
+        if self.kind == "env":
+            return f"environment variable {env_var(name)}"
+        if self.kind == "ini":
+            return f"ini key {ini_key(name)} in {self.where}"
+        if self.kind == "marker":
+            return f"{name}= of {self.where}"
+        return self.where
+
+
+def env_source(environ: Mapping[str, str]) -> Source:
+    """The ``BPSPERF_*`` environment as a source (empty values count as unset)."""
+    values = {}
+    for opt in OPTIONS:
+        raw = environ.get(env_var(opt.name))
+        if raw is not None and raw.strip() != "":
+            values[opt.name] = raw
+    return Source("env", "environment", values)
+
+
+def resolve(sources: Sequence[Source], hardware: Hardware) -> Settings:
+    """Resolve every option from ``sources`` (highest precedence first), then defaults.
+
+    Raises :class:`SettingsError` naming the option, the value, where it came from
+    and what is accepted.
+    """
+    for source in sources:
+        for key in source.values:
+            if key not in OPTIONS_BY_NAME:
+                raise SettingsError(
+                    f"unknown setting {key!r} in {source.where}; accepted: "
+                    + ", ".join(sorted(o.name for o in OPTIONS if source.kind != "marker" or o.per_test))
+                )
+            if source.kind == "marker" and not OPTIONS_BY_NAME[key].per_test:
+                raise SettingsError(
+                    f"setting {key!r} cannot be set per test ({source.where}); set it with "
+                    f"{flag(key)}, {env_var(key)} or ini key {ini_key(key)}"
+                )
+    hw_defaults = hardware_defaults(hardware)
+    values: dict = {}
+    origins: dict = {}
+    for opt in OPTIONS:
+        for source in sources:
+            raw = source.values.get(opt.name)
+            if raw is None:
+                continue
+            try:
+                values[opt.name] = opt.parse(raw)
+            except ValueError as exc:
+                raise SettingsError(
+                    f"invalid value {raw!r} for setting {opt.name!r} from {source.describe(opt.name)}: "
+                    f"{exc}"
+                ) from None
+            origins[opt.name] = source.describe(opt.name)
+            break
+        else:
+            values[opt.name] = hw_defaults.get(opt.name, opt.default)
+            origins[opt.name] = "default"
+    if values["omp_threads"] == 0:  # 'auto'
+        values["omp_threads"] = hardware_defaults(Hardware(gpus=hardware.gpus, cores=hardware.cores))[
+            "omp_threads"
+        ]
+    return Settings(origins=origins, **values)

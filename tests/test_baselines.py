@@ -1,0 +1,300 @@
+"""Unit tests of pytest_bpsperf.baselines: keys, atomic merge-writes, refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from datetime import datetime
+
+import pytest
+
+from pytest_bpsperf import baselines
+from pytest_bpsperf.baselines import (
+    BaselineError,
+    BaselineStore,
+    check_baseline_quality,
+    current_commit,
+    entry_key,
+    make_entry,
+    software_versions,
+)
+
+PROFILE_ID = "cpu-amd-epyc-2c-24g-x86-64-66422873"
+PROFILE = {"id": PROFILE_ID, "name": "cpu-amd-epyc-2c-24g-x86-64", "hash": "66422873aa",
+           "facts": {"cores": 2, "cpu_model": "AMD EPYC"}}
+TOPOLOGY = {"workers": 2, "server_nodes": 1, "servers_per_node": 1}
+WORKLOAD = {"backend": "mxnet", "batch_size": 8, "model": "resnet50_v2", "steps": 20}
+
+
+def _entry(trick: str, samples=(100.0, 104.0, 98.0)) -> dict:
+    return make_entry(
+        test="test_resnet50_throughput",
+        trick=trick,
+        topology=TOPOLOGY,
+        workload=WORKLOAD,
+        samples=list(samples),
+        tolerance=0.1,
+        versions={"python": "3.11.7", "mxnet": "1.9.1"},
+        commit="0" * 40,
+        date="2024-05-01T12:00:00Z",
+    )
+
+
+def _key(trick: str) -> str:
+    return entry_key("test_resnet50_throughput", trick, TOPOLOGY, WORKLOAD)
+
+
+def _leftovers(directory) -> list:
+    return sorted(p.name for p in directory.iterdir() if p.name != f"{PROFILE_ID}.json")
+
+
+# --- keys ---------------------------------------------------------------------
+
+
+def test_entry_key_is_readable_and_sorted():
+    key = _key("omp-passive")
+    assert key == (
+        "test_resnet50_throughput|omp-passive|server_nodes=1,servers_per_node=1,workers=2|"
+        "backend=mxnet,batch_size=8,model=resnet50_v2,steps=20"
+    )
+
+
+def test_entry_key_ignores_insertion_order_and_int_float_spelling():
+    a = entry_key("t", "b", {"workers": 2, "server_nodes": 1}, {"batch_size": 8, "lr": 0.1})
+    b = entry_key("t", "b", {"server_nodes": 1.0, "workers": 2}, {"lr": 0.1, "batch_size": 8.0})
+    assert a == b
+
+
+def test_entry_key_distinguishes_values():
+    assert _key("baseline") != _key("omp-passive")
+    assert entry_key("t", "b", {"workers": 2}, {}) != entry_key("t", "b", {"workers": 4}, {})
+    assert entry_key("t", "b", {}, {"flag": True}).endswith("|flag=true")
+    assert entry_key("t", "b", {}, {}) == "t|b|-|-"
+
+
+# --- store ----------------------------------------------------------------------
+
+
+def test_missing_file_is_empty(tmp_path):
+    store = BaselineStore(tmp_path / "baselines")
+    loaded = store.load(PROFILE_ID)
+    assert not loaded.exists and loaded.entries == {} and loaded.profile is None
+    assert store.get(PROFILE_ID, _key("baseline")) is None
+
+
+def test_round_trip_and_file_format(tmp_path):
+    store = BaselineStore(tmp_path / "baselines")
+    path = store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+    assert path == tmp_path / "baselines" / f"{PROFILE_ID}.json"
+    got = store.get(PROFILE_ID, _key("baseline"))
+    assert got == _entry("baseline")
+    assert got["summary"]["n"] == 3 and got["summary"]["median"] == 100.0
+    text = path.read_text()
+    assert text.endswith("}\n")
+    data = json.loads(text)
+    assert data["schema_version"] == 1
+    assert data["profile"] == PROFILE
+    # Stable, reviewable form: exactly what sorted, indented dumping gives.
+    assert text == json.dumps(data, sort_keys=True, indent=2) + "\n"
+    assert _leftovers(path.parent) == []
+
+
+def test_update_merges_and_never_drops_entries(tmp_path):
+    store = BaselineStore(tmp_path)
+    store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline"),
+                                       _key("omp-passive"): _entry("omp-passive")})
+    new_passive = _entry("omp-passive", samples=(300.0, 310.0))
+    store.update(PROFILE_ID, PROFILE, {_key("omp-passive"): new_passive,
+                                       _key("extra-servers"): _entry("extra-servers")})
+    entries = store.load(PROFILE_ID).entries
+    assert set(entries) == {_key("baseline"), _key("omp-passive"), _key("extra-servers")}
+    assert entries[_key("baseline")] == _entry("baseline")
+    assert entries[_key("omp-passive")]["samples"] == [300.0, 310.0]
+
+
+def test_update_keeps_entries_written_by_hand(tmp_path):
+    path = tmp_path / f"{PROFILE_ID}.json"
+    hand = {"samples": [1.0, 2.0], "note": "x"}
+    path.write_text(json.dumps({"schema_version": 1, "profile": PROFILE,
+                                "entries": {"hand|made|-|-": hand}}))
+    BaselineStore(tmp_path).update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+    entries = json.loads(path.read_text())["entries"]
+    assert entries["hand|made|-|-"] == {"samples": [1.0, 2.0], "note": "x"}
+
+
+def test_unserializable_entry_leaves_file_untouched(tmp_path):
+    store = BaselineStore(tmp_path)
+    store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+    before = (tmp_path / f"{PROFILE_ID}.json").read_bytes()
+    with pytest.raises(BaselineError, match="not plain JSON"):
+        store.update(PROFILE_ID, PROFILE, {"k": {"samples": [float("nan")]}})
+    assert (tmp_path / f"{PROFILE_ID}.json").read_bytes() == before
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("fail_at", ["fsync", "replace"])
+def test_failed_write_keeps_original_and_leaves_no_temp_file(tmp_path, monkeypatch, fail_at):
+    store = BaselineStore(tmp_path)
+    store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+    path = tmp_path / f"{PROFILE_ID}.json"
+    before = path.read_bytes()
+
+    def boom(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(baselines.os, fail_at, boom)
+    with pytest.raises(OSError, match="No space left"):
+        store.update(PROFILE_ID, PROFILE, {_key("omp-passive"): _entry("omp-passive")})
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert _leftovers(tmp_path) == []
+
+
+def test_write_goes_through_a_temp_file_in_the_same_directory(tmp_path, monkeypatch):
+    seen = []
+    real_replace = os.replace
+
+    def spy(src, dst):
+        seen.append((os.path.dirname(src), os.path.dirname(dst), os.path.exists(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(baselines.os, "replace", spy)
+    store = BaselineStore(tmp_path)
+    store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+    store.update(PROFILE_ID, PROFILE, {_key("omp-passive"): _entry("omp-passive")})
+    assert [s[:2] for s in seen] == [(str(tmp_path), str(tmp_path))] * 2
+    assert [s[2] for s in seen] == [False, True]
+
+
+@pytest.mark.parametrize(
+    "content,problem",
+    [
+        (b'{"schema_version": 1, "entries": {', "not valid JSON"),
+        (b"[1, 2, 3]", "expected an object"),
+        (b'{"schema_version": 1, "entries": []}', "'entries' is a list"),
+        (b'{"schema_version": 1, "entries": {"k": 3}}', "entry 'k'"),
+        (b'{"schema_version": 1, "entries": {"k": {"samples": "fast"}}}', "'samples'"),
+        (b'{"schema_version": 1, "profile": "x", "entries": {}}', "'profile'"),
+        (b"\xff\xfe garbage", "not UTF-8"),
+    ],
+)
+def test_corrupt_file_raises_and_is_never_overwritten(tmp_path, content, problem):
+    path = tmp_path / f"{PROFILE_ID}.json"
+    path.write_bytes(content)
+    store = BaselineStore(tmp_path)
+    with pytest.raises(BaselineError) as info:
+        store.load(PROFILE_ID)
+    message = str(info.value)
+    assert str(path) in message and problem in message and "left untouched" in message
+    with pytest.raises(BaselineError):
+        store.get(PROFILE_ID, _key("baseline"))
+    with pytest.raises(BaselineError):
+        store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+    assert path.read_bytes() == content
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("version", [2, 0, "1", None])
+def test_schema_mismatch_raises(tmp_path, version):
+    path = tmp_path / f"{PROFILE_ID}.json"
+    doc = {"profile": PROFILE, "entries": {}}
+    if version is not None:
+        doc["schema_version"] = version
+    content = json.dumps(doc).encode()
+    path.write_bytes(content)
+    store = BaselineStore(tmp_path)
+    with pytest.raises(BaselineError, match="schema_version") as info:
+        store.load(PROFILE_ID)
+    assert str(path) in str(info.value)
+    with pytest.raises(BaselineError):
+        store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+    assert path.read_bytes() == content
+
+
+@pytest.mark.parametrize("bad", ["../escape", "a/b", "", ".."])
+def test_profile_id_cannot_escape_the_directory(tmp_path, bad):
+    with pytest.raises(ValueError):
+        BaselineStore(tmp_path).update(bad, PROFILE, {})
+
+
+def test_new_file_is_not_private(tmp_path):
+    # mkstemp makes 0600 files; a committed baseline must be readable by others.
+    path = BaselineStore(tmp_path).update(PROFILE_ID, PROFILE, {})
+    assert path.stat().st_mode & 0o044 == 0o044
+
+
+# --- entries and provenance ---------------------------------------------------------
+
+
+def test_make_entry_records_provenance():
+    entry = make_entry(test="t", trick="baseline", topology={"workers": 1}, workload={},
+                       samples=[10.0, 11.0], tolerance=0.15, extra={"steady_steps": 17})
+    assert set(entry) >= {"test", "trick", "topology", "workload", "samples", "summary",
+                          "tolerance", "versions", "commit", "date", "extra"}
+    assert entry["versions"]["python"]
+    assert datetime.strptime(entry["date"], "%Y-%m-%dT%H:%M:%SZ")
+    assert entry["summary"]["n"] == 2
+
+
+def test_software_versions_reads_metadata_without_importing(monkeypatch):
+    import sys
+
+    monkeypatch.delitem(sys.modules, "mxnet", raising=False)
+    versions = software_versions()
+    assert set(versions) == {"python", "mxnet", "byteps", "ray", "gluoncv"}
+    assert versions["python"].count(".") == 2
+    assert all(isinstance(v, str) and v for v in versions.values())
+    assert "mxnet" not in sys.modules
+
+
+def test_software_versions_not_installed(monkeypatch):
+    def missing(name):
+        raise baselines.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(baselines.metadata, "version", missing)
+    versions = software_versions()
+    assert versions["mxnet"] == versions["byteps"] == versions["ray"] == "not installed"
+
+
+def test_current_commit_outside_a_repo(tmp_path):
+    assert current_commit(tmp_path) is None
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_current_commit_in_a_repo(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *args],
+                       cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "f").write_text("x")
+    git("add", "f")
+    git("commit", "-q", "-m", "c")
+    expected = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    assert current_commit(tmp_path) == expected
+
+
+def test_current_commit_without_git(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert current_commit(tmp_path) is None
+
+
+# --- quality ---------------------------------------------------------------------------
+
+
+def test_quality_ok():
+    assert check_baseline_quality([100.0, 102.0, 99.0], max_rel_spread=0.1) is None
+
+
+def test_quality_rejects_single_sample():
+    reason = check_baseline_quality([100.0], max_rel_spread=0.1)
+    assert reason is not None and "--bpsperf-repeats" in reason and "1 sample" in reason
+
+
+def test_quality_rejects_noisy_samples():
+    reason = check_baseline_quality([100.0, 160.0, 60.0], max_rel_spread=0.1)
+    assert reason is not None
+    assert "--bpsperf-repeats" in reason and "10.0%" in reason and "47.2%" in reason
