@@ -142,6 +142,135 @@ def _node_strategy(node: Node):
     return NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)
 
 
+class RoleGroup:
+    """Some or all roles of a plan, each a process owned by an actor on its node.
+
+    Use as a context manager: leaving the block kills every role's process
+    group and removes every actor, whatever happened inside.
+    """
+
+    def __init__(self, plan: Plan, log_dir: str, roles: "Sequence[str] | None" = None) -> None:
+        self.plan = plan
+        self.log_dir = log_dir
+        self.roles = [r for r in plan.roles if roles is None or r.name in roles]
+        self.actors: dict = {}
+        self.root: dict = {}
+        self.bringup_s = 0.0
+        self.teardown_s = 0.0
+        self.infos: dict = {}
+        self.tails: dict = {}
+        self.records: list = []
+
+    def __enter__(self) -> "RoleGroup":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self, timeout: float) -> float:
+        """Create the actors, pick the scheduler's port on its node, start every role."""
+        import ray
+
+        t0 = time.perf_counter()
+        actor_cls = _remote_role_class()
+        for role in self.roles:
+            self.actors[role.name] = actor_cls.options(scheduling_strategy=_node_strategy(role.node)).remote(
+                role.name, self.log_dir
+            )
+        sched = self.plan.scheduler
+        picker = self.actors.get(sched.name)
+        if picker is None:  # the scheduler is not in this group: ask a throw-away actor on its node
+            picker = actor_cls.options(scheduling_strategy=_node_strategy(sched.node)).remote("port", self.log_dir)
+        port = ray.get(picker.pick_port.remote(sched.node.ip), timeout=timeout)
+        if sched.name not in self.actors:
+            ray.kill(picker, no_restart=True)
+        self.root = {"DMLC_PS_ROOT_URI": sched.node.ip, "DMLC_PS_ROOT_PORT": str(port)}
+        ray.get(
+            [self.actors[r.name].start.remote(list(r.command), {**r.env, **self.root}) for r in self.roles],
+            timeout=timeout,
+        )
+        self.bringup_s = time.perf_counter() - t0
+        return self.bringup_s
+
+    def poll(self) -> dict:
+        """Role name -> exit status (None while running)."""
+        import ray
+
+        names = list(self.actors)
+        return dict(zip(names, ray.get([self.actors[n].poll.remote() for n in names])))
+
+    def log_tails(self, lines: int = 30) -> dict:
+        """Role name -> the end of its log, read on its node."""
+        import ray
+
+        names = list(self.actors)
+        return dict(zip(names, ray.get([self.actors[n].log_tail.remote(lines) for n in names], timeout=60)))
+
+    def stop(self) -> None:
+        """Kill every role's group, collect what it left, remove the actors (idempotent)."""
+        if not self.actors:
+            return
+        import ray
+
+        t0 = time.perf_counter()
+        names = list(self.actors)
+        try:
+            ray.get([self.actors[n].stop.remote() for n in names], timeout=60)
+            self.infos = dict(zip(names, ray.get([self.actors[n].info.remote() for n in names], timeout=60)))
+            self.tails = self.log_tails()
+            for r in self.roles:
+                if r.role == "worker":
+                    recs = ray.get(self.actors[r.name].records.remote(), timeout=60)
+                    self.records.append(WorkerRecords(name=r.name, node=r.node.name, records=tuple(recs)))
+        finally:
+            # Killing the actor also kills any role it still owns (pdeathsig).
+            for actor in self.actors.values():
+                try:
+                    ray.kill(actor, no_restart=True)
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+            self.actors = {}
+            self.teardown_s = time.perf_counter() - t0
+
+    def outcomes(self) -> tuple:
+        """Each role's fate, after :meth:`stop`."""
+        return tuple(
+            RoleOutcome(
+                name=r.name,
+                role=r.role,
+                node=r.node.name,
+                exit_code=self.infos.get(r.name, {}).get("exit_code"),
+                log_path=self.infos.get(r.name, {}).get("log_path", ""),
+                killed=bool(self.infos.get(r.name, {}).get("killed")),
+                environ=self.infos.get(r.name, {}).get("environ", {}),
+            )
+            for r in self.roles
+        )
+
+
+def _watch(group: RoleGroup, deadline: float, timeout: float, exit_grace: float) -> "str | None":
+    """Poll until every role exited 0; the reason it went wrong otherwise."""
+    workers = [r.name for r in group.roles if r.role == "worker"]
+    t_workers_done = None
+    while True:
+        codes = group.poll()
+        bad = [n for n, c in codes.items() if c not in (None, 0)]
+        if bad:
+            return "role(s) exited with an error: " + ", ".join(f"{n} (exit {codes[n]})" for n in bad)
+        if all(c == 0 for c in codes.values()):
+            return None
+        now = time.perf_counter()
+        if t_workers_done is None and all(codes[w] == 0 for w in workers):
+            t_workers_done = now
+        if t_workers_done is not None and now - t_workers_done > exit_grace:
+            stuck = [n for n, c in codes.items() if c is None]
+            return f"workers finished but {', '.join(stuck)} did not exit within {exit_grace:.0f}s (ps-lite shutdown hangs)"
+        if now > deadline:
+            running = [n for n, c in codes.items() if c is None]
+            return f"run timed out after {timeout:.0f}s (setting 'timeout'); still running: {', '.join(running)}"
+        time.sleep(POLL_SECONDS)
+
+
 def run_job(
     plan: Plan,
     log_dir: str,
@@ -157,80 +286,19 @@ def run_job(
     passes; the exception carries the partial :class:`JobOutput`. Teardown runs
     in every case, Ctrl-C included.
     """
-    import ray
-
     say = on_progress or (lambda _msg: None)
     t_start = time.perf_counter()
-    actor_cls = _remote_role_class()
-    actors: dict = {}
-    failure: "str | None" = None
-    bringup_s = 0.0
-    t_workers_done = None
-    try:
-        for role in plan.roles:
-            actors[role.name] = actor_cls.options(scheduling_strategy=_node_strategy(role.node)).remote(
-                role.name, log_dir
-            )
-        sched = plan.scheduler
-        host = sched.node.ip
-        port = ray.get(actors[sched.name].pick_port.remote(host), timeout=timeout)
-        root = {"DMLC_PS_ROOT_URI": host, "DMLC_PS_ROOT_PORT": str(port)}
-        ray.get(
-            [actors[r.name].start.remote(list(r.command), {**r.env, **root}) for r in plan.roles],
-            timeout=timeout,
-        )
-        bringup_s = time.perf_counter() - t_start
-        say(f"{len(plan.roles)} roles started in {bringup_s:.1f}s (scheduler {host}:{port})")
-
-        deadline = t_start + timeout
-        workers = [r.name for r in plan.by_role("worker")]
-        while True:
-            names = list(actors)
-            codes = dict(zip(names, ray.get([actors[n].poll.remote() for n in names])))
-            bad = [n for n, c in codes.items() if c not in (None, 0)]
-            if bad:
-                failure = "role(s) exited with an error: " + ", ".join(f"{n} (exit {codes[n]})" for n in bad)
-                break
-            if t_workers_done is None and all(codes[w] == 0 for w in workers):
-                t_workers_done = time.perf_counter()
-            if all(c == 0 for c in codes.values()):
-                break
-            now = time.perf_counter()
-            if t_workers_done is not None and now - t_workers_done > exit_grace:
-                stuck = [n for n, c in codes.items() if c is None]
-                failure = (
-                    f"workers finished but {', '.join(stuck)} did not exit within {exit_grace:.0f}s "
-                    "(ps-lite shutdown hangs)"
-                )
-                break
-            if now > deadline:
-                running = [n for n, c in codes.items() if c is None]
-                failure = f"run timed out after {timeout:.0f}s (setting 'timeout'); still running: {', '.join(running)}"
-                break
-            time.sleep(POLL_SECONDS)
-    finally:
-        t_down = time.perf_counter()
-        infos, worker_records, tails = _teardown(plan, actors)
-        teardown_s = time.perf_counter() - t_down
-
-    wall_s = time.perf_counter() - t_start
+    with RoleGroup(plan, log_dir) as group:
+        group.start(timeout)
+        say(f"{len(group.roles)} roles started in {group.bringup_s:.1f}s (scheduler "
+            f"{group.root['DMLC_PS_ROOT_URI']}:{group.root['DMLC_PS_ROOT_PORT']})")
+        failure = _watch(group, t_start + timeout, timeout, exit_grace)
     output = JobOutput(
-        workers=tuple(worker_records),
-        roles=tuple(
-            RoleOutcome(
-                name=r.name,
-                role=r.role,
-                node=r.node.name,
-                exit_code=infos.get(r.name, {}).get("exit_code"),
-                log_path=infos.get(r.name, {}).get("log_path", ""),
-                killed=bool(infos.get(r.name, {}).get("killed")),
-                environ=infos.get(r.name, {}).get("environ", {}),
-            )
-            for r in plan.roles
-        ),
-        bringup_s=bringup_s,
-        teardown_s=teardown_s,
-        wall_s=wall_s,
+        workers=tuple(group.records),
+        roles=group.outcomes(),
+        bringup_s=group.bringup_s,
+        teardown_s=group.teardown_s,
+        wall_s=time.perf_counter() - t_start,
         log_dir=log_dir,
         topology=plan.topology(),
     )
@@ -239,38 +307,8 @@ def run_job(
         if unfinished:
             failure = "worker(s) exited 0 without finishing their steps: " + ", ".join(unfinished)
     if failure is not None:
-        raise RoleFailed(_failure_message(failure, plan, output, tails), output)
+        raise RoleFailed(_failure_message(failure, plan, output, group.tails), output)
     return output
-
-
-def _teardown(plan: Plan, actors: dict) -> tuple:
-    """Kill every role's group, collect what it left, remove the actors."""
-    import ray
-
-    infos: dict = {}
-    records: list = []
-    tails: dict = {}
-    if not actors:
-        return infos, records, tails
-    names = list(actors)
-    try:
-        ray.get([actors[n].stop.remote() for n in names], timeout=60)
-        for n, info in zip(names, ray.get([actors[n].info.remote() for n in names], timeout=60)):
-            infos[n] = info
-        for n, tail in zip(names, ray.get([actors[n].log_tail.remote() for n in names], timeout=60)):
-            tails[n] = tail
-        for r in plan.by_role("worker"):
-            if r.name in actors:
-                recs = ray.get(actors[r.name].records.remote(), timeout=60)
-                records.append(WorkerRecords(name=r.name, node=r.node.name, records=tuple(recs)))
-    finally:
-        # Killing the actor also kills any role it still owns (pdeathsig).
-        for actor in actors.values():
-            try:
-                ray.kill(actor, no_restart=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
-    return infos, records, tails
 
 
 def _failure_message(reason: str, plan: Plan, output: JobOutput, tails: dict) -> str:

@@ -13,6 +13,9 @@ from typing import Any, Mapping, Sequence
 
 from .stats import SteadyState, detect_steady_state
 
+#: Variables that configure a role (reported; the rest of its environment is not).
+ROLE_ENV_PREFIXES = ("OMP_", "KMP_", "DMLC_", "BYTEPS_", "PS_", "MXNET_", "NVIDIA_VISIBLE_DEVICES", "BPSPERF_")
+
 
 @dataclass(frozen=True)
 class RoleOutcome:
@@ -32,7 +35,7 @@ class RoleOutcome:
         return self.exit_code == 0 and not self.killed
 
     def as_dict(self) -> dict:
-        """JSON view (without the full environment)."""
+        """JSON view; of the environment only what configures the role."""
         return {
             "name": self.name,
             "role": self.role,
@@ -40,6 +43,7 @@ class RoleOutcome:
             "exit_code": self.exit_code,
             "killed": self.killed,
             "log_path": self.log_path,
+            "env": {k: v for k, v in sorted(self.environ.items()) if k.startswith(ROLE_ENV_PREFIXES)},
         }
 
 

@@ -44,6 +44,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("bpsperf", "distributed-training performance tests (pytest-bpsperf)")
     for opt in OPTIONS:
         help_text = f"{opt.help}; {opt.accepted} [env {env_var(opt.name)}, ini {ini_key(opt.name)}]"
+        help_text = help_text.replace("%", "%%")  # argparse %-formats help ('10%' in tolerance)
         group.addoption(flag(opt.name), dest=ini_key(opt.name), default=None, metavar="VALUE", help=help_text)
         parser.addini(ini_key(opt.name), help=f"bpsperf: {opt.help} ({opt.accepted})", default="")
     parser.addini(
@@ -101,6 +102,13 @@ class BpsPerfPlugin:
         except SettingsError as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
         self.registry = self._build_registry()
+        # Names from the command line, environment or ini are known now: a typo is a
+        # usage error here rather than a collection error in every perf module.
+        try:
+            for name in self.settings.tricks or ():
+                self.registry.get(name, self.settings.origins["tricks"])
+        except TrickError as exc:
+            raise pytest.UsageError(f"bpsperf: {exc}") from None
         self._session = None
         self.results: list = []
         self.failures: list = []
@@ -218,6 +226,17 @@ class BpsPerfPlugin:
         for path in self.written:
             terminalreporter.write_line(f"bpsperf: wrote {path}")
 
+    def session_info(self) -> dict:
+        """Machine-readable facts of the session (run id, Ray start/stop seconds)."""
+        if self._session is None:
+            return {}
+        c = self._session.cluster
+        return {
+            "run_id": self._session.run_id,
+            "ray": {"embedded": c.owned, "address": c.address, "startup_s": c.startup_s, "shutdown_s": c.shutdown_s},
+            "backend_choice": self._session.backend_choice[1] if self._session.backend_choice else None,
+        }
+
     def _header_lines(self) -> list:
         lines = []
         if self._session is not None:
@@ -235,7 +254,10 @@ class BpsPerfPlugin:
         self.written = []
         json_path = self.config.getoption("bpsperf_json")
         if json_path:
-            report.write_json(json_path, report.json_document(self.results, self.failures, self._header_lines()))
+            report.write_json(
+                json_path,
+                report.json_document(self.results, self.failures, self._header_lines(), self.session_info()),
+            )
             self.written.append(json_path)
         md_path = self.config.getoption("bpsperf_markdown")
         if md_path:

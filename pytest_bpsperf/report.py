@@ -261,11 +261,14 @@ def markdown_document(results: Sequence[Any], header: Sequence[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def json_document(results: Sequence[Any], failures: Sequence[tuple], header: Sequence[str]) -> dict:
+def json_document(
+    results: Sequence[Any], failures: Sequence[tuple], header: Sequence[str], info: "dict | None" = None
+) -> dict:
     """The ``--bpsperf-json`` document."""
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "session": list(header),
+        "session_info": dict(info or {}),
         "tests": [r.as_dict() for r in results],
         "failures": [{"nodeid": n, "reason": reason} for n, reason in failures],
         "matrix": [t.as_dict() for t in matrix_tables(results)],

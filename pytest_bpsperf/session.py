@@ -189,7 +189,11 @@ class PerfSession:
                          verbose_ps=self.verbose_ps)
         os.makedirs(request.log_dir, exist_ok=True)
         output = run_job(plan, request.log_dir, timeout=settings.timeout, on_progress=self.say)
-        return replace(output, extra={**output.extra, "backend": backend})
+        extra = {"backend": backend}
+        if settings.scaling:
+            single_dir = os.path.join(self.base_log_dir, "single-process")
+            extra["single_img_per_sec"] = self.single_process_img_per_sec(settings, single_dir)
+        return replace(output, extra={**output.extra, **extra})
 
     def single_process_img_per_sec(self, settings: Settings, log_dir: str) -> float:
         """img/s of the same workload in one process without a parameter server (cached)."""

@@ -133,6 +133,17 @@ def _tricks(raw: Any) -> tuple:
     return tuple(names)
 
 
+def _switch(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "on", "yes", "true"):
+        return True
+    if text in ("0", "off", "no", "false"):
+        return False
+    raise ValueError("expected on or off")
+
+
 def _path(raw: Any) -> str:
     text = str(raw).strip()
     if not text:
@@ -172,6 +183,8 @@ OPTIONS: tuple = (
            "a comma-separated list of trick names", None),
     Option("tolerance", "allowed throughput drop against the baseline", _percent,
            "a percentage such as 10% or 0.1", 0.25),
+    Option("scaling", "also time one process without a parameter server, for scaling efficiency", _switch,
+           "on or off", True),
     Option("ray_address", "Ray cluster to use; empty starts an embedded Ray on this machine", _ray_address,
            "empty/'local', 'auto', HOST:PORT or ray://HOST:PORT", "", False),
     Option("log_dir", "directory for role logs (default: under pytest's basetemp)", _path, "a directory path",
@@ -228,6 +241,7 @@ class Settings:
     repeats: int = 1
     tricks: "tuple | None" = None
     tolerance: float = 0.25
+    scaling: bool = True
     ray_address: str = ""
     log_dir: "str | None" = None
     #: where each value came from, e.g. {"steps": "command line option --bpsperf-steps"}

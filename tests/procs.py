@@ -1,0 +1,74 @@
+"""Finding the processes a bpsperf run started, to check that none is left."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from pytest_bpsperf.reaper import descendants, start_time
+
+
+def environ_of(pid: int) -> dict:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return {}
+    out = {}
+    for item in raw.split(b"\0"):
+        k, sep, v = item.partition(b"=")
+        if sep:
+            out[k.decode(errors="replace")] = v.decode(errors="replace")
+    return out
+
+
+def cmdline_of(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def role_processes(run_id: "str | None" = None) -> list:
+    """(pid, cmdline) of live processes started as a bpsperf role (of one run, or of any)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        env = environ_of(int(entry))
+        rid = env.get("BPSPERF_RUN_ID")
+        if rid and (run_id is None or rid == run_id):
+            out.append((int(entry), cmdline_of(int(entry))))
+    return out
+
+
+def snapshot_tree(pid: int) -> list:
+    """(pid, start time, cmdline) of every process below ``pid`` now."""
+    return [(p, start_time(p), cmdline_of(p)) for p in descendants(pid)]
+
+
+def alive(snapshot: list) -> list:
+    """The entries of ``snapshot`` that are still the same live process (zombies excluded)."""
+    out = []
+    for pid, started, cmd in snapshot:
+        if started is None or start_time(pid) != started:
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            out.append((pid, cmd))
+    return out
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.25):
+    """Poll ``predicate`` until it returns a truthy value or ``timeout`` passes; return its last value."""
+    deadline = time.monotonic() + timeout
+    value = predicate()
+    while not value and time.monotonic() < deadline:
+        time.sleep(interval)
+        value = predicate()
+    return value
