@@ -14,4 +14,4 @@ pytestmark = pytest.mark.perf
 def test_resnet50_throughput(bpsperf_train):
     result = bpsperf_train(model="resnet50_v2")
     assert result.img_per_sec > 0
-
+    result.assert_within_baseline()

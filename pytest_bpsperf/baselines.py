@@ -227,7 +227,7 @@ def _directory_lock(directory: Path) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
     # The temp file must be in the same directory: os.replace is only atomic
     # within one file system.
@@ -327,7 +327,7 @@ class BaselineStore:
                     f"cannot write baselines file {path}: the data is not plain JSON ({exc}); "
                     "the file was left untouched"
                 ) from None
-            _atomic_write_text(path, text)
+            atomic_write_text(path, text)
         return path
 
 

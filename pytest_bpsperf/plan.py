@@ -154,13 +154,19 @@ def make_plan(
     *,
     backend: str,
     run_id: str,
-    verbose_ps: bool = False,
+    verbose_ps: "bool | int" = False,
+    with_workers: bool = True,
 ) -> Plan:
     """Place every role of one run on ``nodes`` and give each its full environment.
 
     ``backend`` is the resolved backend (``mxnet`` or ``byteps``, never ``auto``).
     The scheduler's URI and port are not known yet: the launcher adds
     ``DMLC_PS_ROOT_URI``/``DMLC_PS_ROOT_PORT`` once the scheduler's node chose a port.
+    ``verbose_ps``: ``True``/``1`` sets ``PS_VERBOSE=1`` (ps-lite's connection
+    lines), ``2`` also logs every message (e.g. a server's ADD_NODE).
+    ``with_workers=False`` plans only the scheduler and the servers (they still
+    wait for ``settings.workers`` workers), e.g. to bring up BytePS's server
+    side on a machine without GPUs.
     """
     if backend not in ("mxnet", "byteps"):
         raise PlanError(f"backend must be resolved to mxnet or byteps before planning, not {backend!r}")
@@ -169,7 +175,9 @@ def make_plan(
     _check_trick(trick)
     gpu_nodes, cpu_nodes = _split_nodes(nodes)
 
-    if backend == "byteps":
+    if not with_workers:
+        worker_nodes = []
+    elif backend == "byteps":
         if len(gpu_nodes) < settings.workers:
             raise PlanError(
                 f"backend byteps needs {settings.workers} GPU worker node(s) (setting 'workers'), "
@@ -195,7 +203,10 @@ def make_plan(
         "BPSPERF_RUN_ID": run_id,
     }
     if verbose_ps:
-        common["PS_VERBOSE"] = "1"
+        level = int(verbose_ps)
+        if level not in (1, 2):
+            raise PlanError(f"verbose_ps must be False, True, 1 or 2 (ps-lite's PS_VERBOSE), not {verbose_ps!r}")
+        common["PS_VERBOSE"] = str(level)
     omp = {"OMP_NUM_THREADS": str(settings.omp_threads)}
 
     def env_for(role: str, node: Node, extra: Mapping[str, str]) -> dict:
@@ -211,7 +222,11 @@ def make_plan(
         RolePlan("scheduler", "scheduler", scheduler_node, env_for("scheduler", scheduler_node, {}),
                  _server_command(backend)),
     ]
-    byteps_server_env = {"BYTEPS_FORCE_DISTRIBUTED": "1"} if backend == "byteps" else {}
+    byteps_server_env: dict = {}
+    if backend == "byteps":
+        from .byteps_env import server_env
+
+        byteps_server_env = server_env(num_workers=settings.workers)
     index = 0
     for node in server_nodes:
         for _ in range(servers_per_node):

@@ -45,7 +45,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for opt in OPTIONS:
         help_text = f"{opt.help}; {opt.accepted} [env {env_var(opt.name)}, ini {ini_key(opt.name)}]"
         help_text = help_text.replace("%", "%%")  # argparse %-formats help ('10%' in tolerance)
-        group.addoption(flag(opt.name), dest=ini_key(opt.name), default=None, metavar="VALUE", help=help_text)
+        # on/off settings also work as bare flags: --bpsperf-strict means on
+        extra = {"nargs": "?", "const": "on"} if opt.accepted == "on or off" else {}
+        group.addoption(flag(opt.name), dest=ini_key(opt.name), default=None, metavar="VALUE", help=help_text,
+                        **extra)
         parser.addini(ini_key(opt.name), help=f"bpsperf: {opt.help} ({opt.accepted})", default="")
     parser.addini(
         TRICK_DEFS_INI,
@@ -56,6 +59,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--bpsperf-json", metavar="PATH", default=None, help="write every perf result as JSON to PATH")
     group.addoption("--bpsperf-markdown", metavar="PATH", default=None,
                     help="write the trick matrix and verdicts as Markdown (for a PR comment) to PATH")
+    group.addoption("--bpsperf-update-baselines", action="store_true", default=False,
+                    help="record baselines for this hardware profile from what runs (entries of tests that do "
+                         "not run are kept)")
+    group.addoption("--bpsperf-force-update", action="store_true", default=False,
+                    help="with --bpsperf-update-baselines: also record entries whose spread exceeds max_spread")
+    group.addoption("--bpsperf-benchmark-json", metavar="PATH", default=None,
+                    help="write results in pytest-benchmark's JSON format (per-step times as rounds), "
+                         "readable by 'pytest-benchmark compare'")
     group.addoption("--bpsperf-ps-verbose", action="store_true", default=False,
                     help="PS_VERBOSE=1 for every role (ps-lite connection logs)")
     group.addoption("--bpsperf-list-tricks", action="store_true", default=False,
@@ -114,6 +125,10 @@ class BpsPerfPlugin:
         self.failures: list = []
         self.messages: list = []
         self.written: list = []
+        self.verdicts: list = []
+        self.baseline_lines: list = []
+        self._profile = None
+        self.update_failed = False
 
     def _build_registry(self) -> TrickRegistry:
         registry = TrickRegistry()
@@ -167,6 +182,126 @@ class BpsPerfPlugin:
         if len(set(names)) != len(names):
             raise pytest.UsageError(f"bpsperf: trick list {names} from {where} names a trick twice")
         return names
+
+    # -- baselines and verdicts ------------------------------------------------------
+    def profile(self):
+        """This run's hardware profile (cluster facts included once Ray is up)."""
+        if self._profile is None:
+            from .profile import collect_facts, make_profile
+
+            cluster = None
+            if self._session is not None and self._session.cluster.started:
+                cluster = {"nodes": [{"gpus": n.gpus, "cpus": n.cpus} for n in self._session.nodes()]}
+            facts = collect_facts(cluster=cluster)
+            self.config.hook.pytest_bpsperf_profile_facts(config=self.config, facts=facts)
+            try:
+                self._profile = make_profile(facts, override=self.settings.profile)
+            except ValueError as exc:
+                raise pytest.UsageError(f"bpsperf: {exc} (from {self.settings.origins.get('profile')})") from None
+        return self._profile
+
+    def store(self):
+        """The baseline store (--bpsperf-baselines-dir, else baselines/ under the rootdir)."""
+        from .baselines import BaselineStore
+
+        directory = self.settings.baselines_dir or str(Path(self.config.rootpath) / "baselines")
+        return BaselineStore(directory)
+
+    def update_command(self, test_id: str) -> str:
+        """The command that records a baseline for ``test_id``."""
+        repeats = max(3, self.settings.repeats)
+        return f"pytest -m perf --bpsperf-update-baselines --bpsperf-repeats {repeats} {test_id}"
+
+    def baseline_key(self, result) -> str:
+        from .baselines import entry_key
+
+        settings = result.request.settings
+        return entry_key(result.request.test, result.request.trick.name, settings.topology(),
+                         {**settings.workload(), "backend": result.backend})
+
+    def check(self, item: pytest.Item, result) -> None:
+        """``RunResult.assert_within_baseline``: decide, record, and fail/skip as the verdict says."""
+        from .baselines import BaselineError, current_commit
+        from .verdict import IMPROVEMENT, NO_BASELINE, REGRESSION, bisect_hint, decide
+
+        settings = result.request.settings
+        key = self.baseline_key(result)
+        runs = [r for r in self.results if self.baseline_key(r) == key and r.request.test == result.request.test]
+        if result.request.repeat + 1 < settings.repeats:
+            item.user_properties.append(("bpsperf_verdict", f"pending: repeat {result.request.repeat + 1} of "
+                                                            f"{settings.repeats}"))
+            return
+        profile = self.profile()
+        try:
+            baseline = self.store().get(profile.id, key)
+        except BaselineError as exc:
+            pytest.fail(f"bpsperf: {exc}", pytrace=False)
+        verdict = decide(
+            nodeid=item.nodeid, test=result.request.test, trick=result.request.trick.name, profile_id=profile.id,
+            key=key, samples=[r.img_per_sec for r in runs], baseline=baseline, tolerance=settings.tolerance,
+        )
+        for r in runs:
+            r.verdict = verdict
+        self.verdicts.append(verdict)
+        for name, value in verdict.as_dict().items():
+            if name not in ("method", "samples", "key"):
+                item.user_properties.append((f"bpsperf_{name}", value))
+        update = self.config.getoption("bpsperf_update_baselines")
+        text = verdict.message(
+            update_command=self.update_command(result.request.test),
+            bisect=bisect_hint(verdict.baseline.get("commit"), current_commit(str(self.config.rootpath)),
+                               ["-m", "perf", "--bpsperf-repeats", str(max(3, settings.repeats)), item.nodeid]),
+        )
+        if update:
+            return  # recording: the session's end writes the entry; nothing fails here
+        if verdict.status == REGRESSION:
+            pytest.fail(text, pytrace=False)
+        if verdict.status == NO_BASELINE:
+            if settings.strict:
+                pytest.fail(text + " (--bpsperf-strict: a missing baseline fails)", pytrace=False)
+            pytest.skip(text)
+        if verdict.status == IMPROVEMENT:
+            self.baseline_lines.append(text.splitlines()[0])
+
+    def update_baselines(self) -> None:
+        """--bpsperf-update-baselines: write an entry per (test, trick, workload) that ran."""
+        from .baselines import BaselineError, check_baseline_quality, current_commit, make_entry
+
+        if not self.config.getoption("bpsperf_update_baselines") or not self.results:
+            return
+        force = self.config.getoption("bpsperf_force_update")
+        groups: dict = {}
+        for r in self.results:
+            groups.setdefault(self.baseline_key(r), []).append(r)
+        commit = current_commit(str(self.config.rootpath))
+        entries, refused = {}, []
+        for key, runs in groups.items():
+            settings = runs[0].request.settings
+            samples = [r.img_per_sec for r in runs]
+            problem = check_baseline_quality(samples, max_rel_spread=settings.max_spread)
+            if problem and not force:
+                refused.append(f"{runs[0].request.test} [{runs[0].request.trick.name}]: {problem} "
+                               "(--bpsperf-force-update records it anyway)")
+                continue
+            entries[key] = make_entry(
+                test=runs[0].request.test, trick=runs[0].request.trick.name, topology=settings.topology(),
+                workload={**settings.workload(), "backend": runs[0].backend}, samples=samples,
+                tolerance=settings.tolerance, commit=commit,
+                extra={"steps_per_run": settings.steps,
+                       "median_step_s": [r.measurement.step_s for r in runs]},
+            )
+        profile = self.profile()
+        if entries:
+            try:
+                path = self.store().update(profile.id, profile.as_dict(), entries)
+            except BaselineError as exc:
+                self.baseline_lines.append(f"baselines NOT written: {exc}")
+                self.update_failed = True
+                return
+            self.baseline_lines.append(f"recorded {len(entries)} baseline entr{'y' if len(entries) == 1 else 'ies'} "
+                                       f"in {path}")
+        for line in refused:
+            self.baseline_lines.append("refused: " + line)
 
     # -- the perf session (Ray) ---------------------------------------------------
     @property
@@ -223,8 +358,15 @@ class BpsPerfPlugin:
             terminalreporter.write_line("")
             for line in report.format_matrix_text(table):
                 terminalreporter.write_line(line)
+        for verdict in self.verdicts:
+            terminalreporter.write_line(report.verdict_line(verdict))
+        for line in self.baseline_lines:
+            terminalreporter.write_line(f"bpsperf: {line}")
         for path in self.written:
             terminalreporter.write_line(f"bpsperf: wrote {path}")
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            for line in report.github_annotations(self.verdicts, self.config.rootpath):
+                terminalreporter.write_line(line)
 
     def session_info(self) -> dict:
         """Machine-readable facts of the session (run id, Ray start/stop seconds)."""
@@ -239,6 +381,10 @@ class BpsPerfPlugin:
 
     def _header_lines(self) -> list:
         lines = []
+        if self._profile is not None:
+            p = self._profile
+            facts = ", ".join(f"{k}={v}" for k, v in sorted(p.facts.items()) if k != "cluster")
+            lines.append(f"profile: {p.id} ({facts})")
         if self._session is not None:
             c = self._session.cluster
             lines.append(
@@ -259,10 +405,19 @@ class BpsPerfPlugin:
                 report.json_document(self.results, self.failures, self._header_lines(), self.session_info()),
             )
             self.written.append(json_path)
+        markdown = report.markdown_document(self.results, self._header_lines(), self.verdicts)
         md_path = self.config.getoption("bpsperf_markdown")
         if md_path:
-            report.write_text(md_path, report.markdown_document(self.results, self._header_lines()))
+            report.write_text(md_path, markdown)
             self.written.append(md_path)
+        bench_path = self.config.getoption("bpsperf_benchmark_json")
+        if bench_path:
+            report.write_json(bench_path, report.benchmark_document(self.results, self._profile))
+            self.written.append(bench_path)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if os.environ.get("GITHUB_ACTIONS") == "true" and summary and self.results:
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(markdown)
 
 
 def _plugin(config: pytest.Config) -> BpsPerfPlugin:
@@ -303,9 +458,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     plugin = session.config.stash.get(plugin_key, None)
     if plugin is None:
         return
+    if plugin.results:
+        plugin.profile()  # while Ray is up: the cluster is part of the profile
     # Ray goes down before the summary so its shutdown time can be reported.
     plugin.close()
+    if exitstatus == pytest.ExitCode.INTERRUPTED and plugin.config.getoption("bpsperf_update_baselines"):
+        plugin.baseline_lines.append("interrupted: no baseline written (an aborted session is not a baseline)")
+    else:
+        plugin.update_baselines()
     plugin.write_reports()
+    if plugin.update_failed:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 # -- parametrization over tricks ------------------------------------------------------
@@ -419,13 +582,19 @@ def bpsperf_train(request: pytest.FixtureRequest, bpsperf_trick) -> Iterator:
             settings=settings,
             log_dir=log_dir,
         )
+        failure = None
         try:
             output = request.config.hook.pytest_bpsperf_run_job(config=request.config, request=job)
         except RoleFailed as exc:
             plugin.failures.append((request.node.nodeid, str(exc)))
-            pytest.fail(str(exc), pytrace=False)
+            failure = str(exc)
+        if failure is not None:
+            # Outside the except block: the report shows the message once, not as a chain.
+            pytest.fail(failure, pytrace=False)
         backend = output.extra.get("backend", settings.backend) if output.extra else settings.backend
-        return _record(plugin, job, output, backend)
+        result = _record(plugin, job, output, backend)
+        result._assert_hook = lambda r: plugin.check(request.node, r)
+        return result
 
     yield train
 
@@ -434,11 +603,14 @@ def _record(plugin: BpsPerfPlugin, job, output, backend: str):
     from .measurement import MeasurementError, measure
     from .session import RunResult
 
+    failure = None
     try:
         measurement = measure(output)
     except MeasurementError as exc:
         plugin.failures.append((job.nodeid, str(exc)))
-        pytest.fail(f"bpsperf: {job.nodeid}: cannot measure: {exc}", pytrace=False)
+        failure = f"bpsperf: {job.nodeid}: cannot measure: {exc}"
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
     result = RunResult(request=job, backend=backend, output=output, measurement=measurement)
     plugin.results.append(result)
     return result

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from .baselines import atomic_write_text
 from .stats import Significance, scaling_efficiency, significance
 
 JSON_SCHEMA_VERSION = 1
@@ -242,12 +243,64 @@ def format_matrix_markdown(table: MatrixTable) -> list:
     return lines
 
 
-def markdown_document(results: Sequence[Any], header: Sequence[str]) -> str:
-    """The Markdown report: header, per-test results, trick matrices."""
+def verdict_line(verdict: Any) -> str:
+    """One terminal line per verdict."""
+    return f"{verdict.status.upper():12s} {verdict.nodeid}: {verdict.figures()}"
+
+
+_STATUS_ICON = {"ok": "✅ ok", "regression": "❌ regression", "improvement": "🚀 improvement",
+                "no-baseline": "⚪ no baseline"}
+
+
+def verdict_markdown(verdicts: Sequence[Any]) -> list:
+    """The verdict table of the PR comment."""
+    if not verdicts:
+        return []
+    lines = ["### Verdicts", "",
+             "| test | verdict | measured img/s | baseline img/s | change | tolerance | noise margin | "
+             "smallest detectable drop |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for v in verdicts:
+        c = v.comparison
+        base = "-" if v.baseline_median is None else f"{v.baseline_median:.1f}"
+        change = "-" if c is None else f"{c.change_pct:+.1f}%"
+        margin = "-" if c is None else f"±{c.margin_pct:.1f}%"
+        mdc = "-" if c is None else f"{c.min_detectable_change_pct:.1f}%"
+        lines.append(f"| `{v.nodeid}` | {_STATUS_ICON.get(v.status, v.status)} | {v.measured:.1f} | {base} | "
+                     f"{change} | -{100 * v.tolerance:.0f}% | {margin} | {mdc} |")
+    improved = [v for v in verdicts if v.status == "improvement"]
+    if improved:
+        lines += ["", "Faster than the baseline beyond noise: consider recording new baselines with "
+                      "`pytest -m perf --bpsperf-update-baselines`."]
+    methods = {v.comparison.method for v in verdicts if v.comparison is not None}
+    if methods:
+        lines += ["", "_Method: " + "; ".join(sorted(methods)) + "_"]
+    return lines + [""]
+
+
+def github_annotations(verdicts: Sequence[Any], rootpath: Any = None) -> list:
+    """GitHub Actions workflow commands: ::error for regressions, ::warning for the rest worth seeing."""
+    def escape(text: str) -> str:
+        return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+    out = []
+    for v in verdicts:
+        level = {"regression": "error", "improvement": "warning", "no-baseline": "warning"}.get(v.status)
+        if level is None:
+            continue
+        path = v.nodeid.split("::")[0]
+        title = f"bpsperf {v.status}: {v.trick}"
+        out.append(f"::{level} file={path},title={escape(title)}::{escape(v.nodeid + ': ' + v.figures())}")
+    return out
+
+
+def markdown_document(results: Sequence[Any], header: Sequence[str], verdicts: Sequence[Any] = ()) -> str:
+    """The Markdown report: header, verdicts, per-test results, trick matrices."""
     lines = ["## bpsperf results", ""]
     lines += [f"- {h}" for h in header]
     if header:
         lines.append("")
+    lines += verdict_markdown(verdicts)
     lines += ["| test | img/s | compute/step | sync/step | bring-up | teardown |", "|---|---:|---:|---:|---:|---:|"]
     for r in results:
         m = r.measurement
@@ -275,22 +328,73 @@ def json_document(
     }
 
 
+def _benchmark_stats(seconds: Sequence[float]) -> dict:
+    """pytest-benchmark's stats block for a list of round times (seconds)."""
+    data = sorted(seconds)
+    n = len(data)
+    mean = statistics.fmean(data)
+    stddev = statistics.stdev(data) if n > 1 else 0.0
+    q1, median, q3 = statistics.quantiles(data, n=4, method="inclusive") if n > 1 else (data[0],) * 3
+    iqr = q3 - q1
+    low = min((x for x in data if x >= q1 - 1.5 * iqr), default=data[0])
+    high = max((x for x in data if x <= q3 + 1.5 * iqr), default=data[-1])
+    iqr_outliers = sum(1 for x in data if x < q1 - 1.5 * iqr or x > q3 + 1.5 * iqr)
+    sd_outliers = sum(1 for x in data if abs(x - mean) > stddev) if stddev else 0
+    return {
+        "min": data[0], "max": data[-1], "mean": mean, "stddev": stddev, "rounds": n, "median": median,
+        "iqr": iqr, "q1": q1, "q3": q3, "iqr_outliers": iqr_outliers, "stddev_outliers": sd_outliers,
+        "outliers": f"{sd_outliers};{iqr_outliers}", "ld15iqr": low, "hd15iqr": high,
+        "ops": 1.0 / mean if mean else 0.0, "total": sum(data), "data": list(seconds), "iterations": 1,
+    }
+
+
+def benchmark_document(results: Sequence[Any], profile: Any = None) -> dict:
+    """pytest-benchmark's JSON format: one benchmark per run, its steady steps as rounds.
+
+    A round is one training step (mean over worker processes of that step's
+    wall time), so ``pytest-benchmark compare`` shows step times; img/s and the
+    verdict travel in ``extra_info``.
+    """
+    import datetime
+    import platform
+
+    benchmarks = []
+    for r in results:
+        workers = r.measurement.workers
+        steps = sorted(set.intersection(*(set(w.steady.steady_steps) for w in workers)))
+        rounds = [statistics.fmean(w.step_seconds[i] for w in workers) for i in steps]
+        name = r.request.nodeid.split("::")[-1]
+        if r.request.repeat:
+            name += f"-run{r.request.repeat + 1}"
+        extra = {"img_per_sec": r.img_per_sec, "per_worker_img_per_sec": r.per_worker_img_per_sec,
+                 "backend": r.backend, "warmup_steps": r.warmup_steps}
+        if r.verdict is not None:
+            extra["verdict"] = r.verdict.status
+        benchmarks.append({
+            "group": r.request.test, "name": name, "fullname": r.request.nodeid,
+            "params": {"trick": r.request.trick.name}, "param": r.request.trick.name,
+            "extra_info": extra,
+            "options": {"disable_gc": False, "timer": "perf_counter", "min_rounds": len(rounds),
+                        "max_time": r.measurement.wall_s, "min_time": 0.0, "warmup": True},
+            "stats": _benchmark_stats(rounds),
+        })
+    return {
+        "machine_info": {"node": platform.node(), "machine": platform.machine(), "processor": platform.processor(),
+                         "python_version": platform.python_version(), "system": platform.system(),
+                         "release": platform.release(), "python_implementation": platform.python_implementation(),
+                         "bpsperf_profile": getattr(profile, "id", None)},
+        "commit_info": {},
+        "benchmarks": benchmarks,
+        "datetime": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        "version": "5.1.0",
+    }
+
+
 def write_text(path: "str | os.PathLike", text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file in the same directory, then rename)."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".bpsperf-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` to ``path`` atomically, creating its directory."""
+    target = Path(os.path.abspath(os.fspath(path)))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, text)
 
 
 def write_json(path: "str | os.PathLike", document: dict) -> None:

@@ -144,6 +144,13 @@ def _switch(raw: Any) -> bool:
     raise ValueError("expected on or off")
 
 
+def _profile_id(raw: Any) -> str:
+    text = str(raw).strip()
+    if not text or not all(ch.isalnum() or ch in "._-" for ch in text):
+        raise ValueError("expected a profile name of letters, digits, '.', '_' and '-'")
+    return text
+
+
 def _path(raw: Any) -> str:
     text = str(raw).strip()
     if not text:
@@ -182,11 +189,18 @@ OPTIONS: tuple = (
     Option("tricks", "comma-separated tricks to run (overrides the bpsperf_tricks marker)", _tricks,
            "a comma-separated list of trick names", None),
     Option("tolerance", "allowed throughput drop against the baseline", _percent,
-           "a percentage such as 10% or 0.1", 0.25),
+           "a percentage such as 10% or 0.1", 0.15),
     Option("scaling", "also time one process without a parameter server, for scaling efficiency", _switch,
            "on or off", True),
     Option("ray_address", "Ray cluster to use; empty starts an embedded Ray on this machine", _ray_address,
            "empty/'local', 'auto', HOST:PORT or ray://HOST:PORT", "", False),
+    Option("profile", "hardware profile name (default: detected from the hardware)", _profile_id,
+           "letters, digits, '.', '_' and '-'", None, False),
+    Option("baselines_dir", "directory of the baseline files (default: baselines/ under the rootdir)", _path,
+           "a directory path", None, False),
+    Option("strict", "fail (rather than skip) tests that have no baseline", _switch, "on or off", False, False),
+    Option("max_spread", "largest spread (stdev/mean of the runs) a new baseline may have", _percent,
+           "a percentage such as 20%", 0.2, False),
     Option("log_dir", "directory for role logs (default: under pytest's basetemp)", _path, "a directory path",
            None, False),
 )
@@ -240,9 +254,13 @@ class Settings:
     timeout: float = 600.0
     repeats: int = 1
     tricks: "tuple | None" = None
-    tolerance: float = 0.25
+    tolerance: float = 0.15
     scaling: bool = True
     ray_address: str = ""
+    profile: "str | None" = None
+    baselines_dir: "str | None" = None
+    strict: bool = False
+    max_spread: float = 0.2
     log_dir: "str | None" = None
     #: where each value came from, e.g. {"steps": "command line option --bpsperf-steps"}
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)

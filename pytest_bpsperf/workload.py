@@ -33,8 +33,10 @@ from typing import IO, Any, Sequence
 #: role really got (not what the plan meant to give it).
 ECHOED_ENV_PREFIXES = ("OMP_", "DMLC_", "BYTEPS_", "MXNET_", "NVIDIA_VISIBLE_DEVICES", "BPSPERF_")
 
-#: Fault injection for testing failure handling: ``crash-at-step:N`` makes the
-#: worker die abruptly (os._exit) at step N, as a segfaulting worker would.
+#: Fault injection, for testing the harness itself: ``crash-at-step:N`` makes the
+#: worker die abruptly (os._exit) at step N, as a segfaulting worker would;
+#: ``slowdown:P`` makes every step P percent slower (extra compute time), the
+#: size of regression a bad change brings.
 FAULT_ENV = "BPSPERF_FAULT"
 
 
@@ -59,14 +61,17 @@ def parse_args(argv: "Sequence[str] | None" = None) -> argparse.Namespace:
     return args
 
 
-def _fault_step() -> "int | None":
+def _fault() -> tuple:
+    """(crash step or None, slowdown fraction) from ``BPSPERF_FAULT``."""
     spec = os.environ.get(FAULT_ENV, "")
     if not spec:
-        return None
+        return None, 0.0
     kind, _, value = spec.partition(":")
-    if kind != "crash-at-step" or not value.isdigit():
-        raise WorkloadError(f"{FAULT_ENV}={spec!r} is not understood; accepted: crash-at-step:N")
-    return int(value)
+    if kind == "crash-at-step" and value.isdigit():
+        return int(value), 0.0
+    if kind == "slowdown" and value.replace(".", "", 1).isdigit():
+        return None, float(value) / 100.0
+    raise WorkloadError(f"{FAULT_ENV}={spec!r} is not understood; accepted: crash-at-step:N, slowdown:PERCENT")
 
 
 class Recorder:
@@ -100,6 +105,14 @@ def _build(args: argparse.Namespace):
             raise WorkloadError(
                 f"backend byteps needs BytePS's MXNet plugin (byteps.mxnet), which does not import: {exc}"
             ) from exc
+        # bpslaunch creates <BYTEPS_TRACE_DIR>/<local rank> for a traced worker;
+        # BytePS itself does not, and its trace write fails silently without it.
+        # ("trace" is the C++ default of BYTEPS_TRACE_DIR.)
+        if os.environ.get("BYTEPS_TRACE_ON") == "1":
+            os.makedirs(
+                os.path.join(os.environ.get("BYTEPS_TRACE_DIR", "trace"), os.environ.get("BYTEPS_LOCAL_RANK", "0")),
+                exist_ok=True,
+            )
         bps.init()
         ctx = mx.gpu(bps.local_rank())
         info.update(rank=bps.rank(), num_workers=bps.size(), local_rank=bps.local_rank())
@@ -123,10 +136,12 @@ def _build(args: argparse.Namespace):
         # Parameters exist only after a forward pass with deferred init.
         net(data)
         mx.nd.waitall()
-        params = net.collect_params()
-        bps.broadcast_parameters(params, root_rank=0)
-        trainer = bps.DistributedTrainer(params, "sgd", optimizer_params)
-        scale = args.batch_size * bps.size()
+        # No bps.broadcast_parameters here: it rejects a gluon ParameterDict
+        # (TypeError); DistributedTrainer broadcasts rank 0's parameters itself
+        # in its first step. It also averages over workers itself (gradients
+        # are divided by batch_size * size), so step() takes the per-worker batch.
+        trainer = bps.DistributedTrainer(net.collect_params(), "sgd", optimizer_params)
+        scale = args.batch_size
     elif args.backend == "mxnet":
         kv = mx.kv.create("dist_sync")
         info.update(rank=kv.rank, num_workers=kv.num_workers)
@@ -155,7 +170,7 @@ def _build(args: argparse.Namespace):
 
 def run(args: argparse.Namespace, recorder: Recorder) -> None:
     """Train ``args.steps`` steps, one record per step."""
-    fault = _fault_step()
+    fault, slowdown = _fault()
     started = time.perf_counter()
     step, info = _build(args)
     env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ECHOED_ENV_PREFIXES)}
@@ -176,6 +191,10 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
             sys.stderr.flush()
             os._exit(86)
         total, compute, sync = step()
+        if slowdown:
+            time.sleep(total * slowdown)
+            compute += total * slowdown
+            total += total * slowdown
         recorder.write("step", step=i, total_s=total, compute_s=compute, sync_s=sync, images=args.batch_size)
     recorder.write("end", steps=args.steps)
 

@@ -1,0 +1,251 @@
+"""Role plan: placement, counts and the environment of every role."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_bpsperf.plan import (
+    PYTHON,
+    RECORDS,
+    Node,
+    PlanError,
+    clean_env,
+    make_plan,
+    workload_command,
+)
+from pytest_bpsperf.settings import Hardware, Source, resolve
+from pytest_bpsperf.tricks import BUILTIN_TRICKS, Trick, TrickRegistry
+
+EMBEDDED = Node("n0", "127.0.0.1", 2, 0)
+GPU_NODES = [Node("gpu-a", "10.0.0.1", 32, 8, "gpu-a"), Node("gpu-b", "10.0.0.2", 32, 8, "gpu-b")]
+CPU_NODES = [Node("cpu-a", "10.0.1.1", 16, 0, "cpu-a"), Node("cpu-b", "10.0.1.2", 16, 0, "cpu-b")]
+
+
+def settings(**values):
+    return resolve([Source("cli", "command line", values)] if values else [], Hardware(gpus=0, cores=2))
+
+
+def trick(name):
+    return TrickRegistry().get(name)
+
+
+def plan_for(trick_name="baseline", nodes=(EMBEDDED,), backend="mxnet", **values):
+    return make_plan(settings(**values), trick(trick_name), list(nodes), backend=backend, run_id="run-1")
+
+
+def test_embedded_mxnet_roles():
+    plan = plan_for()
+    assert [r.name for r in plan.roles] == ["scheduler", "server-0", "worker-0", "worker-1"]
+    assert [r.role for r in plan.roles] == ["scheduler", "server", "worker", "worker"]
+    assert all(r.node == EMBEDDED for r in plan.roles)
+    assert plan.scheduler.role == "scheduler"
+    assert len(plan.by_role("server")) == 1
+    assert len(plan.by_role("worker")) == 2
+    assert (plan.num_workers, plan.num_servers, plan.worker_processes) == (2, 1, 2)
+    assert plan.topology() == {
+        "workers": 2, "worker_processes": 2, "server_nodes": 1, "servers_per_node": 1, "servers": 1, "machines": 1,
+    }
+    assert [r.worker_rank for r in plan.by_role("worker")] == [0, 1]
+
+
+def test_embedded_mxnet_env_is_the_ps_lite_protocol():
+    plan = plan_for()
+    for r in plan.roles:
+        assert r.env["DMLC_NUM_WORKER"] == "2"
+        assert r.env["DMLC_NUM_SERVER"] == "1"
+        assert r.env["DMLC_ROLE"] == r.role
+        assert r.env["DMLC_NODE_HOST"] == "127.0.0.1"
+        assert r.env["BPSPERF_RUN_ID"] == "run-1"
+        assert "PS_VERBOSE" not in r.env
+        # the launcher adds the scheduler's address once it has a port
+        assert "DMLC_PS_ROOT_URI" not in r.env
+
+
+def test_commands():
+    plan = plan_for(steps="9", batch_size="3", image_size="40", model="resnet18_v1")
+    assert plan.scheduler.command == (PYTHON, "-c", "import mxnet")
+    assert plan.by_role("server")[0].command == (PYTHON, "-c", "import mxnet")
+    cmd = plan.by_role("worker")[0].command
+    assert cmd[:3] == (PYTHON, "-m", "pytest_bpsperf.workload")
+    args = dict(zip(cmd[3::2], cmd[4::2]))
+    assert args == {
+        "--backend": "mxnet", "--model": "resnet18_v1", "--steps": "9", "--batch-size": "3", "--image-size": "40",
+        "--records": RECORDS,
+    }
+    assert workload_command(settings(), "local")[4] == "local"
+
+
+def test_verbose_ps_reaches_every_role():
+    plan = make_plan(settings(), trick("baseline"), [EMBEDDED], backend="mxnet", run_id="r", verbose_ps=True)
+    assert all(r.env["PS_VERBOSE"] == "1" for r in plan.roles)
+
+
+@pytest.mark.parametrize("configured, expected", [({}, "2"), ({"omp_threads": "3"}, "3"), ({"omp_threads": "1"}, "1")])
+def test_omp_num_threads_comes_from_settings(configured, expected):
+    plan = plan_for(**configured)
+    assert {r.env["OMP_NUM_THREADS"] for r in plan.roles} == {expected}
+
+
+def test_omp_num_threads_is_never_ray_default_one_unless_configured():
+    # Ray hands actors OMP_NUM_THREADS=1; the plan must set the configured value explicitly.
+    plan = make_plan(resolve([], Hardware(gpus=0, cores=8)), trick("baseline"), [EMBEDDED], backend="mxnet",
+                     run_id="r")
+    assert {r.env["OMP_NUM_THREADS"] for r in plan.roles} == {"4"}
+
+
+def test_omp_passive_env_only_on_server_and_worker():
+    plan = plan_for("omp-passive")
+    assert "OMP_WAIT_POLICY" not in plan.scheduler.env
+    for r in plan.by_role("server") + plan.by_role("worker"):
+        assert r.env["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert {r.env["OMP_NUM_THREADS"] for r in plan.roles} == {"2"}
+
+
+def test_baseline_sets_no_wait_policy():
+    assert all("OMP_WAIT_POLICY" not in r.env for r in plan_for().roles)
+
+
+def test_trick_may_override_omp_num_threads_for_its_roles():
+    t = Trick("omp-4", env={"server": {"OMP_NUM_THREADS": "4"}})
+    plan = make_plan(settings(), t, [EMBEDDED], backend="mxnet", run_id="r")
+    assert plan.by_role("server")[0].env["OMP_NUM_THREADS"] == "4"
+    assert plan.scheduler.env["OMP_NUM_THREADS"] == "2"
+    assert plan.by_role("worker")[0].env["OMP_NUM_THREADS"] == "2"
+
+
+@pytest.mark.parametrize("name", ["extra-servers", "omp-passive+extra-servers"])
+def test_extra_servers_doubles_servers(name):
+    plan = plan_for(name)
+    servers = plan.by_role("server")
+    assert [r.name for r in servers] == ["server-0", "server-1"]
+    assert plan.num_servers == 2
+    assert plan.servers_per_node == 2
+    assert {r.env["DMLC_NUM_SERVER"] for r in plan.roles} == {"2"}
+    assert len(plan.by_role("worker")) == 2
+    assert plan.topology()["servers"] == 2
+
+
+def test_extra_servers_on_each_server_node():
+    plan = plan_for("extra-servers", nodes=CPU_NODES, server_nodes="2", servers_per_node="2")
+    servers = plan.by_role("server")
+    assert len(servers) == 6
+    assert [s.node.node_id for s in servers] == ["cpu-a"] * 3 + ["cpu-b"] * 3
+    assert {r.env["DMLC_NUM_SERVER"] for r in plan.roles} == {"6"}
+    assert (plan.server_nodes, plan.servers_per_node) == (2, 3)
+
+
+def test_multi_node_placement_mxnet():
+    nodes = [CPU_NODES[0], GPU_NODES[0], CPU_NODES[1], GPU_NODES[1]]
+    plan = plan_for(nodes=nodes, workers="2", server_nodes="2")
+    cpu_ids = {n.node_id for n in CPU_NODES}
+    assert plan.scheduler.node.node_id in cpu_ids
+    servers = plan.by_role("server")
+    assert [s.node.node_id for s in servers] == ["cpu-a", "cpu-b"]
+    workers = plan.by_role("worker")
+    assert [w.node.node_id for w in workers] == ["gpu-a", "gpu-b"]
+    for r in plan.roles:
+        assert r.env["DMLC_NODE_HOST"] == r.node.ip
+    assert plan.topology()["machines"] == 4
+
+
+def test_mxnet_workers_spill_over_to_cpu_nodes_after_gpu_nodes():
+    plan = plan_for(nodes=GPU_NODES + CPU_NODES, workers="3")
+    assert [w.node.node_id for w in plan.by_role("worker")] == ["gpu-a", "gpu-b", "cpu-a"]
+
+
+def test_servers_share_gpu_nodes_when_there_are_no_cpu_nodes():
+    plan = plan_for(nodes=GPU_NODES, server_nodes="2")
+    assert [s.node.node_id for s in plan.by_role("server")] == ["gpu-a", "gpu-b"]
+    assert plan.scheduler.node.node_id == "gpu-a"
+
+
+@pytest.mark.parametrize("nodes, have", [([EMBEDDED], 0), ([GPU_NODES[0]] + CPU_NODES, 1)])
+def test_byteps_without_enough_gpu_nodes(nodes, have):
+    with pytest.raises(PlanError) as excinfo:
+        plan_for(nodes=nodes, backend="byteps", workers="2")
+    msg = str(excinfo.value)
+    assert "needs 2 GPU worker node(s)" in msg
+    assert f"the cluster has {have}" in msg
+
+
+def test_byteps_gpu_placement():
+    pytest.importorskip("pytest_bpsperf.byteps_env")
+    nodes = CPU_NODES + GPU_NODES
+    plan = plan_for(nodes=nodes, backend="byteps", workers="2", server_nodes="2")
+    workers = plan.by_role("worker")
+    assert len(workers) == 16  # one process per GPU
+    assert plan.worker_processes == 16
+    assert {w.node.node_id for w in workers} == {"gpu-a", "gpu-b"}
+    assert [w.worker_rank for w in workers] == list(range(16))
+    assert {s.node.node_id for s in plan.by_role("server")} == {"cpu-a", "cpu-b"}
+    assert plan.scheduler.node.node_id in {"cpu-a", "cpu-b"}
+    for s in plan.by_role("server"):
+        assert s.env["BYTEPS_FORCE_DISTRIBUTED"] == "1"
+        assert s.command == (PYTHON, "-c", "import byteps.server")
+    assert {r.env["DMLC_NUM_WORKER"] for r in plan.roles} == {"2"}
+    # one process per GPU: the node's worker id, a local rank each
+    for wid, node in enumerate(GPU_NODES):
+        on_node = [w for w in workers if w.node == node]
+        assert {w.env["DMLC_WORKER_ID"] for w in on_node} == {str(wid)}
+        assert sorted(int(w.env["BYTEPS_LOCAL_RANK"]) for w in on_node) == list(range(8))
+        assert all(w.env["DMLC_ROLE"] == "worker" for w in on_node)
+    assert "BYTEPS_LOCAL_RANK" not in plan.scheduler.env
+
+
+@pytest.mark.parametrize("backend", ["auto", "tensorflow"])
+def test_backend_must_be_resolved(backend):
+    with pytest.raises(PlanError, match=repr(backend)):
+        plan_for(backend=backend)
+
+
+def test_no_nodes_is_an_error():
+    with pytest.raises(PlanError, match="no alive nodes"):
+        plan_for(nodes=[])
+
+
+@pytest.mark.parametrize("role", ["scheduler", "server", "worker"])
+def test_trick_setting_dmlc_is_a_plan_error(role):
+    bad = Trick("bad", env={role: {"DMLC_NUM_SERVER": "9"}})
+    with pytest.raises(PlanError) as excinfo:
+        make_plan(settings(), bad, [EMBEDDED], backend="mxnet", run_id="r")
+    msg = str(excinfo.value)
+    assert "'bad'" in msg and "DMLC_NUM_SERVER" in msg and role in msg
+
+
+def test_clean_env_strips_role_configuration_but_keeps_the_rest():
+    inherited = {
+        "PATH": "/usr/bin",
+        "HOME": "/root",
+        "PYTHONPATH": "/src",
+        "OMP_NUM_THREADS": "1",  # what Ray puts into every actor
+        "OMP_WAIT_POLICY": "ACTIVE",
+        "KMP_AFFINITY": "compact",
+        "GOMP_SPINCOUNT": "0",
+        "DMLC_ROLE": "worker",
+        "DMLC_NUM_SERVER": "3",
+        "BYTEPS_LOCAL_RANK": "0",
+        "MXNET_ENGINE_TYPE": "NaiveEngine",
+        "PS_VERBOSE": "2",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "NVIDIA_VISIBLE_DEVICES": "all",
+        "MY_OMP_NOTE": "kept: prefix only",
+    }
+    cleaned = clean_env(inherited)
+    assert cleaned == {"PATH": "/usr/bin", "HOME": "/root", "PYTHONPATH": "/src", "MY_OMP_NOTE": "kept: prefix only"}
+    assert inherited["OMP_NUM_THREADS"] == "1"  # input untouched
+
+
+def test_plan_env_over_clean_env_gives_exactly_the_planned_openmp_settings():
+    role = plan_for("omp-passive").by_role("worker")[0]
+    final = {**clean_env({"OMP_NUM_THREADS": "1", "OMP_PROC_BIND": "true", "PATH": "/bin"}), **role.env}
+    assert final["OMP_NUM_THREADS"] == "2"
+    assert final["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert "OMP_PROC_BIND" not in final
+    assert final["PATH"] == "/bin"
+
+
+def test_builtin_tricks_pass_the_plan_check():
+    for name in BUILTIN_TRICKS:
+        plan_for(name)

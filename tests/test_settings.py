@@ -1,0 +1,329 @@
+"""Settings: precedence, origins, hardware defaults, parsing and error messages."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_bpsperf.settings import (
+    OPTIONS,
+    OPTIONS_BY_NAME,
+    Hardware,
+    Settings,
+    SettingsError,
+    Source,
+    env_source,
+    env_var,
+    flag,
+    hardware_defaults,
+    ini_key,
+    resolve,
+)
+
+CPU = Hardware(gpus=0, cores=2)
+GPU = Hardware(gpus=4, cores=32)
+INI_PATH = "/repo/pyproject.toml"
+
+
+def marker(**values):
+    return Source("marker", "@pytest.mark.bpsperf(...) on test_x", values)
+
+
+def cli(**values):
+    return Source("cli", "command line", values)
+
+
+def env(**values):
+    return env_source({env_var(k): str(v) for k, v in values.items()})
+
+
+def ini(**values):
+    return Source("ini", INI_PATH, values)
+
+
+def test_spellings_derive_from_one_name():
+    assert flag("batch_size") == "--bpsperf-batch-size"
+    assert env_var("batch_size") == "BPSPERF_BATCH_SIZE"
+    assert ini_key("batch_size") == "bpsperf_batch_size"
+
+
+def test_defaults_without_sources_on_cpu():
+    s = resolve([], CPU)
+    assert isinstance(s, Settings)
+    assert (s.steps, s.batch_size, s.image_size, s.omp_threads) == (20, 8, 32, 2)
+    hw = hardware_defaults(CPU)
+    for opt in OPTIONS:
+        if opt.name not in hw:
+            assert getattr(s, opt.name) == opt.default, opt.name
+    assert (s.backend, s.workers, s.server_nodes, s.servers_per_node) == ("auto", 2, 1, 1)
+    assert s.tricks is None
+    assert s.ray_address == ""
+    assert set(s.origins) == {o.name for o in OPTIONS}
+    assert set(s.origins.values()) == {"default"}
+
+
+def test_gpu_defaults_follow_the_byteps_report_workload():
+    s = resolve([], GPU)
+    assert (s.steps, s.batch_size, s.image_size, s.omp_threads) == (100, 64, 224, 4)
+
+
+@pytest.mark.parametrize(
+    "cores, expected",
+    [(1, 1), (2, 2), (3, 3), (4, 4), (64, 4)],
+)
+def test_cpu_omp_threads_default_is_min_4_cores(cores, expected):
+    assert hardware_defaults(Hardware(gpus=0, cores=cores))["omp_threads"] == expected
+    assert resolve([], Hardware(gpus=0, cores=cores)).omp_threads == expected
+
+
+@pytest.mark.parametrize("hw, expected", [(CPU, 2), (Hardware(gpus=0, cores=16), 4), (GPU, 4)])
+def test_omp_threads_auto_resolves_against_hardware(hw, expected):
+    s = resolve([cli(omp_threads="auto")], hw)
+    assert s.omp_threads == expected
+    assert s.origins["omp_threads"] == "command line option --bpsperf-omp-threads"
+    assert resolve([env(omp_threads=" AUTO ")], hw).omp_threads == expected
+
+
+def test_omp_threads_explicit_value_is_kept():
+    assert resolve([cli(omp_threads="3")], GPU).omp_threads == 3
+    assert resolve([marker(omp_threads=1)], CPU).omp_threads == 1
+
+
+# --- precedence -------------------------------------------------------------------
+
+
+def _all_sources():
+    return [marker(steps=11), cli(steps="12"), env(steps=13), ini(steps="14")]
+
+
+@pytest.mark.parametrize(
+    "drop, expected, origin",
+    [
+        (0, 11, "steps= of @pytest.mark.bpsperf(...) on test_x"),
+        (1, 12, "command line option --bpsperf-steps"),
+        (2, 13, "environment variable BPSPERF_STEPS"),
+        (3, 14, f"ini key bpsperf_steps in {INI_PATH}"),
+        (4, 20, "default"),
+    ],
+)
+def test_precedence_marker_cli_env_ini_default(drop, expected, origin):
+    sources = _all_sources()[drop:]
+    s = resolve(sources, CPU)
+    assert s.steps == expected
+    assert s.origins["steps"] == origin
+
+
+def test_each_option_resolved_independently_with_its_origin():
+    s = resolve(
+        [marker(batch_size=16), cli(workers="3"), env(model="resnet18_v1"), ini(tolerance="5%")],
+        CPU,
+    )
+    assert (s.batch_size, s.workers, s.model, s.tolerance) == (16, 3, "resnet18_v1", pytest.approx(0.05))
+    assert s.origins["batch_size"] == "batch_size= of @pytest.mark.bpsperf(...) on test_x"
+    assert s.origins["workers"] == "command line option --bpsperf-workers"
+    assert s.origins["model"] == "environment variable BPSPERF_MODEL"
+    assert s.origins["tolerance"] == f"ini key bpsperf_tolerance in {INI_PATH}"
+    assert s.origins["steps"] == "default"
+
+
+def test_empty_env_values_count_as_unset():
+    src = env_source({"BPSPERF_STEPS": "  ", "BPSPERF_WORKERS": "3", "OTHER": "x"})
+    assert dict(src.values) == {"workers": "3"}
+    assert resolve([src, ini(steps="7")], CPU).steps == 7
+
+
+def test_explicit_value_beats_hardware_default():
+    s = resolve([ini(batch_size="2")], GPU)
+    assert s.batch_size == 2
+    assert s.steps == 100  # still the GPU default
+
+
+def test_settings_views():
+    s = resolve([cli(tricks="baseline,omp-passive")], CPU)
+    d = s.as_dict()
+    assert d["tricks"] == ["baseline", "omp-passive"]
+    assert "origins" not in d
+    assert s.workload() == {
+        "backend": "auto", "model": "resnet50_v2", "steps": 20, "batch_size": 8, "image_size": 32, "omp_threads": 2,
+    }
+    assert s.topology() == {"workers": 2, "server_nodes": 1, "servers_per_node": 1}
+    assert s.with_values(steps=40).steps == 40
+
+
+# --- value parsing ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("raw", ["10%", "10", "0.1", " 10% ", 0.1, 10])
+def test_tolerance_forms(raw):
+    assert resolve([cli(tolerance=raw)], CPU).tolerance == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("raw, expected", [("2.5%", 0.025), ("50", 0.5), ("0.5", 0.5), ("99%", 0.99)])
+def test_tolerance_values(raw, expected):
+    assert resolve([env(tolerance=raw)], CPU).tolerance == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("", ""),  # from a marker-less source an empty string is still "embedded"
+        ("local", ""),
+        ("embedded", ""),
+        ("auto", "auto"),
+        ("10.0.0.1:6379", "10.0.0.1:6379"),
+        ("head.example:6379", "head.example:6379"),
+        ("ray://10.0.0.1:10001", "ray://10.0.0.1:10001"),
+    ],
+)
+def test_ray_address_forms(raw, expected):
+    s = resolve([cli(ray_address=raw)], CPU)
+    assert s.ray_address == expected
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [("on", True), ("YES", True), ("1", True), ("true", True), ("off", False), ("no", False), ("0", False),
+     (" False ", False)],
+)
+def test_switches(raw, expected):
+    s = resolve([env(scaling=raw), cli(strict=raw)], CPU)
+    assert s.scaling is expected
+    assert s.strict is expected
+
+
+def test_marker_switch_may_be_a_bool():
+    assert resolve([marker(scaling=False), cli(scaling="on")], CPU).scaling is False
+
+
+@pytest.mark.parametrize("raw", ["MXNET", " byteps ", "Auto"])
+def test_backend_choice_is_case_insensitive(raw):
+    assert resolve([cli(backend=raw)], CPU).backend == raw.strip().lower()
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("baseline", ("baseline",)),
+        ("baseline, omp-passive", ("baseline", "omp-passive")),
+        ("omp-passive+extra-servers,", ("omp-passive+extra-servers",)),
+        (["baseline", "omp-passive"], ("baseline", "omp-passive")),
+    ],
+)
+def test_tricks_list(raw, expected):
+    assert resolve([marker(tricks=raw)], CPU).tricks == expected
+
+
+def test_marker_values_may_be_typed():
+    s = resolve([marker(steps=30, timeout=12, batch_size=4)], CPU)
+    assert (s.steps, s.timeout, s.batch_size) == (30, 12.0, 4)
+
+
+# --- invalid values -------------------------------------------------------------------
+
+INVALID = [
+    ("backend", "tensorflow"),
+    ("workers", "0"),
+    ("workers", "two"),
+    ("server_nodes", "-1"),
+    ("servers_per_node", "1.5"),
+    ("steps", "3"),
+    ("batch_size", "0"),
+    ("image_size", "8"),
+    ("model", "resnet 50"),
+    ("omp_threads", "0"),
+    ("omp_threads", "many"),
+    ("timeout", "0"),
+    ("timeout", "-5"),
+    ("timeout", "nan"),
+    ("timeout", "soon"),
+    ("repeats", "0"),
+    ("tricks", " , "),
+    ("tolerance", "0"),
+    ("tolerance", "100%"),
+    ("tolerance", "150"),
+    ("tolerance", "lots"),
+    ("scaling", "maybe"),
+    ("ray_address", "headnode"),
+    ("profile", "my profile"),
+    ("profile", "a/b"),
+    ("baselines_dir", "  "),
+    ("strict", "2"),
+    ("max_spread", "0"),
+    ("max_spread", "abc"),
+    ("log_dir", "   "),
+]
+
+
+def test_every_option_has_invalid_values_under_test():
+    assert {name for name, _ in INVALID} == {o.name for o in OPTIONS}
+
+
+def _describe(kind, name):
+    return {
+        "cli": f"command line option {flag(name)}",
+        "env": f"environment variable {env_var(name)}",
+        "ini": f"ini key {ini_key(name)} in {INI_PATH}",
+        "marker": f"{name}= of @pytest.mark.bpsperf(...) on test_x",
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["cli", "env", "ini", "marker"])
+@pytest.mark.parametrize("name, raw", INVALID)
+def test_invalid_value_names_option_value_and_source(kind, name, raw):
+    if kind == "marker" and not OPTIONS_BY_NAME[name].per_test:
+        pytest.skip("not settable per test")
+    if kind == "env" and not raw.strip():
+        pytest.skip("a blank environment variable counts as unset")
+    source = {"cli": cli, "env": env, "ini": ini, "marker": marker}[kind](**{name: raw})
+    # A valid lower-precedence source must not hide the error of a higher one.
+    with pytest.raises(SettingsError) as excinfo:
+        resolve([source, ini(steps="20")], CPU)
+    msg = str(excinfo.value)
+    assert repr(name) in msg
+    assert repr(raw) in msg
+    assert _describe(kind, name) in msg
+
+
+@pytest.mark.parametrize("value", [True, 2.5, "12.0"])
+def test_marker_rejects_non_integer_types(value):
+    with pytest.raises(SettingsError, match="steps"):
+        resolve([marker(steps=value)], CPU)
+
+
+def test_invalid_value_message_says_what_is_accepted():
+    with pytest.raises(SettingsError, match=r"expected an integer >= 4"):
+        resolve([cli(steps="2")], CPU)
+    with pytest.raises(SettingsError, match=r"expected one of auto, mxnet, byteps"):
+        resolve([env(backend="tf")], CPU)
+
+
+def test_invalid_value_in_shadowed_source_is_not_checked():
+    # The first source that sets an option wins; lower ones are never parsed.
+    assert resolve([cli(steps="10"), env(steps="nope")], CPU).steps == 10
+
+
+def test_unknown_key_is_an_error_naming_it_and_where():
+    with pytest.raises(SettingsError) as excinfo:
+        resolve([marker(stepz=10)], CPU)
+    msg = str(excinfo.value)
+    assert "'stepz'" in msg
+    assert "@pytest.mark.bpsperf(...) on test_x" in msg
+    assert "steps" in msg  # lists what is accepted
+    # per-test listing leaves out what a marker cannot set
+    assert "ray_address" not in msg.split("accepted:")[1]
+
+
+@pytest.mark.parametrize("name, raw", [("ray_address", "auto"), ("log_dir", "/tmp/logs")])
+def test_non_per_test_option_in_marker_is_an_error(name, raw):
+    assert not OPTIONS_BY_NAME[name].per_test
+    with pytest.raises(SettingsError) as excinfo:
+        resolve([marker(**{name: raw})], CPU)
+    msg = str(excinfo.value)
+    assert repr(name) in msg
+    assert "cannot be set per test" in msg
+    assert flag(name) in msg and env_var(name) in msg and ini_key(name) in msg
+    # The same value is fine from the command line.
+    assert resolve([cli(**{name: raw})], CPU).as_dict()[name] == raw
+
+
+def test_settings_error_is_a_value_error():
+    assert issubclass(SettingsError, ValueError)
