@@ -160,6 +160,21 @@ class RoleGroup:
         self.infos: dict = {}
         self.tails: dict = {}
         self.records: list = []
+        self.traces: dict = {}  # BytePS trace dir -> {path: comm.json text}
+
+    def timelines(self) -> dict:
+        """Trace dir -> PUSH/PULL summary of its window (or the reason there is none)."""
+        from .timeline import TraceError, timeline_from_files
+
+        out = {}
+        for trace_dir, files in self.traces.items():
+            start = int(next(r.env["BYTEPS_TRACE_START_STEP"] for r in self.roles
+                             if r.env.get("BYTEPS_TRACE_DIR") == trace_dir))
+            try:
+                out[trace_dir] = timeline_from_files(files, start).summary().as_dict()
+            except TraceError as exc:
+                out[trace_dir] = {"error": str(exc)}
+        return out
 
     def __enter__(self) -> "RoleGroup":
         return self
@@ -222,6 +237,10 @@ class RoleGroup:
                 if r.role == "worker":
                     recs = ray.get(self.actors[r.name].records.remote(), timeout=60)
                     self.records.append(WorkerRecords(name=r.name, node=r.node.name, records=tuple(recs)))
+                    if r.env.get("BYTEPS_TRACE_ON") == "1":
+                        trace_dir = r.env["BYTEPS_TRACE_DIR"]
+                        files = ray.get(self.actors[r.name].read_files.remote(trace_dir), timeout=60)
+                        self.traces.setdefault(trace_dir, {}).update(files)
         finally:
             # Killing the actor also kills any role it still owns (pdeathsig).
             for actor in self.actors.values():
@@ -301,6 +320,7 @@ def run_job(
         wall_s=time.perf_counter() - t_start,
         log_dir=log_dir,
         topology=plan.topology(),
+        extra={"timeline": group.timelines()} if group.traces else {},
     )
     if failure is None:
         unfinished = [w.name for w in output.workers if not w.finished]

@@ -147,6 +147,20 @@ def _check_trick(trick: Trick) -> None:
                 )
 
 
+def _trace_window(settings: Settings, directory: str):
+    """The BytePS trace window of a worker node (its directory relative to the role's log dir)."""
+    if settings.trace is None:
+        return None
+    from .byteps_env import BytePSEnvError, TraceWindow
+
+    try:
+        window = TraceWindow(settings.trace[0], settings.trace[1], directory)
+        window.check_for_trainer(settings.steps)
+    except BytePSEnvError as exc:
+        raise PlanError(f"setting 'trace' from {settings.origins.get('trace')}: {exc}") from None
+    return window
+
+
 def make_plan(
     settings: Settings,
     trick: Trick,
@@ -175,6 +189,11 @@ def make_plan(
     _check_trick(trick)
     gpu_nodes, cpu_nodes = _split_nodes(nodes)
 
+    if settings.trace is not None and backend != "byteps":
+        raise PlanError(
+            f"setting 'trace' ({settings.trace[0]}:{settings.trace[1]}, from {settings.origins.get('trace')}) "
+            f"traces BytePS's push/pull and needs backend byteps, not {backend}"
+        )
     if not with_workers:
         worker_nodes = []
     elif backend == "byteps":
@@ -241,9 +260,10 @@ def make_plan(
         if backend == "byteps":
             from .byteps_env import worker_env  # GPU path, only planned where GPUs exist
 
+            trace = _trace_window(settings, f"trace/worker-{wid}")
             for local_rank in range(node.gpus):
                 extra = worker_env(worker_id=wid, local_rank=local_rank, local_size=node.gpus,
-                                   num_workers=settings.workers)
+                                   num_workers=settings.workers, trace=trace)
                 roles.append(
                     RolePlan(f"worker-{wid}.{local_rank}", "worker", node, env_for("worker", node, extra),
                              workload_command(settings, backend), worker_rank=worker_processes)

@@ -88,14 +88,13 @@ def _ini_source(config: pytest.Config) -> Source:
     return Source("ini", where, values)
 
 
-def _marker_source(item_name: str, marker: "pytest.Mark | None", **extra: Any) -> "Source | None":
+def _marker_source(item_name: str, marker: "pytest.Mark | None") -> "Source | None":
     values = dict(marker.kwargs) if marker is not None else {}
     if marker is not None and marker.args:
         raise pytest.UsageError(
             f"@pytest.mark.{SETTINGS_MARKER} on {item_name} takes keyword arguments only "
             f"(e.g. steps=20), not {marker.args!r}"
         )
-    values.update(extra)
     if not values:
         return None
     return Source("marker", f"@pytest.mark.{SETTINGS_MARKER}(...) on {item_name}", values)
@@ -490,15 +489,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "bpsperf_trick" not in metafunc.fixturenames:
         return
     plugin = _plugin(metafunc.config)
-    name = metafunc.definition.nodeid
-    settings_marker = metafunc.definition.get_closest_marker(SETTINGS_MARKER)
-    source = _marker_source(name, settings_marker)
-    sources = ([source] if source else []) + plugin.sources
-    try:
-        settings = resolve(sources, plugin.hardware)
-    except SettingsError as exc:
-        raise pytest.UsageError(f"bpsperf: {exc}") from None
-    names = plugin.tricks_for(name, metafunc.definition.get_closest_marker(TRICKS_MARKER), settings)
+    definition = metafunc.definition
+    settings = plugin.settings_for(definition)
+    names = plugin.tricks_for(definition.nodeid, definition.get_closest_marker(TRICKS_MARKER), settings)
     cases, ids = [], []
     for repeat in range(settings.repeats):
         for index, trick in enumerate(names):

@@ -25,11 +25,18 @@ def result_line(result: Any) -> str:
     m = result.measurement
     workers = ", ".join(f"{n} {v:.1f}" for n, v in m.per_worker_img_per_sec.items())
     warm = sorted({s for steps in m.warmup_steps.values() for s in steps})
-    return (
+    line = (
         f"{result.request.nodeid}: {m.img_per_sec:.1f} img/s ({workers}); "
         f"step {m.step_s:.3f}s = compute {m.compute_s:.3f}s + sync {m.sync_s:.3f}s; "
         f"warm-up steps {_ranges(warm)}; bring-up {m.bringup_s:.1f}s, teardown {m.teardown_s:.1f}s"
     )
+    for trace_dir, t in sorted(((result.output.extra or {}).get("timeline") or {}).items()):
+        if "error" in t:
+            line += f"; {trace_dir}: no timeline ({t['error']})"
+        else:
+            line += (f"; {trace_dir}: PUSH {t['mean_push_s']:.4f}s PULL {t['mean_pull_s']:.4f}s per step "
+                     f"({t['steps']} traced steps)")
+    return line
 
 
 def _ranges(values: Sequence[int]) -> str:

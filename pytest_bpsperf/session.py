@@ -99,6 +99,9 @@ class RunResult:
             "roles": [r.as_dict() for r in self.output.roles],
         }
         out.update(self.measurement.as_dict())
+        for name in ("single_img_per_sec", "timeline"):
+            if self.output.extra and name in self.output.extra:
+                out[name] = self.output.extra[name]
         if self.verdict is not None and hasattr(self.verdict, "as_dict"):
             out["verdict"] = self.verdict.as_dict()
         return out

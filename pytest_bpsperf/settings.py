@@ -144,6 +144,18 @@ def _switch(raw: Any) -> bool:
     raise ValueError("expected on or off")
 
 
+def _trace_window(raw: Any) -> tuple:
+    accepted = "expected START:END training steps with 1 <= START < END, such as 10:20"
+    text = str(raw).strip()
+    start, sep, end = text.partition(":")
+    if not sep or not start.strip().isdigit() or not end.strip().isdigit():
+        raise ValueError(accepted)
+    window = (int(start), int(end))
+    if not 1 <= window[0] < window[1]:
+        raise ValueError(accepted)
+    return window
+
+
 def _profile_id(raw: Any) -> str:
     text = str(raw).strip()
     if not text or not all(ch.isalnum() or ch in "._-" for ch in text):
@@ -192,6 +204,8 @@ OPTIONS: tuple = (
            "a percentage such as 10% or 0.1", 0.15),
     Option("scaling", "also time one process without a parameter server, for scaling efficiency", _switch,
            "on or off", True),
+    Option("trace", "BytePS timeline: trace push/pull of training steps START:END (backend byteps)",
+           _trace_window, "START:END with 1 <= START < END", None),
     Option("ray_address", "Ray cluster to use; empty starts an embedded Ray on this machine", _ray_address,
            "empty/'local', 'auto', HOST:PORT or ray://HOST:PORT", "", False),
     Option("profile", "hardware profile name (default: detected from the hardware)", _profile_id,
@@ -256,6 +270,7 @@ class Settings:
     tricks: "tuple | None" = None
     tolerance: float = 0.15
     scaling: bool = True
+    trace: "tuple | None" = None
     ray_address: str = ""
     profile: "str | None" = None
     baselines_dir: "str | None" = None

@@ -337,3 +337,41 @@ def test_write_json_failure_on_rename_keeps_old_file(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert json.loads(path.read_text()) == {"old": True}
     assert _leftovers(tmp_path) == []
+
+
+def test_result_line_and_json_carry_the_byteps_timeline():
+    timeline = {
+        "trace/worker-0": {"mean_push_s": 0.0123, "mean_pull_s": 0.0456, "steps": 11},
+        "trace/worker-1": {"error": "no <local_rank>/comm.json among the trace files"},
+    }
+    r = make_result("omp-passive", extra={"timeline": timeline})
+    line = report.result_line(r)
+    assert "trace/worker-0: PUSH 0.0123s PULL 0.0456s per step (11 traced steps)" in line
+    assert "trace/worker-1: no timeline (no <local_rank>/comm.json" in line
+    assert r.as_dict()["timeline"] == timeline
+
+
+def test_role_group_timelines_from_collected_comm_json():
+    """What RoleGroup collects from the workers' trace dirs becomes a PUSH/PULL summary per node."""
+    from pytest_bpsperf.launcher import RoleGroup
+    from pytest_bpsperf.plan import Node, make_plan
+
+    gpu = Node("g", "10.9.9.9", 8, 1, "gpu")
+    s = resolve([Source("cli", "command line", {"trace": "3:4", "steps": "10", "workers": "1"})],
+                Hardware(gpus=1, cores=8))
+    plan = make_plan(s, REGISTRY.get("baseline"), [gpu], backend="byteps", run_id="r")
+    group = RoleGroup(plan, "/logs")
+    # two traced steps of one tensor, each with a PUSH and a PULL of one partition (us)
+    events = []
+    for k, t0 in enumerate((0, 1_000_000)):
+        events += [
+            {"name": "Comm.w", "ph": "X", "tid": "total", "ts": t0, "dur": 300_000, "pid": 0},
+            {"name": "Comm.w.PUSH", "ph": "X", "tid": "1", "ts": t0, "dur": 100_000, "pid": 0},
+            {"name": "Comm.w.PULL", "ph": "X", "tid": "1", "ts": t0 + 100_000, "dur": 200_000, "pid": 0},
+        ]
+    group.traces = {"trace/worker-0": {"trace/worker-0/0/comm.json": json.dumps({"traceEvents": events})}}
+    summary = group.timelines()["trace/worker-0"]
+    assert summary["mean_push_s"] == pytest.approx(0.1)
+    assert summary["mean_pull_s"] == pytest.approx(0.2)
+    group.traces = {"trace/worker-0": {}}
+    assert "error" in group.timelines()["trace/worker-0"]

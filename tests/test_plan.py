@@ -249,3 +249,29 @@ def test_plan_env_over_clean_env_gives_exactly_the_planned_openmp_settings():
 def test_builtin_tricks_pass_the_plan_check():
     for name in BUILTIN_TRICKS:
         plan_for(name)
+
+
+def test_byteps_trace_window_reaches_every_worker_of_a_node():
+    nodes = CPU_NODES + GPU_NODES
+    plan = plan_for(nodes=nodes, backend="byteps", workers="2", trace="10:20", steps="30")
+    for w in plan.by_role("worker"):
+        wid = w.env["DMLC_WORKER_ID"]
+        assert w.env["BYTEPS_TRACE_ON"] == "1"
+        assert (w.env["BYTEPS_TRACE_START_STEP"], w.env["BYTEPS_TRACE_END_STEP"]) == ("10", "20")
+        # one directory per worker node, relative to the role's log dir; local ranks write below it
+        assert w.env["BYTEPS_TRACE_DIR"] == f"trace/worker-{wid}"
+    assert all("BYTEPS_TRACE_ON" not in r.env for r in plan.roles if r.role != "worker")
+
+
+@pytest.mark.parametrize(
+    "backend, trace, steps, message",
+    [
+        ("mxnet", "10:20", "30", "needs backend byteps, not mxnet"),
+        ("byteps", "1:5", "30", "must start at step 3 or later"),
+        ("byteps", "10:20", "15", "trains only 15 steps"),
+    ],
+)
+def test_unusable_trace_window_is_a_plan_error(backend, trace, steps, message):
+    with pytest.raises(PlanError, match=message) as excinfo:
+        plan_for(nodes=CPU_NODES + GPU_NODES, backend=backend, workers="2", trace=trace, steps=steps)
+    assert "setting 'trace'" in str(excinfo.value)

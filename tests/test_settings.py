@@ -249,6 +249,9 @@ INVALID = [
     ("strict", "2"),
     ("max_spread", "0"),
     ("max_spread", "abc"),
+    ("trace", "10"),
+    ("trace", "0:5"),
+    ("trace", "20:10"),
     ("log_dir", "   "),
 ]
 
