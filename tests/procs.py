@@ -6,20 +6,7 @@ import os
 import time
 
 from pytest_bpsperf.reaper import descendants, start_time
-
-
-def environ_of(pid: int) -> dict:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return {}
-    out = {}
-    for item in raw.split(b"\0"):
-        k, sep, v = item.partition(b"=")
-        if sep:
-            out[k.decode(errors="replace")] = v.decode(errors="replace")
-    return out
+from pytest_bpsperf.roles import read_environ
 
 
 def cmdline_of(pid: int) -> str:
@@ -36,7 +23,7 @@ def role_processes(run_id: "str | None" = None) -> list:
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
-        env = environ_of(int(entry))
+        env = read_environ(int(entry)) or {}
         rid = env.get("BPSPERF_RUN_ID")
         if rid and (run_id is None or rid == run_id):
             out.append((int(entry), cmdline_of(int(entry))))
