@@ -231,10 +231,13 @@ class BpsPerfPlugin:
                                                             f"{settings.repeats}"))
             return
         profile = self.profile()
+        problem = None
         try:
             baseline = self.store().get(profile.id, key)
         except BaselineError as exc:
-            pytest.fail(f"bpsperf: {exc}", pytrace=False)
+            problem = str(exc)
+        if problem is not None:
+            pytest.fail(f"bpsperf: {problem}", pytrace=False)
         verdict = decide(
             nodeid=item.nodeid, test=result.request.test, trick=result.request.trick.name, profile_id=profile.id,
             key=key, samples=[r.img_per_sec for r in runs], baseline=baseline, tolerance=settings.tolerance,
@@ -249,7 +252,8 @@ class BpsPerfPlugin:
         text = verdict.message(
             update_command=self.update_command(result.request.test),
             bisect=bisect_hint(verdict.baseline.get("commit"), current_commit(str(self.config.rootpath)),
-                               ["-m", "perf", "--bpsperf-repeats", str(max(3, settings.repeats)), item.nodeid]),
+                               ["-m", "perf", "--bpsperf-repeats", str(max(3, settings.repeats)),
+                                "--bpsperf-tricks", result.request.trick.name, result.request.test]),
         )
         if update:
             return  # recording: the session's end writes the entry; nothing fails here

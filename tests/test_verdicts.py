@@ -1,0 +1,447 @@
+"""Baselines per hardware profile, noise-aware verdicts and the reports built on them.
+
+No distributed run here: the pytester project implements the public hook
+``pytest_bpsperf_run_job`` and returns finished job outputs from synthetic step
+timings. ``FAKE_SPEED`` scales throughput (1.0 is what the baseline is recorded
+at); each repeat differs by about 1% (``FAKE_NOISY=1``: 40%), so that the
+recorded baselines have a known, small noise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+CONFTEST = '''
+import os
+
+from pytest_bpsperf.measurement import JobOutput, RoleOutcome
+from pytest_bpsperf.session import worker_records_from
+
+#: relative throughput of each trick (so the two entries differ)
+TRICK_SPEED = {"omp-passive": 1.25}
+#: per-repeat deviation, in units of the jitter: repeat 1, 2, 3, ...
+DEVIATION = (0.0, 1.0, -1.0)
+
+
+def _steps(n, step_s):
+    out = [{"total_s": step_s * 8, "compute_s": step_s * 4, "sync_s": step_s * 4}]
+    for i in range(1, n):
+        t = step_s * (1.02 if i % 2 else 0.98)
+        out.append({"total_s": t, "compute_s": t * 0.6, "sync_s": t * 0.4})
+    return out
+
+
+def pytest_bpsperf_run_job(config, request):
+    jitter = 0.4 if os.environ.get("FAKE_NOISY") == "1" else 0.01
+    speed = float(os.environ.get("FAKE_SPEED", "1.0"))
+    speed *= 1.0 + jitter * DEVIATION[request.repeat % len(DEVIATION)]
+    speed *= TRICK_SPEED.get(request.trick.name, 1.0)
+    s = request.settings
+    workers = tuple(
+        worker_records_from(f"worker-{i}", _steps(s.steps, 0.25 / speed), s.batch_size, node=f"node-{i}")
+        for i in range(s.workers)
+    )
+    roles = tuple(RoleOutcome(w.name, "worker", w.node, 0, request.log_dir + "/" + w.name + ".log")
+                  for w in workers)
+    return JobOutput(workers=workers, roles=roles, bringup_s=1.0, teardown_s=0.5, wall_s=8.0,
+                     log_dir=request.log_dir, topology={"workers": s.workers, "worker_processes": s.workers},
+                     extra={"backend": "mxnet"})
+'''
+
+PERF_TEST = '''
+import pytest
+
+pytestmark = pytest.mark.perf
+
+
+@pytest.mark.bpsperf_tricks("baseline", "omp-passive")
+def test_x(bpsperf_train):
+    result = bpsperf_train()
+    result.assert_within_baseline()
+'''
+
+#: the same test, but with its own tolerance
+TOLERANT_TEST = PERF_TEST.replace("def test_x", '@pytest.mark.bpsperf(tolerance="50%")\ndef test_x')
+
+#: measures without asserting anything: only the session can fail
+MEASURE_ONLY_TEST = PERF_TEST.replace("    result.assert_within_baseline()\n", "")
+
+TRICKS = ("baseline", "omp-passive")
+TOPOLOGY = "server_nodes=1,servers_per_node=1,workers=2"
+WORKLOAD = "backend=mxnet,batch_size=8,image_size=32,model=resnet50_v2,omp_threads=2,steps=12"
+# The workload is pinned: on a GPU machine the defaults (and so the keys) would differ.
+PINNED = ("--bpsperf-steps=12", "--bpsperf-batch-size=8", "--bpsperf-image-size=32", "--bpsperf-omp-threads=2",
+          "--bpsperf-scaling=off")
+
+
+@pytest.fixture
+def ourtester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester with the synthetic-job conftest and a perf test, isolated from the outer environment."""
+    for key in list(os.environ):
+        if key.startswith(("BPSPERF_", "GITHUB_")):
+            monkeypatch.delenv(key)
+    monkeypatch.delenv("FAKE_SPEED", raising=False)
+    monkeypatch.delenv("FAKE_NOISY", raising=False)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_x=PERF_TEST)
+    return pytester
+
+
+def baselines_dir(pytester: pytest.Pytester) -> Path:
+    return pytester.path / "bl"
+
+
+def baselines_file(pytester: pytest.Pytester) -> Path:
+    return baselines_dir(pytester) / "testprof.json"
+
+
+def run(pytester: pytest.Pytester, *args: str, profile: "str | None" = "testprof") -> pytest.RunResult:
+    """Run the inner session on the test profile and the test's baselines directory."""
+    common = ["-p", "no:cacheprovider", f"--bpsperf-baselines-dir={baselines_dir(pytester)}", *PINNED]
+    if profile is not None:
+        common += ["--bpsperf-profile", profile]
+    return pytester.runpytest(*common, *args)
+
+
+def record(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str) -> dict:
+    """Record baselines at speed 1.0 from 3 repeats; return the file's content."""
+    monkeypatch.setenv("FAKE_SPEED", "1.0")
+    result = run(pytester, "--bpsperf-update-baselines", "--bpsperf-repeats", "3", *args)
+    assert result.ret == 0, result.stdout.str()
+    return json.loads(baselines_file(pytester).read_text())
+
+
+def key(trick: str) -> str:
+    return f"test_x.py::test_x|{trick}|{TOPOLOGY}|{WORKLOAD}"
+
+
+def git_commit(path: Path) -> str:
+    """Make ``path`` a git repository with one commit; return its sha."""
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-c", "user.name=bpsperf", "-c", "user.email=bpsperf@example.invalid",
+             "-c", "commit.gpgsign=false", *args],
+            cwd=path, check=True, capture_output=True, text=True,
+        ).stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-q", "-m", "perf tests")
+    return git("rev-parse", "HEAD")
+
+
+# --- no baseline -------------------------------------------------------------------------------------
+
+
+def test_no_baseline_skips_with_the_update_command(ourtester):
+    result = run(ourtester, "-rs")
+    result.assert_outcomes(skipped=2)
+    assert result.ret == pytest.ExitCode.OK
+    for trick in TRICKS:
+        result.stdout.fnmatch_lines([
+            f"SKIPPED *test_x.py::test_x[[]{trick}[]] [[]profile testprof, trick {trick}[]]: no baseline *"
+            "record one with: pytest -m perf --bpsperf-update-baselines --bpsperf-repeats 3 test_x.py::test_x"
+        ])
+    assert not baselines_file(ourtester).exists()
+
+
+def test_no_baseline_fails_when_strict(ourtester):
+    result = run(ourtester, "--bpsperf-strict")
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "no baseline for this test" in out
+    assert out.count("(--bpsperf-strict: a missing baseline fails)") == 2
+
+
+# --- recording ----------------------------------------------------------------------------------------
+
+
+def test_update_writes_one_entry_per_trick_and_keeps_others(ourtester, monkeypatch):
+    other = {"test": "test_other.py::test_y", "trick": "baseline", "samples": [10.0, 11.0], "tolerance": 0.1}
+    baselines_dir(ourtester).mkdir()
+    baselines_file(ourtester).write_text(json.dumps(
+        {"schema_version": 1, "profile": {"id": "testprof"}, "entries": {"test_other.py::test_y|baseline|-|-": other}}
+    ))
+    doc = record(ourtester, monkeypatch)
+
+    assert doc["schema_version"] == 1
+    assert doc["profile"]["id"] == "testprof"
+    assert set(doc["entries"]) == {key("baseline"), key("omp-passive"), "test_other.py::test_y|baseline|-|-"}
+    assert doc["entries"]["test_other.py::test_y|baseline|-|-"] == other
+    for trick in TRICKS:
+        entry = doc["entries"][key(trick)]
+        assert (entry["test"], entry["trick"]) == ("test_x.py::test_x", trick)
+        samples = entry["samples"]
+        assert len(samples) == 3
+        # The samples are the three repeats: 1.00, 1.01 and 0.99 times the same speed.
+        assert sorted(s / samples[0] for s in samples) == pytest.approx([0.99, 1.0, 1.01], abs=1e-6)
+        assert entry["summary"]["n"] == 3
+        assert entry["summary"]["median"] == pytest.approx(statistics.median(samples))
+        assert entry["tolerance"] == pytest.approx(0.15)
+        assert entry["versions"]["python"] == platform.python_version()
+        assert {"mxnet", "ray", "byteps", "gluoncv"} <= set(entry["versions"])
+        assert "commit" in entry
+        assert entry["date"].endswith("Z")
+        assert datetime.fromisoformat(entry["date"].replace("Z", "+00:00")).tzinfo is not None
+    by_trick = {t: statistics.median(doc["entries"][key(t)]["samples"]) for t in TRICKS}
+    assert by_trick["omp-passive"] == pytest.approx(1.25 * by_trick["baseline"], rel=1e-6)
+    assert sorted(os.listdir(baselines_dir(ourtester))) == ["testprof.json"]
+    text = baselines_file(ourtester).read_text()
+    assert text == json.dumps(doc, sort_keys=True, indent=2) + "\n"
+
+
+def test_update_records_the_commit(ourtester, monkeypatch):
+    sha = git_commit(ourtester.path)
+    doc = record(ourtester, monkeypatch)
+    assert {doc["entries"][key(t)]["commit"] for t in TRICKS} == {sha}
+
+
+def test_noisy_runs_are_refused_unless_forced(ourtester, monkeypatch):
+    monkeypatch.setenv("FAKE_NOISY", "1")
+    result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats", "3")
+    assert result.ret == pytest.ExitCode.OK
+    for trick in TRICKS:
+        result.stdout.fnmatch_lines([
+            f"bpsperf: refused: test_x.py::test_x [[]{trick}[]]: the 3 runs spread *more than the allowed 20.0%*"
+            "more repeats (--bpsperf-repeats)*(--bpsperf-force-update records it anyway)"
+        ])
+    assert not baselines_file(ourtester).exists()
+
+    result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats", "3", "--bpsperf-force-update")
+    assert result.ret == pytest.ExitCode.OK
+    assert "refused:" not in result.stdout.str()
+    entries = json.loads(baselines_file(ourtester).read_text())["entries"]
+    assert set(entries) == {key("baseline"), key("omp-passive")}
+    assert entries[key("baseline")]["summary"]["rel_spread"] > 0.2
+
+
+# --- verdicts -----------------------------------------------------------------------------------------
+
+
+def test_unchanged_speed_is_ok(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)
+    result = run(ourtester)
+    result.assert_outcomes(passed=2)
+    for trick in TRICKS:
+        result.stdout.fnmatch_lines([f"OK * test_x.py::test_x[[]{trick}[]]: measured * vs baseline *"])
+    assert "REGRESSION" not in result.stdout.str()
+
+
+def test_slowdown_fails_each_trick_naming_figures_and_bisect(ourtester, monkeypatch):
+    sha = git_commit(ourtester.path)
+    record(ourtester, monkeypatch)
+    monkeypatch.setenv("FAKE_SPEED", "0.7")
+    result = run(ourtester, "--bpsperf-repeats", "3")
+    # Only the last repeat of each trick decides; the earlier ones are pending and pass.
+    result.assert_outcomes(passed=4, failed=2)
+    out = result.stdout.str()
+    for trick in TRICKS:
+        result.stdout.fnmatch_lines([
+            f"test_x.py::test_x[[]{trick}-r3[]] [[]profile testprof, trick {trick}[]]: REGRESSION: "
+            "measured * img/s (n=3) vs baseline * img/s (n=3): -30.0%, tolerance -15%*",
+        ])
+        assert (f"git bisect start HEAD {sha[:12]} && git bisect run pytest -m perf --bpsperf-repeats 3 "
+                f"--bpsperf-tricks {trick} test_x.py::test_x") in out
+    result.stdout.fnmatch_lines(["FAILED test_x.py::test_x[[]baseline-r3[]]*",
+                                 "FAILED test_x.py::test_x[[]omp-passive-r3[]]*"])
+
+
+def test_drop_within_the_baseline_noise_is_not_a_regression(ourtester, monkeypatch):
+    monkeypatch.setenv("FAKE_NOISY", "1")
+    record(ourtester, monkeypatch, "--bpsperf-force-update")
+    monkeypatch.delenv("FAKE_NOISY")
+    # 30% slower is beyond the 15% tolerance, but runs of this baseline differ by 40%.
+    monkeypatch.setenv("FAKE_SPEED", "0.7")
+    result = run(ourtester, "--bpsperf-json=perf.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]baseline[]]: measured *, noise margin ±*"])
+    for t in json.loads((ourtester.path / "perf.json").read_text())["tests"]:
+        verdict = t["verdict"]
+        assert verdict["status"] == "ok"
+        assert verdict["change_pct"] < -15.0
+        assert verdict["margin_pct"] > -verdict["change_pct"]
+
+
+def test_speedup_passes_and_suggests_updating(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)
+    monkeypatch.setenv("FAKE_SPEED", "1.5")
+    result = run(ourtester, "--bpsperf-markdown=perf.md")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["IMPROVEMENT * test_x.py::test_x[[]baseline[]]: measured * +50.0%*"])
+    md = (ourtester.path / "perf.md").read_text()
+    assert "### Verdicts" in md
+    assert "improvement" in md
+    assert "consider recording new baselines with `pytest -m perf --bpsperf-update-baselines`" in md
+
+
+def test_marker_tolerance_lets_the_slowdown_pass(ourtester, monkeypatch):
+    ourtester.makepyfile(test_x=TOLERANT_TEST)
+    record(ourtester, monkeypatch)
+    monkeypatch.setenv("FAKE_SPEED", "0.7")
+    result = run(ourtester, "--bpsperf-repeats", "3", "--bpsperf-json=perf.json")
+    result.assert_outcomes(passed=6)
+    doc = json.loads((ourtester.path / "perf.json").read_text())
+    verdicts = [t["verdict"] for t in doc["tests"]]
+    assert [v["status"] for v in verdicts] == ["ok"] * 6
+    assert {v["tolerance"] for v in verdicts} == {0.5}
+    assert all(v["change_pct"] == pytest.approx(-30.0, abs=0.1) for v in verdicts)
+
+
+# --- unreadable baselines files ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (b'{"schema_version": 1, "entries": {', "is not valid JSON"),
+        (b'{"schema_version": 99, "profile": {"id": "testprof"}, "entries": {}}\n', "has schema_version 99"),
+    ],
+    ids=["invalid-json", "schema-99"],
+)
+def test_unreadable_file_fails_and_is_never_overwritten(ourtester, monkeypatch, content, problem):
+    path = baselines_file(ourtester)
+    path.parent.mkdir()
+    path.write_bytes(content)
+
+    result = run(ourtester)
+    result.assert_outcomes(failed=2)
+    assert result.stdout.str().count(f"bpsperf: baselines file {path} {problem}") == 2
+
+    result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats", "2")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert f"baselines file {path} {problem}" in result.stdout.str()
+    assert path.read_bytes() == content
+
+    # Tests that only measure pass; the session still fails because nothing could be recorded.
+    ourtester.makepyfile(test_x=MEASURE_ONLY_TEST)
+    result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats", "2")
+    result.assert_outcomes(passed=4)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([f"bpsperf: baselines NOT written: baselines file {path} {problem}*"])
+    assert path.read_bytes() == content
+    assert sorted(os.listdir(path.parent)) == ["testprof.json"]
+
+
+# --- reports --------------------------------------------------------------------------------------------
+
+
+def test_junitxml_properties(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)
+    result = run(ourtester, "--junitxml=junit.xml")
+    result.assert_outcomes(passed=2)
+    cases = ET.parse(ourtester.path / "junit.xml").getroot().iter("testcase")
+    props = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")} for c in cases}
+    assert set(props) == {"test_x[baseline]", "test_x[omp-passive]"}
+    for p in props.values():
+        assert p["bpsperf_status"] == "ok"
+        assert float(p["bpsperf_measured_img_per_sec"]) > 0
+        assert p["bpsperf_profile"] == "testprof"
+    ratio = (float(props["test_x[omp-passive]"]["bpsperf_measured_img_per_sec"])
+             / float(props["test_x[baseline]"]["bpsperf_measured_img_per_sec"]))
+    assert ratio == pytest.approx(1.25, rel=1e-6)
+
+
+def test_github_actions_annotation_and_step_summary(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)
+    summary = ourtester.path / "step_summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("FAKE_SPEED", "0.7")
+    result = run(ourtester, "--bpsperf-repeats", "3")
+    result.assert_outcomes(passed=4, failed=2)
+    errors = [line for line in result.stdout.lines if line.startswith("::error file=")]
+    assert len(errors) == 2
+    assert all(line.startswith("::error file=test_x.py,title=bpsperf regression: ") for line in errors)
+    text = summary.read_text()
+    assert text.startswith("earlier step\n## bpsperf results")
+    assert "### Verdicts" in text
+    assert text.count("❌ regression") == 2
+
+
+def test_no_step_summary_outside_github_actions(ourtester, monkeypatch):
+    summary = ourtester.path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run(ourtester)
+    result.assert_outcomes(skipped=2)
+    assert not summary.exists()
+    assert "::warning" not in result.stdout.str()
+
+
+def test_benchmark_json_is_readable_by_pytest_benchmark_compare(ourtester, tmp_path):
+    result = run(ourtester, "--bpsperf-benchmark-json=bench.json")
+    result.assert_outcomes(skipped=2)
+    path = ourtester.path / "bench.json"
+    doc = json.loads(path.read_text())
+    assert [b["name"] for b in doc["benchmarks"]] == ["test_x[baseline]", "test_x[omp-passive]"]
+    for bench in doc["benchmarks"]:
+        stats = bench["stats"]
+        # Step 0 is warm-up; the 11 steady steps of 12 are the rounds.
+        assert stats["rounds"] == 11
+        assert len(stats["data"]) == 11
+        assert stats["min"] <= stats["median"] <= stats["max"]
+    assert doc["machine_info"]["bpsperf_profile"] == "testprof"
+
+    exe = Path(sys.executable).with_name("pytest-benchmark")
+    if not exe.exists():
+        found = shutil.which("pytest-benchmark")
+        if found is None:
+            pytest.skip("pytest-benchmark's command is not installed")
+        exe = Path(found)
+    first, second = tmp_path / "0001_first.json", tmp_path / "0002_second.json"
+    shutil.copy(path, first)
+    shutil.copy(path, second)
+    proc = subprocess.run([str(exe), "compare", str(first), str(second)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "test_x[baseline]" in proc.stdout
+    assert "test_x[omp-passive]" in proc.stdout
+
+
+def test_json_entries_carry_the_verdict(ourtester, monkeypatch):
+    doc = record(ourtester, monkeypatch)
+    result = run(ourtester, "--bpsperf-json=perf.json")
+    result.assert_outcomes(passed=2)
+    tests = json.loads((ourtester.path / "perf.json").read_text())["tests"]
+    assert [t["trick"] for t in tests] == list(TRICKS)
+    for t in tests:
+        verdict = t["verdict"]
+        assert verdict["status"] == "ok"
+        assert verdict["profile"] == "testprof"
+        assert verdict["key"] == key(t["trick"])
+        assert verdict["samples"] == [t["img_per_sec"]]
+        assert verdict["baseline_img_per_sec"] == pytest.approx(
+            statistics.median(doc["entries"][key(t["trick"])]["samples"]))
+
+
+def test_profile_facts_hook_changes_the_detected_profile(ourtester):
+    def detected() -> tuple:
+        result = run(ourtester, "--bpsperf-json=perf.json", profile=None)
+        result.assert_outcomes(skipped=2)
+        (line,) = [h for h in json.loads((ourtester.path / "perf.json").read_text())["session"]
+                   if h.startswith("profile: ")]
+        result.stdout.fnmatch_lines([line.replace("[", "[[]")])
+        return line.split()[1], line
+
+    plain_id, plain_line = detected()
+    ourtester.makeconftest(CONFTEST + '''
+
+def pytest_bpsperf_profile_facts(config, facts):
+    facts["rack"] = "rack-7"
+''')
+    hooked_id, hooked_line = detected()
+    assert plain_id != hooked_id
+    assert "rack=rack-7" in hooked_line and "rack=" not in plain_line
+    # The name comes from the hardware, only the hash part differs.
+    assert plain_id.rsplit("-", 1)[0] == hooked_id.rsplit("-", 1)[0]
