@@ -1,0 +1,52 @@
+"""Backend choice and the session's bookkeeping (no Ray)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_bpsperf.plan import Node
+from pytest_bpsperf.session import job_dir_name, resolve_backend
+
+CPU = Node("c", "127.0.0.1", 2, 0, "node-0")
+GPU = Node("g", "127.0.0.1", 16, 4, "node-1")
+
+
+def never_called(node):
+    raise AssertionError("the byteps probe must not run")
+
+
+@pytest.mark.parametrize("setting", ["mxnet", "byteps"])
+def test_explicit_backend_is_kept(setting):
+    assert resolve_backend(setting, [GPU], never_called)[0] == setting
+
+
+def test_auto_without_gpus_picks_mxnet_and_says_why():
+    backend, reason = resolve_backend("auto", [CPU], never_called)
+    assert backend == "mxnet"
+    assert reason == "auto -> mxnet: the cluster has no GPU"
+
+
+def test_auto_with_gpus_and_byteps_picks_byteps():
+    probed = []
+    backend, reason = resolve_backend("auto", [CPU, GPU], lambda n: probed.append(n) or None)
+    assert backend == "byteps"
+    assert probed == [GPU]  # the plugin is probed where the workers would run
+    assert "4 GPU(s)" in reason
+
+
+def test_auto_with_gpus_but_no_byteps_plugin_picks_mxnet_with_the_import_error():
+    backend, reason = resolve_backend("auto", [GPU], lambda n: "ImportError: libcudart.so.11.0")
+    assert backend == "mxnet"
+    assert "byteps.mxnet does not import on node-1: ImportError: libcudart.so.11.0" in reason
+
+
+@pytest.mark.parametrize(
+    "nodeid, expected",
+    [
+        ("perf_tests/test_a.py::test_x[omp-passive+extra-servers]", "test_x-omp-passive+extra-servers-"),
+        ("t.py::test_y", "test_y"),
+        ("t.py::Class::test_z[a b/c]", "test_z-a-b-c-"),
+    ],
+)
+def test_job_dir_name_is_file_system_safe(nodeid, expected):
+    assert job_dir_name(nodeid) == expected.rstrip("-")
