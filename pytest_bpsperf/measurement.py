@@ -136,6 +136,11 @@ class Measurement:
         return {w.name: list(w.steady.warmup_steps) for w in self.workers}
 
     @property
+    def common_steady_steps(self) -> list:
+        """Step indices that every worker counted as steady (workers of dist_sync step together)."""
+        return sorted(set.intersection(*(set(w.steady.steady_steps) for w in self.workers)))
+
+    @property
     def sync_fraction(self) -> float:
         """Share of a step spent in push/pull."""
         return self.sync_s / self.step_s if self.step_s else 0.0

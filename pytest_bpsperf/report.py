@@ -55,11 +55,8 @@ def _ranges(values: Sequence[int]) -> str:
 
 def step_samples(result: Any) -> list:
     """Aggregate img/s of each steady step (sum over workers), for one-run statistics."""
-    workers = result.measurement.workers
-    common = set(workers[0].steady.steady_steps)
-    for w in workers[1:]:
-        common &= set(w.steady.steady_steps)
-    return [sum(w.batch_size / w.step_seconds[i] for w in workers) for i in sorted(common)]
+    m = result.measurement
+    return [sum(w.batch_size / w.step_seconds[i] for w in m.workers) for i in m.common_steady_steps]
 
 
 @dataclass(frozen=True)
@@ -368,8 +365,7 @@ def benchmark_document(results: Sequence[Any], profile: Any = None) -> dict:
     benchmarks = []
     for r in results:
         workers = r.measurement.workers
-        steps = sorted(set.intersection(*(set(w.steady.steady_steps) for w in workers)))
-        rounds = [statistics.fmean(w.step_seconds[i] for w in workers) for i in steps]
+        rounds = [statistics.fmean(w.step_seconds[i] for w in workers) for i in r.measurement.common_steady_steps]
         name = r.request.nodeid.split("::")[-1]
         if r.request.repeat:
             name += f"-run{r.request.repeat + 1}"
