@@ -60,9 +60,18 @@ class RayCluster:
             return self
         t0 = time.perf_counter()
         if not self.address:
-            # Read by Ray when it picks the node's address, which happens at import.
+            # Ray reads this at import, into a constant; the environment reaches its
+            # child processes, the constant covers a Ray imported before us.
             os.environ.update(LOOPBACK_ENV)
         import ray
+
+        if not self.address:
+            try:
+                from ray._private import ray_constants
+
+                ray_constants.ENABLE_RAY_CLUSTER = False
+            except (ImportError, AttributeError):  # pragma: no cover - other Ray versions
+                pass
 
         if ray.is_initialized():
             raise ClusterError("Ray is already initialized in this process; bpsperf needs its own connection")
@@ -86,6 +95,10 @@ class RayCluster:
             except Exception as exc:  # noqa: BLE001
                 raise ClusterError(f"cannot start an embedded Ray: {exc}") from exc
             self.owned = True
+            address = ray.util.get_node_ip_address()
+            if address != "127.0.0.1":
+                ray.shutdown()
+                raise ClusterError(f"the embedded Ray came up on {address}, not 127.0.0.1")
             # Ray's daemons are our children; should this process be killed,
             # the reaper kills the ones that do not die with it.
             spawned = [p for p in reaper.descendants(os.getpid()) if p not in before]
@@ -104,8 +117,7 @@ class RayCluster:
             nodes.append(
                 Node(
                     node_id=raw["NodeID"],
-                    # An embedded Ray is this machine: its roles talk over loopback only.
-                    ip="127.0.0.1" if self.owned else raw["NodeManagerAddress"],
+                    ip=raw["NodeManagerAddress"],
                     cpus=float(res.get("CPU", 0)),
                     gpus=int(res.get("GPU", 0)),
                     label=f"node-{i}",

@@ -169,6 +169,10 @@ class PerfSession:
             )
         return self._nodes
 
+    def known_nodes(self) -> list:
+        """The nodes seen so far, without starting Ray."""
+        return list(self._nodes or [])
+
     def backend(self, setting: str) -> str:
         """The backend to run, ``auto`` resolved once against the cluster."""
         if setting != "auto":

@@ -200,6 +200,8 @@ OPTIONS: tuple = (
            "an integer >= 1", 1),
     Option("tricks", "comma-separated tricks to run (overrides the bpsperf_tricks marker)", _tricks,
            "a comma-separated list of trick names", None),
+    Option("confirm", "extra runs that must confirm a regression before the test fails", _int_at_least(0),
+           "an integer >= 0", 2),
     Option("tolerance", "allowed throughput drop against the baseline", _percent,
            "a percentage such as 10% or 0.1", 0.15),
     Option("scaling", "also time one process without a parameter server, for scaling efficiency", _switch,
@@ -268,6 +270,7 @@ class Settings:
     timeout: float = 600.0
     repeats: int = 1
     tricks: "tuple | None" = None
+    confirm: int = 2
     tolerance: float = 0.15
     scaling: bool = True
     trace: "tuple | None" = None

@@ -90,6 +90,7 @@ def test_two_workers_one_server_end_to_end(perf_project, tmp_path):
     start = json.loads(open(os.path.join(logs, "worker-1.records.jsonl")).readline())
     assert start["env"]["OMP_WAIT_POLICY"] == "PASSIVE" and start["env"]["OMP_NUM_THREADS"] == "2"
     assert start["num_workers"] == 2
+    assert [n["ip"] for n in doc["session_info"]["nodes"]] == ["127.0.0.1"]  # Ray itself, not only the roles
     run_id = doc["session_info"]["run_id"]
     assert role_processes(run_id) == []
     result.stdout.fnmatch_lines(["*bpsperf*", "*test_train?baseline?: * img/s*", "*trick matrix*"])

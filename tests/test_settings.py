@@ -249,6 +249,8 @@ INVALID = [
     ("strict", "2"),
     ("max_spread", "0"),
     ("max_spread", "abc"),
+    ("confirm", "-1"),
+    ("confirm", "x"),
     ("trace", "10"),
     ("trace", "0:5"),
     ("trace", "20:10"),

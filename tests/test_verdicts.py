@@ -42,9 +42,16 @@ def _steps(n, step_s):
     return out
 
 
+CALLS = {}
+
+
 def pytest_bpsperf_run_job(config, request):
     jitter = 0.4 if os.environ.get("FAKE_NOISY") == "1" else 0.01
     speed = float(os.environ.get("FAKE_SPEED", "1.0"))
+    # FAKE_SLOW_CALLS=N: the first N jobs of each trick are an unlucky 40% slower
+    CALLS[request.trick.name] = CALLS.get(request.trick.name, 0) + 1
+    if CALLS[request.trick.name] <= int(os.environ.get("FAKE_SLOW_CALLS", "0")):
+        speed *= 0.6
     speed *= 1.0 + jitter * DEVIATION[request.repeat % len(DEVIATION)]
     speed *= TRICK_SPEED.get(request.trick.name, 1.0)
     s = request.settings
@@ -93,6 +100,7 @@ def ourtester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyt
             monkeypatch.delenv(key)
     monkeypatch.delenv("FAKE_SPEED", raising=False)
     monkeypatch.delenv("FAKE_NOISY", raising=False)
+    monkeypatch.delenv("FAKE_SLOW_CALLS", raising=False)
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_x=PERF_TEST)
     return pytester
@@ -249,7 +257,8 @@ def test_slowdown_fails_each_trick_naming_figures_and_bisect(ourtester, monkeypa
     for trick in TRICKS:
         result.stdout.fnmatch_lines([
             f"test_x.py::test_x[[]{trick}-r3[]] [[]profile testprof, trick {trick}[]]: REGRESSION: "
-            "measured * img/s (n=3) vs baseline * img/s (n=3): -30.0%, tolerance -15%*",
+            # 3 repeats and 2 confirmation runs
+            "measured * img/s (n=5) vs baseline * img/s (n=3): -30.*%, tolerance -15%*",
         ])
         assert (f"git bisect start HEAD {sha[:12]} && git bisect run pytest -m perf --bpsperf-repeats 3 "
                 f"--bpsperf-tricks {trick} test_x.py::test_x") in out
@@ -445,3 +454,33 @@ def pytest_bpsperf_profile_facts(config, facts):
     assert "rack=rack-7" in hooked_line and "rack=" not in plain_line
     # The name comes from the hardware, only the hash part differs.
     assert plain_id.rsplit("-", 1)[0] == hooked_id.rsplit("-", 1)[0]
+
+
+def test_one_unlucky_run_is_not_a_regression_once_confirmation_runs_disagree(ourtester, monkeypatch, tmp_path):
+    record(ourtester, monkeypatch)
+    monkeypatch.setenv("FAKE_SLOW_CALLS", "1")
+    out = tmp_path / "r.json"
+    result = run(ourtester, f"--bpsperf-json={out}")
+    result.assert_outcomes(passed=2)
+    doc = json.loads(out.read_text())
+    for trick in TRICKS:
+        runs = [t for t in doc["tests"] if t["trick"] == trick]
+        # the slow run, then confirmation runs until all runs together no longer show a regression
+        assert len(runs) == 2
+        assert runs[0]["img_per_sec"] < 0.7 * runs[1]["img_per_sec"]
+        assert runs[-1]["verdict"]["status"] == "ok" and len(runs[-1]["verdict"]["samples"]) == 2
+
+
+def test_without_confirmation_runs_the_unlucky_run_fails(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)
+    monkeypatch.setenv("FAKE_SLOW_CALLS", "1")
+    result = run(ourtester, "--bpsperf-confirm=0")
+    result.assert_outcomes(failed=2)
+
+
+def test_a_real_regression_survives_confirmation(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)
+    monkeypatch.setenv("FAKE_SPEED", "0.7")
+    result = run(ourtester)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*confirmed: the regression held over 2 extra run(s) of this job*"])
