@@ -35,8 +35,8 @@ ECHOED_ENV_PREFIXES = ("OMP_", "DMLC_", "BYTEPS_", "MXNET_", "NVIDIA_VISIBLE_DEV
 
 #: Fault injection, for testing the harness itself: ``crash-at-step:N`` makes the
 #: worker die abruptly (os._exit) at step N, as a segfaulting worker would;
-#: ``slowdown:P`` makes every step P percent slower (extra compute time), the
-#: size of regression a bad change brings.
+#: ``slowdown:P`` adds P percent of each step's time as extra CPU work, a
+#: regression of the size a bad change brings.
 FAULT_ENV = "BPSPERF_FAULT"
 
 
@@ -192,9 +192,14 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
             os._exit(86)
         total, compute, sync = step()
         if slowdown:
-            time.sleep(total * slowdown)
-            compute += total * slowdown
-            total += total * slowdown
+            # Burn CPU rather than sleep: a bad change costs cycles that the other
+            # roles on the node then lack, where a sleep would hand them over.
+            extra = total * slowdown
+            until = time.perf_counter() + extra
+            while time.perf_counter() < until:
+                pass
+            compute += extra
+            total += extra
         recorder.write("step", step=i, total_s=total, compute_s=compute, sync_s=sync, images=args.batch_size)
     recorder.write("end", steps=args.steps)
 
