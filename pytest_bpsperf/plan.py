@@ -205,9 +205,9 @@ def make_plan(
             )
         worker_nodes = gpu_nodes[: settings.workers]
     else:
-        # MXNet's dist_sync trains on CPU here: spread workers over all nodes,
-        # GPU nodes first since that is where workers belong in a real cluster.
-        pool = gpu_nodes + cpu_nodes
+        # Workers belong on GPU nodes (servers need the CPU nodes' cores); with
+        # no GPU in the cluster, MXNet's dist_sync trains on any node.
+        pool = gpu_nodes or cpu_nodes
         worker_nodes = [pool[i % len(pool)] for i in range(settings.workers)]
 
     server_pool = cpu_nodes or list(nodes)

@@ -155,6 +155,7 @@ class PerfSession:
         self.backend_choice: "tuple | None" = None
         self._single_cache: dict = {}
         self._nodes: "list | None" = None
+        self._seen_nodes: list = []
 
     # -- cluster ---------------------------------------------------------------
     def nodes(self) -> list:
@@ -162,6 +163,7 @@ class PerfSession:
         if self._nodes is None:
             self.cluster.start()
             self._nodes = self.cluster.nodes()
+            self._seen_nodes = list(self._nodes)
             where = self.cluster.address or "embedded, 127.0.0.1"
             self.say(
                 f"Ray ({where}) up in {self.cluster.startup_s:.1f}s: "
@@ -170,8 +172,8 @@ class PerfSession:
         return self._nodes
 
     def known_nodes(self) -> list:
-        """The nodes seen so far, without starting Ray."""
-        return list(self._nodes or [])
+        """The nodes this session ran on (also after :meth:`close`), without starting Ray."""
+        return list(self._seen_nodes)
 
     def backend(self, setting: str) -> str:
         """The backend to run, ``auto`` resolved once against the cluster."""

@@ -148,9 +148,15 @@ def test_multi_node_placement_mxnet():
     assert plan.topology()["machines"] == 4
 
 
-def test_mxnet_workers_spill_over_to_cpu_nodes_after_gpu_nodes():
+def test_mxnet_workers_stay_on_gpu_nodes_and_leave_cpu_nodes_to_servers():
     plan = plan_for(nodes=GPU_NODES + CPU_NODES, workers="3")
-    assert [w.node.node_id for w in plan.by_role("worker")] == ["gpu-a", "gpu-b", "cpu-a"]
+    assert [w.node.node_id for w in plan.by_role("worker")] == ["gpu-a", "gpu-b", "gpu-a"]
+    assert {s.node.node_id for s in plan.by_role("server")} <= {"cpu-a", "cpu-b"}
+
+
+def test_mxnet_workers_use_every_node_without_gpus():
+    plan = plan_for(nodes=CPU_NODES, workers="3")
+    assert [w.node.node_id for w in plan.by_role("worker")] == ["cpu-a", "cpu-b", "cpu-a"]
 
 
 def test_servers_share_gpu_nodes_when_there_are_no_cpu_nodes():

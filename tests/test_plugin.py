@@ -86,6 +86,9 @@ def ourtester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyt
             monkeypatch.delenv(key)
     # Under GitHub Actions the plugin appends to the job summary: not from these inner runs.
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    # pytest prints full (untruncated) summaries when CI is set: keep inner output the same everywhere
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     pytester.makeconftest(CONFTEST)
     return pytester

@@ -101,6 +101,9 @@ def ourtester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyt
     monkeypatch.delenv("FAKE_SPEED", raising=False)
     monkeypatch.delenv("FAKE_NOISY", raising=False)
     monkeypatch.delenv("FAKE_SLOW_CALLS", raising=False)
+    # pytest prints full (untruncated) summaries when CI is set: keep inner output the same everywhere
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_x=PERF_TEST)
     return pytester
