@@ -26,7 +26,9 @@ from .plan import Node, Plan
 #: keeps every node of a local Ray on loopback (Ray otherwise picks the
 #: machine's outward address); see Ray's node IP selection.
 LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
-POLL_SECONDS = 0.2
+#: how often the driver asks the actors whether their roles still run; each ask costs
+#: a little CPU on every node, which a 2-core machine feels during training.
+POLL_SECONDS = 0.5
 
 
 class RoleFailed(RuntimeError):
