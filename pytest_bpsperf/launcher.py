@@ -247,14 +247,15 @@ class RoleGroup:
             ray.get([self.actors[n].stop.remote() for n in names], timeout=60)
             self.infos = dict(zip(names, ray.get([self.actors[n].info.remote() for n in names], timeout=60)))
             self.tails = self.log_tails()
-            for r in self.roles:
-                if r.role == "worker":
-                    recs = ray.get(self.actors[r.name].records.remote(), timeout=60)
-                    self.records.append(WorkerRecords(name=r.name, node=r.node.name, records=tuple(recs)))
-                    if r.env.get("BYTEPS_TRACE_ON") == "1":
-                        trace_dir = r.env["BYTEPS_TRACE_DIR"]
-                        files = ray.get(self.actors[r.name].read_files.remote(trace_dir), timeout=60)
-                        self.traces.setdefault(trace_dir, {}).update(files)
+            workers = [r for r in self.roles if r.role == "worker"]
+            records = ray.get([self.actors[r.name].records.remote() for r in workers], timeout=60)
+            self.records = [WorkerRecords(name=r.name, node=r.node.name, records=tuple(recs))
+                            for r, recs in zip(workers, records)]
+            traced = [r for r in workers if r.env.get("BYTEPS_TRACE_ON") == "1"]
+            files = ray.get([self.actors[r.name].read_files.remote(r.env["BYTEPS_TRACE_DIR"]) for r in traced],
+                            timeout=60)
+            for r, found in zip(traced, files):
+                self.traces.setdefault(r.env["BYTEPS_TRACE_DIR"], {}).update(found)
         finally:
             # Killing the actor also kills any role it still owns (pdeathsig).
             for actor in self.actors.values():

@@ -231,8 +231,8 @@ class BpsPerfPlugin:
         settings = result.request.settings
         key = self.baseline_key(result)
 
-        def runs_so_far() -> list:
-            return [r for r in self.results if self.baseline_key(r) == key and r.request.test == result.request.test]
+        def runs_so_far() -> list:  # the key names the test, trick, topology and workload
+            return [r for r in self.results if self.baseline_key(r) == key]
 
         runs = runs_so_far()
         if result.request.repeat + 1 < settings.repeats:
@@ -391,7 +391,7 @@ class BpsPerfPlugin:
         for path in self.written:
             terminalreporter.write_line(f"bpsperf: wrote {path}")
         if os.environ.get("GITHUB_ACTIONS") == "true":
-            for line in report.github_annotations(self.verdicts, self.config.rootpath):
+            for line in report.github_annotations(self.verdicts):
                 terminalreporter.write_line(line)
 
     def session_info(self) -> dict:

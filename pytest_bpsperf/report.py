@@ -282,7 +282,7 @@ def verdict_markdown(verdicts: Sequence[Any]) -> list:
     return lines + [""]
 
 
-def github_annotations(verdicts: Sequence[Any], rootpath: Any = None) -> list:
+def github_annotations(verdicts: Sequence[Any]) -> list:
     """GitHub Actions workflow commands: ::error for regressions, ::warning for the rest worth seeing."""
     def escape(text: str) -> str:
         return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")

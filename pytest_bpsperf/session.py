@@ -154,16 +154,14 @@ class PerfSession:
         self.verbose_ps = verbose_ps
         self.backend_choice: "tuple | None" = None
         self._single_cache: dict = {}
-        self._nodes: "list | None" = None
-        self._seen_nodes: list = []
+        self._nodes: "list | None" = None  # kept after close(): the reports name them
 
     # -- cluster ---------------------------------------------------------------
     def nodes(self) -> list:
         """The cluster's nodes (starting or connecting to Ray on first use)."""
-        if self._nodes is None:
+        if not self.cluster.started:
             self.cluster.start()
             self._nodes = self.cluster.nodes()
-            self._seen_nodes = list(self._nodes)
             where = self.cluster.address or "embedded, 127.0.0.1"
             self.say(
                 f"Ray ({where}) up in {self.cluster.startup_s:.1f}s: "
@@ -173,7 +171,7 @@ class PerfSession:
 
     def known_nodes(self) -> list:
         """The nodes this session ran on (also after :meth:`close`), without starting Ray."""
-        return list(self._seen_nodes)
+        return list(self._nodes or [])
 
     def backend(self, setting: str) -> str:
         """The backend to run, ``auto`` resolved once against the cluster."""
@@ -187,7 +185,6 @@ class PerfSession:
     def close(self) -> None:
         """Stop or disconnect Ray."""
         self.cluster.close()
-        self._nodes = None
 
     # -- jobs ------------------------------------------------------------------
     def run_job(self, request: JobRequest) -> JobOutput:
