@@ -10,7 +10,7 @@ import pytest
 pytestmark = pytest.mark.perf
 
 
-@pytest.mark.bpsperf_tricks("baseline", "omp-passive", "extra-servers", "omp-passive+extra-servers")
+@pytest.mark.bpsperf_tricks("default", "omp-passive", "extra-servers", "omp-passive+extra-servers")
 def test_resnet50_throughput(bpsperf_train):
     result = bpsperf_train(model="resnet50_v2")
     assert result.img_per_sec > 0

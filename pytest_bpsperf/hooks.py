@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .measurement import JobOutput
-    from .session import JobRequest
+    from .job import RunSpec
+    from .measurement import RunOutput
+    from .tricks import Trick
 
 
 @pytest.hookspec
-def pytest_bpsperf_tricks(config: pytest.Config) -> "Mapping[str, Any] | None":
+def pytest_bpsperf_tricks(config: pytest.Config) -> "Mapping[str, Trick] | None":
     """Return extra tricks as a mapping ``name -> Trick`` (``pytest_bpsperf.tricks.Trick``).
 
     Every implementation is called; names must be unique across built-ins, ini
@@ -23,15 +24,16 @@ def pytest_bpsperf_tricks(config: pytest.Config) -> "Mapping[str, Any] | None":
 
 
 @pytest.hookspec(firstresult=True)
-def pytest_bpsperf_run_job(config: pytest.Config, request: "JobRequest") -> "JobOutput | None":
-    """Run one training job and return what its roles produced.
+def pytest_bpsperf_run(config: pytest.Config, spec: "RunSpec") -> "RunOutput | None":
+    """Run one training run (bring-up, train, teardown) and return what its roles produced.
 
     The plugin's own implementation (``trylast``) brings up the roles on Ray.
-    Another implementation may return a finished :class:`~pytest_bpsperf.measurement.JobOutput`
-    (per-worker step records and role outcomes) to test verdicts and reports
-    without a distributed run; the plugin measures it like a real one.
+    Another implementation may return a finished :class:`~pytest_bpsperf.measurement.RunOutput`
+    (per-worker step records, role outcomes, the backend that ran) to test
+    verdicts and reports without a distributed run; the plugin measures it like
+    a real one.
 
-    .. versionadded:: 0.1
+    .. versionadded:: 0.2 (replaces ``pytest_bpsperf_run_job(config, request)``)
     """
 
 

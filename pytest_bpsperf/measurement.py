@@ -1,6 +1,6 @@
 """From what the roles wrote to a measurement: steady state, img/s, compute/sync split.
 
-:class:`JobOutput` is what one distributed run leaves (per-worker step records,
+:class:`RunOutput` is what one distributed run leaves (per-worker step records,
 each role's fate, the harness's own timings). :func:`measure` turns it into a
 :class:`Measurement`. Aggregate img/s is the sum over worker processes of each
 one's steady-state img/s, warm-up steps detected from the timings themselves.
@@ -11,10 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+from .remote.environ import reported
 from .stats import SteadyState, detect_steady_state
-
-#: Variables that configure a role (reported; the rest of its environment is not).
-ROLE_ENV_PREFIXES = ("OMP_", "KMP_", "DMLC_", "BYTEPS_", "PS_", "MXNET_", "NVIDIA_VISIBLE_DEVICES", "BPSPERF_")
 
 
 @dataclass(frozen=True)
@@ -43,7 +41,7 @@ class RoleOutcome:
             "exit_code": self.exit_code,
             "killed": self.killed,
             "log_path": self.log_path,
-            "env": {k: v for k, v in sorted(self.environ.items()) if k.startswith(ROLE_ENV_PREFIXES)},
+            "env": reported(self.environ),
         }
 
 
@@ -72,17 +70,48 @@ class WorkerRecords:
 
 
 @dataclass(frozen=True)
-class JobOutput:
-    """Everything one run of the roles produced."""
+class CommWindow:
+    """Communication time a backend measured itself (BytePS's timeline of one worker node)."""
 
-    workers: tuple
-    roles: tuple
+    name: str  # e.g. the trace directory of a worker node
+    steps: int = 0
+    push_s: "float | None" = None  # mean seconds per step
+    pull_s: "float | None" = None
+    error: "str | None" = None  # why there is no measurement
+    detail: Mapping[str, float] = field(default_factory=dict, hash=False)
+
+    def as_dict(self) -> dict:
+        """JSON view."""
+        if self.error is not None:
+            return {"name": self.name, "error": self.error}
+        return {"name": self.name, "steps": self.steps, "mean_push_s": self.push_s, "mean_pull_s": self.pull_s,
+                **dict(self.detail)}
+
+
+@dataclass(frozen=True)
+class RunOutput:
+    """Everything one run of the roles produced.
+
+    ``backend`` is the backend that ran (never ``auto``); ``topology`` the counts
+    after the trick; ``comm`` what the backend measured itself;
+    ``single_img_per_sec`` the same workload's img/s in one process without a
+    parameter server (the scaling reference), when it was measured.
+    """
+
+    workers: "tuple[WorkerRecords, ...]"
+    roles: "tuple[RoleOutcome, ...]"
     bringup_s: float
     teardown_s: float
     wall_s: float
     log_dir: str
-    topology: Mapping[str, Any] = field(default_factory=dict, hash=False)
-    extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    backend: str
+    topology: Mapping[str, int] = field(default_factory=dict, hash=False)
+    comm: "tuple[CommWindow, ...]" = ()
+    single_img_per_sec: "float | None" = None
+
+    def __post_init__(self) -> None:
+        if self.backend == "auto" or not self.backend:
+            raise ValueError(f"RunOutput.backend must name the backend that ran, not {self.backend!r}")
 
 
 class MeasurementError(ValueError):
@@ -186,7 +215,7 @@ def measure_worker(worker: WorkerRecords) -> WorkerMeasurement:
     return WorkerMeasurement(worker.name, img_per_sec, steady, total, compute, sync, batch)
 
 
-def measure(output: JobOutput) -> Measurement:
+def measure(output: RunOutput) -> Measurement:
     """Aggregate measurement of one run (sum of per-worker steady-state img/s)."""
     if not output.workers:
         raise MeasurementError("the run has no worker records")

@@ -17,6 +17,9 @@ import shutil
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
+from .profile import validate_profile_id
+
+#: The shipped backends; plugins may register more (``pytest_bpsperf.backends.register``).
 BACKENDS = ("auto", "mxnet", "byteps")
 
 
@@ -86,14 +89,11 @@ def _percent(raw: Any) -> float:
     return value
 
 
-def _choice(choices: Sequence[str]) -> Callable[[Any], str]:
-    def parse(raw: Any) -> str:
-        value = str(raw).strip().lower()
-        if value not in choices:
-            raise ValueError("expected one of " + ", ".join(choices))
-        return value
-
-    return parse
+def _backend(raw: Any) -> str:
+    text = str(raw).strip().lower()
+    if not text or not all(ch.isalnum() or ch in "_-" for ch in text):
+        raise ValueError("expected auto or a backend name such as " + ", ".join(BACKENDS[1:]))
+    return text  # a registered name: checked against the registry once the plugins are loaded
 
 
 def _omp_threads(raw: Any) -> int:
@@ -157,10 +157,7 @@ def _trace_window(raw: Any) -> tuple:
 
 
 def _profile_id(raw: Any) -> str:
-    text = str(raw).strip()
-    if not text or not all(ch.isalnum() or ch in "._-" for ch in text):
-        raise ValueError("expected a profile name of letters, digits, '.', '_' and '-'")
-    return text
+    return validate_profile_id(str(raw).strip())
 
 
 def _path(raw: Any) -> str:
@@ -184,7 +181,8 @@ class Option:
 
 
 OPTIONS: tuple = (
-    Option("backend", "parameter-server backend", _choice(BACKENDS), "one of " + ", ".join(BACKENDS), "auto", True),
+    Option("backend", "parameter-server backend", _backend, "auto or a registered backend: " + ", ".join(BACKENDS[1:]),
+           "auto", True),
     Option("workers", "worker nodes (DMLC_NUM_WORKER)", _int_at_least(1), "an integer >= 1", 2),
     Option("server_nodes", "server nodes", _int_at_least(1), "an integer >= 1", 1),
     Option("servers_per_node", "server processes per server node", _int_at_least(1), "an integer >= 1", 1),
@@ -243,50 +241,68 @@ class Hardware:
         return cls(gpus=gpus, cores=cores)
 
 
-def hardware_defaults(hw: Hardware) -> dict:
-    """Defaults that depend on the hardware.
+    @property
+    def device(self) -> str:
+        """The device kind workers train on: ``gpu`` or ``cpu``."""
+        return "gpu" if self.gpus > 0 else "cpu"
 
-    On GPUs: the workload of the BytePS report (224x224, batch 64 per GPU). On CPUs:
-    small images and few steps so that the default suite finishes in minutes.
-    """
-    if hw.gpus > 0:
-        return {"steps": 100, "batch_size": 64, "image_size": 224, "omp_threads": 4}
-    return {"steps": 20, "batch_size": 8, "image_size": 32, "omp_threads": max(1, min(4, hw.cores))}
+
+#: Workload sizes per device kind. On GPUs: the workload of the BytePS report
+#: (224x224, batch 64 per GPU). On CPUs: small images and few steps so that the
+#: default suite finishes in minutes. A backend may specialize them
+#: (``Backend.workload_defaults``).
+DEVICE_DEFAULTS: Mapping[str, Mapping[str, int]] = {
+    "gpu": {"steps": 100, "batch_size": 64, "image_size": 224},
+    "cpu": {"steps": 20, "batch_size": 8, "image_size": 32},
+}
+
+#: ``defaults_for(backend, device)``: the workload defaults of a backend on a device kind.
+DefaultsFor = Callable[[str, str], Mapping[str, int]]
+
+
+def hardware_defaults(hw: Hardware, defaults_for: "DefaultsFor | None" = None, backend: str = "auto") -> dict:
+    """Defaults that depend on the hardware: workload sizes for its device kind, OpenMP threads."""
+    sizes = defaults_for(backend, hw.device) if defaults_for is not None else DEVICE_DEFAULTS[hw.device]
+    omp = 4 if hw.device == "gpu" else max(1, min(4, hw.cores))
+    return {**sizes, "omp_threads": omp}
 
 
 @dataclass(frozen=True)
 class Settings:
     """Resolved settings of one test (or of the session, without a marker)."""
 
-    backend: str = "auto"
-    workers: int = 2
-    server_nodes: int = 1
-    servers_per_node: int = 1
-    steps: int = 20
-    batch_size: int = 8
-    image_size: int = 32
-    model: str = "resnet50_v2"
-    omp_threads: int = 2
-    timeout: float = 600.0
-    repeats: int = 1
-    tricks: "tuple | None" = None
-    confirm: int = 2
-    tolerance: float = 0.15
-    scaling: bool = True
-    trace: "tuple | None" = None
-    ray_address: str = ""
-    profile: "str | None" = None
-    baselines_dir: "str | None" = None
-    strict: bool = False
-    max_spread: float = 0.2
-    log_dir: "str | None" = None
+    backend: str
+    workers: int
+    server_nodes: int
+    servers_per_node: int
+    steps: int
+    batch_size: int
+    image_size: int
+    model: str
+    omp_threads: int
+    timeout: float
+    repeats: int
+    tricks: "tuple | None"
+    confirm: int
+    tolerance: float
+    scaling: bool
+    trace: "tuple | None"
+    ray_address: str
+    profile: "str | None"
+    baselines_dir: "str | None"
+    strict: bool
+    max_spread: float
+    log_dir: "str | None"
     #: where each value came from, e.g. {"steps": "command line option --bpsperf-steps"}
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
-    def workload(self) -> dict:
-        """The parameters that define the training workload (for keys and reports)."""
+    def workload(self, backend: "str | None" = None) -> dict:
+        """The parameters that define the training workload (for keys and reports).
+
+        ``backend`` is the backend that ran (``auto`` resolved); keys and reports always pass it.
+        """
         return {
-            "backend": self.backend,
+            "backend": backend or self.backend,
             "model": self.model,
             "steps": self.steps,
             "batch_size": self.batch_size,
@@ -345,8 +361,11 @@ def env_source(environ: Mapping[str, str]) -> Source:
     return Source("env", "environment", values)
 
 
-def resolve(sources: Sequence[Source], hardware: Hardware) -> Settings:
+def resolve(sources: Sequence[Source], hardware: Hardware, defaults_for: "DefaultsFor | None" = None) -> Settings:
     """Resolve every option from ``sources`` (highest precedence first), then defaults.
+
+    Workload sizes default to what ``defaults_for`` says for the backend and
+    the hardware's device kind (:data:`DEVICE_DEFAULTS` without it).
 
     Raises :class:`SettingsError` naming the option, the value, where it came from
     and what is accepted.
@@ -363,10 +382,10 @@ def resolve(sources: Sequence[Source], hardware: Hardware) -> Settings:
                     f"setting {key!r} cannot be set per test ({source.where}); set it with "
                     f"{flag(key)}, {env_var(key)} or ini key {ini_key(key)}"
                 )
-    hw_defaults = hardware_defaults(hardware)
     values: dict = {}
     origins: dict = {}
-    for opt in OPTIONS:
+    hw_defaults: dict = {}
+    for opt in OPTIONS:  # backend comes first: the workload defaults depend on it
         for source in sources:
             raw = source.values.get(opt.name)
             if raw is None:
@@ -381,10 +400,10 @@ def resolve(sources: Sequence[Source], hardware: Hardware) -> Settings:
             origins[opt.name] = source.describe(opt.name)
             break
         else:
+            if not hw_defaults and "backend" in values:
+                hw_defaults = hardware_defaults(hardware, defaults_for, values["backend"])
             values[opt.name] = hw_defaults.get(opt.name, opt.default)
             origins[opt.name] = "default"
     if values["omp_threads"] == 0:  # 'auto'
-        values["omp_threads"] = hardware_defaults(Hardware(gpus=hardware.gpus, cores=hardware.cores))[
-            "omp_threads"
-        ]
+        values["omp_threads"] = hardware_defaults(hardware, defaults_for, values["backend"])["omp_threads"]
     return Settings(origins=origins, **values)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 ROLES = ("scheduler", "server", "worker")
+#: The trick that changes nothing: the reference the trick matrix compares with.
+REFERENCE_TRICK = "default"
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 _VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -93,7 +95,7 @@ def compose(tricks: Iterable[Trick]) -> Trick:
 BUILTIN_TRICKS: Mapping[str, Trick] = {
     t.name: t
     for t in (
-        Trick("baseline", "no change: the roles as configured"),
+        Trick(REFERENCE_TRICK, "no change: the roles as configured"),
         Trick(
             "omp-passive",
             "OMP_WAIT_POLICY=PASSIVE on servers and workers: idle OpenMP threads sleep instead of spinning",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Mapping, Sequence
 
 from .stats import Comparison, compare, summarize
 
@@ -30,7 +30,7 @@ class Verdict:
     samples: tuple
     tolerance: float
     comparison: "Comparison | None" = None
-    baseline: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    baseline: Mapping[str, object] = field(default_factory=dict, hash=False)
 
     @property
     def measured(self) -> float:
@@ -102,7 +102,7 @@ def decide(
     profile_id: str,
     key: str,
     samples: Sequence[float],
-    baseline: "Mapping[str, Any] | None",
+    baseline: "Mapping[str, object] | None",
     tolerance: float,
     confidence: float = 0.95,
 ) -> Verdict:

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 from pytest_bpsperf.measurement import WorkerRecords, measure_worker
-from pytest_bpsperf.roles import free_port
+from pytest_bpsperf.remote.roles import free_port
 
 
 def main() -> int:
@@ -46,7 +46,7 @@ def main() -> int:
         path = os.path.join(tmp, f"worker-{i}.jsonl")
         records.append(path)
         procs.append(subprocess.Popen(
-            [sys.executable, "-m", "pytest_bpsperf.workload", "--backend", "mxnet", "--steps", str(args.steps),
+            [sys.executable, "-m", "pytest_bpsperf.remote.workload", "--backend", "mxnet", "--steps", str(args.steps),
              "--batch-size", str(args.batch_size), "--image-size", str(args.image_size), "--records", path],
             env={**base, **passive, "DMLC_ROLE": "worker"}))
     codes = [proc.wait() for proc in procs]

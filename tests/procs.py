@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-from pytest_bpsperf.reaper import descendants, start_time
-from pytest_bpsperf.roles import read_environ
+from pytest_bpsperf.remote.reaper import descendants, start_time
+from pytest_bpsperf.remote.roles import read_environ
 
 
 def cmdline_of(pid: int) -> str:

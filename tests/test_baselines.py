@@ -10,8 +10,8 @@ from datetime import datetime
 
 import pytest
 
-from pytest_bpsperf import baselines
-from pytest_bpsperf.baselines import (
+from pytest_bpsperf.store import baselines
+from pytest_bpsperf.store.baselines import (
     BaselineError,
     BaselineStore,
     check_baseline_quality,
@@ -35,7 +35,6 @@ def _entry(trick: str, samples=(100.0, 104.0, 98.0)) -> dict:
         topology=TOPOLOGY,
         workload=WORKLOAD,
         samples=list(samples),
-        tolerance=0.1,
         versions={"python": "3.11.7", "mxnet": "1.9.1"},
         commit="0" * 40,
         date="2024-05-01T12:00:00Z",
@@ -68,7 +67,7 @@ def test_entry_key_ignores_insertion_order_and_int_float_spelling():
 
 
 def test_entry_key_distinguishes_values():
-    assert _key("baseline") != _key("omp-passive")
+    assert _key("default") != _key("omp-passive")
     assert entry_key("t", "b", {"workers": 2}, {}) != entry_key("t", "b", {"workers": 4}, {})
     assert entry_key("t", "b", {}, {"flag": True}).endswith("|flag=true")
     assert entry_key("t", "b", {}, {}) == "t|b|-|-"
@@ -81,15 +80,15 @@ def test_missing_file_is_empty(tmp_path):
     store = BaselineStore(tmp_path / "baselines")
     loaded = store.load(PROFILE_ID)
     assert not loaded.exists and loaded.entries == {} and loaded.profile is None
-    assert store.get(PROFILE_ID, _key("baseline")) is None
+    assert store.get(PROFILE_ID, _key("default")) is None
 
 
 def test_round_trip_and_file_format(tmp_path):
     store = BaselineStore(tmp_path / "baselines")
-    path = store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+    path = store.update(PROFILE_ID, PROFILE, {_key("default"): _entry("default")})
     assert path == tmp_path / "baselines" / f"{PROFILE_ID}.json"
-    got = store.get(PROFILE_ID, _key("baseline"))
-    assert got == _entry("baseline")
+    got = store.get(PROFILE_ID, _key("default"))
+    assert got == _entry("default")
     assert got["summary"]["n"] == 3 and got["summary"]["median"] == 100.0
     text = path.read_text()
     assert text.endswith("}\n")
@@ -103,14 +102,14 @@ def test_round_trip_and_file_format(tmp_path):
 
 def test_update_merges_and_never_drops_entries(tmp_path):
     store = BaselineStore(tmp_path)
-    store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline"),
+    store.update(PROFILE_ID, PROFILE, {_key("default"): _entry("default"),
                                        _key("omp-passive"): _entry("omp-passive")})
     new_passive = _entry("omp-passive", samples=(300.0, 310.0))
     store.update(PROFILE_ID, PROFILE, {_key("omp-passive"): new_passive,
                                        _key("extra-servers"): _entry("extra-servers")})
     entries = store.load(PROFILE_ID).entries
-    assert set(entries) == {_key("baseline"), _key("omp-passive"), _key("extra-servers")}
-    assert entries[_key("baseline")] == _entry("baseline")
+    assert set(entries) == {_key("default"), _key("omp-passive"), _key("extra-servers")}
+    assert entries[_key("default")] == _entry("default")
     assert entries[_key("omp-passive")]["samples"] == [300.0, 310.0]
 
 
@@ -119,14 +118,14 @@ def test_update_keeps_entries_written_by_hand(tmp_path):
     hand = {"samples": [1.0, 2.0], "note": "x"}
     path.write_text(json.dumps({"schema_version": 1, "profile": PROFILE,
                                 "entries": {"hand|made|-|-": hand}}))
-    BaselineStore(tmp_path).update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+    BaselineStore(tmp_path).update(PROFILE_ID, PROFILE, {_key("default"): _entry("default")})
     entries = json.loads(path.read_text())["entries"]
     assert entries["hand|made|-|-"] == {"samples": [1.0, 2.0], "note": "x"}
 
 
 def test_unserializable_entry_leaves_file_untouched(tmp_path):
     store = BaselineStore(tmp_path)
-    store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+    store.update(PROFILE_ID, PROFILE, {_key("default"): _entry("default")})
     before = (tmp_path / f"{PROFILE_ID}.json").read_bytes()
     with pytest.raises(BaselineError, match="not plain JSON"):
         store.update(PROFILE_ID, PROFILE, {"k": {"samples": [float("nan")]}})
@@ -137,7 +136,7 @@ def test_unserializable_entry_leaves_file_untouched(tmp_path):
 @pytest.mark.parametrize("fail_at", ["fsync", "replace"])
 def test_failed_write_keeps_original_and_leaves_no_temp_file(tmp_path, monkeypatch, fail_at):
     store = BaselineStore(tmp_path)
-    store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+    store.update(PROFILE_ID, PROFILE, {_key("default"): _entry("default")})
     path = tmp_path / f"{PROFILE_ID}.json"
     before = path.read_bytes()
 
@@ -162,7 +161,7 @@ def test_write_goes_through_a_temp_file_in_the_same_directory(tmp_path, monkeypa
 
     monkeypatch.setattr(baselines.os, "replace", spy)
     store = BaselineStore(tmp_path)
-    store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+    store.update(PROFILE_ID, PROFILE, {_key("default"): _entry("default")})
     store.update(PROFILE_ID, PROFILE, {_key("omp-passive"): _entry("omp-passive")})
     assert [s[:2] for s in seen] == [(str(tmp_path), str(tmp_path))] * 2
     assert [s[2] for s in seen] == [False, True]
@@ -189,9 +188,9 @@ def test_corrupt_file_raises_and_is_never_overwritten(tmp_path, content, problem
     message = str(info.value)
     assert str(path) in message and problem in message and "left untouched" in message
     with pytest.raises(BaselineError):
-        store.get(PROFILE_ID, _key("baseline"))
+        store.get(PROFILE_ID, _key("default"))
     with pytest.raises(BaselineError):
-        store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+        store.update(PROFILE_ID, PROFILE, {_key("default"): _entry("default")})
     assert path.read_bytes() == content
     assert _leftovers(tmp_path) == []
 
@@ -209,7 +208,7 @@ def test_schema_mismatch_raises(tmp_path, version):
         store.load(PROFILE_ID)
     assert str(path) in str(info.value)
     with pytest.raises(BaselineError):
-        store.update(PROFILE_ID, PROFILE, {_key("baseline"): _entry("baseline")})
+        store.update(PROFILE_ID, PROFILE, {_key("default"): _entry("default")})
     assert path.read_bytes() == content
 
 
@@ -229,10 +228,10 @@ def test_new_file_is_not_private(tmp_path):
 
 
 def test_make_entry_records_provenance():
-    entry = make_entry(test="t", trick="baseline", topology={"workers": 1}, workload={},
-                       samples=[10.0, 11.0], tolerance=0.15, extra={"steady_steps": 17})
+    entry = make_entry(test="t", trick="default", topology={"workers": 1}, workload={},
+                       samples=[10.0, 11.0], extra={"steady_steps": 17})
     assert set(entry) >= {"test", "trick", "topology", "workload", "samples", "summary",
-                          "tolerance", "versions", "commit", "date", "extra"}
+                          "versions", "commit", "date", "extra"}
     assert entry["versions"]["python"]
     assert datetime.strptime(entry["date"], "%Y-%m-%dT%H:%M:%SZ")
     assert entry["summary"]["n"] == 2

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from procs import role_processes, wait_until
-from pytest_bpsperf.byteps_env import (
+from pytest_bpsperf.backends.byteps_env import (
     TRAINER_MIN_START_STEP,
     BytePSEnvError,
     TraceWindow,
@@ -33,7 +33,7 @@ from pytest_bpsperf.byteps_env import (
     worker_env,
 )
 from pytest_bpsperf.settings import Hardware, Source, resolve
-from pytest_bpsperf.timeline import (
+from pytest_bpsperf.backends.byteps_timeline import (
     TraceError,
     load_comm_json,
     read_window,
@@ -200,15 +200,15 @@ def test_server_side_plan_without_gpus():
     settings = resolve([Source("cli", "test", {"workers": "2"})], Hardware(gpus=0, cores=2))
     cpu_only = [Node("n0", "127.0.0.1", 2, 0)]
     with pytest.raises(PlanError, match="GPU worker node"):
-        make_plan(settings, BUILTIN_TRICKS["baseline"], cpu_only, backend="byteps", run_id="r")
-    plan = make_plan(settings, BUILTIN_TRICKS["baseline"], cpu_only, backend="byteps", run_id="r",
+        make_plan(settings, BUILTIN_TRICKS["default"], cpu_only, backend="byteps", run_id="r")
+    plan = make_plan(settings, BUILTIN_TRICKS["default"], cpu_only, backend="byteps", run_id="r",
                      with_workers=False)
     assert [r.name for r in plan.roles] == ["scheduler", "server-0"]
     assert plan.worker_processes == 0
     # the servers still wait for the configured workers
     assert {r.env["DMLC_NUM_WORKER"] for r in plan.roles} == {"2"}
     with pytest.raises(PlanError, match="PS_VERBOSE"):
-        make_plan(settings, BUILTIN_TRICKS["baseline"], cpu_only, backend="byteps", run_id="r",
+        make_plan(settings, BUILTIN_TRICKS["default"], cpu_only, backend="byteps", run_id="r",
                   with_workers=False, verbose_ps=3)
 
 
@@ -410,7 +410,7 @@ def test_missing_traces_are_clear_errors(tmp_path):
 
 @pytest.fixture
 def ray_cluster(tmp_path):
-    from pytest_bpsperf.launcher import RayCluster
+    from pytest_bpsperf.cluster import RayCluster
 
     cluster = RayCluster(watch_dir=str(tmp_path)).start()
     try:
@@ -500,7 +500,7 @@ import pytest
 pytestmark = pytest.mark.perf
 
 
-@pytest.mark.bpsperf_tricks("baseline", "omp-passive")
+@pytest.mark.bpsperf_tricks("default", "omp-passive")
 def test_train(bpsperf_train):
     result = bpsperf_train()
     assert result.img_per_sec > 0
@@ -530,7 +530,7 @@ def test_byteps_training_end_to_end_on_gpus(pytester, tmp_path):
     result.assert_outcomes(passed=2)
     doc = json.loads(out.read_text())
     tests = {t["trick"]: t for t in doc["tests"]}
-    assert set(tests) == {"baseline", "omp-passive"}
+    assert set(tests) == {"default", "omp-passive"}
     for entry in tests.values():
         assert entry["backend"] == "byteps"
         roles = {r["name"]: r for r in entry["roles"]}

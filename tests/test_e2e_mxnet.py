@@ -46,7 +46,7 @@ bpsperf_define_tricks =
 
 @pytest.fixture
 def perf_project(pytester: pytest.Pytester):
-    def make(tricks: str = '"baseline", "omp-passive"', steps: int = 6) -> pytest.Pytester:
+    def make(tricks: str = '"default", "omp-passive"', steps: int = 6) -> pytest.Pytester:
         pytester.makeini(SMALL_INI.format(steps=steps))
         pytester.makepyfile(test_perf=PERF_TEST.format(tricks=tricks))
         return pytester
@@ -62,7 +62,7 @@ def test_two_workers_one_server_end_to_end(perf_project, tmp_path):
     doc = json.loads(out.read_text())
     assert doc["schema_version"] >= 1
     tests = {t["trick"]: t for t in doc["tests"]}
-    assert set(tests) == {"baseline", "omp-passive"}
+    assert set(tests) == {"default", "omp-passive"}
     for trick, entry in tests.items():
         assert entry["img_per_sec"] > 0
         assert set(entry["per_worker_img_per_sec"]) == {"worker-0", "worker-1"}
@@ -84,7 +84,7 @@ def test_two_workers_one_server_end_to_end(perf_project, tmp_path):
     assert passive["server-0"].get("OMP_WAIT_POLICY") == "PASSIVE"
     assert passive["worker-0"].get("OMP_WAIT_POLICY") == "PASSIVE"
     assert "OMP_WAIT_POLICY" not in passive["scheduler"]
-    assert all("OMP_WAIT_POLICY" not in r["env"] for r in tests["baseline"]["roles"])
+    assert all("OMP_WAIT_POLICY" not in r["env"] for r in tests["default"]["roles"])
     # and each worker echoes what it saw from inside
     logs = tests["omp-passive"]["log_dir"]
     start = json.loads(open(os.path.join(logs, "worker-1.records.jsonl")).readline())
@@ -93,7 +93,7 @@ def test_two_workers_one_server_end_to_end(perf_project, tmp_path):
     assert [n["ip"] for n in doc["session_info"]["nodes"]] == ["127.0.0.1"]  # Ray itself, not only the roles
     run_id = doc["session_info"]["run_id"]
     assert role_processes(run_id) == []
-    result.stdout.fnmatch_lines(["*bpsperf*", "*test_train?baseline?: * img/s*", "*trick matrix*"])
+    result.stdout.fnmatch_lines(["*bpsperf*", "*test_train?default?: * img/s*", "*trick matrix*"])
 
 
 def test_crashing_worker_fails_with_role_and_log_tail(perf_project, tmp_path):
@@ -114,7 +114,7 @@ def test_crashing_worker_fails_with_role_and_log_tail(perf_project, tmp_path):
 
 
 def test_run_timeout_fails_and_cleans_up(perf_project, tmp_path):
-    project = perf_project(tricks='"baseline"', steps=5000)
+    project = perf_project(tricks='"default"', steps=5000)
     out = tmp_path / "result.json"
     result = project.runpytest_subprocess(
         "-p", "no:cacheprovider", "-m", "perf", "--bpsperf-timeout", "12", "--bpsperf-json", str(out)
@@ -128,7 +128,7 @@ def test_run_timeout_fails_and_cleans_up(perf_project, tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
 def test_interrupted_driver_leaves_no_process(perf_project, sig):
     """Ctrl-C tears down in order; SIGKILL leaves it to pdeathsig and the reaper."""
-    project = perf_project(tricks='"baseline"', steps=5000)
+    project = perf_project(tricks='"default"', steps=5000)
     driver = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "perf", "-q"],
         cwd=str(project.path),
@@ -139,7 +139,7 @@ def test_interrupted_driver_leaves_no_process(perf_project, sig):
     try:
         def training():
             tree = snapshot_tree(driver.pid)
-            return tree if any("pytest_bpsperf.workload" in cmd for _, _, cmd in tree) else None
+            return tree if any("pytest_bpsperf.remote.workload" in cmd for _, _, cmd in tree) else None
 
         tree = wait_until(training, timeout=180)
         assert tree, "the workers never started"

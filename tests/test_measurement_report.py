@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 
 import pytest
 
 from pytest_bpsperf import report
 from pytest_bpsperf.measurement import (
-    JobOutput,
+    RunOutput,
     MeasurementError,
     RoleOutcome,
     WorkerRecords,
     measure,
     measure_worker,
 )
-from pytest_bpsperf.session import JobRequest, RunResult, worker_records_from
+from pytest_bpsperf.job import RunFailure, RunResult, RunSpec, worker_records_from
+from pytest_bpsperf.measurement import CommWindow
+from pytest_bpsperf.report.text import _ranges
+from pytest_bpsperf.store import files
 from pytest_bpsperf.settings import Hardware, Source, resolve
 from pytest_bpsperf.tricks import TrickRegistry
 
@@ -35,11 +39,11 @@ def steps(warmup, steady, n_steady=8, jitter=0.0, compute_frac=0.6, warm_compute
     return out
 
 
-def job_output(workers, *, bringup=3.0, teardown=1.0, wall=20.0, topology=None, extra=None):
+def job_output(workers, *, bringup=3.0, teardown=1.0, wall=20.0, topology=None, comm=(), single=None):
     roles = tuple(
         RoleOutcome(w.name, "worker", w.node, 0, f"/logs/{w.name}.log") for w in workers
     ) + (RoleOutcome("scheduler", "scheduler", "node-0", 0, "/logs/scheduler.log"),)
-    return JobOutput(
+    return RunOutput(
         workers=tuple(workers),
         roles=roles,
         bringup_s=bringup,
@@ -47,7 +51,9 @@ def job_output(workers, *, bringup=3.0, teardown=1.0, wall=20.0, topology=None, 
         wall_s=wall,
         log_dir="/logs",
         topology=topology or {"workers": len(workers), "worker_processes": len(workers), "servers": 1},
-        extra=extra or {},
+        backend="mxnet",
+        comm=comm,
+        single_img_per_sec=single,
     )
 
 
@@ -132,19 +138,19 @@ def test_missing_batch_size_is_a_measurement_error():
 REGISTRY = TrickRegistry()
 
 
-def make_result(trick="baseline", *, speed=1.0, repeat=0, test=TEST, jitter=0.04, workers=2, batch=8,
-                settings_values=None, extra=None, skew=0.0):
+def make_result(trick="default", *, speed=1.0, repeat=0, test=TEST, jitter=0.04, workers=2, batch=8,
+                settings_values=None, comm=(), single=None, skew=0.0):
     s = resolve([Source("cli", "command line", settings_values or {})], Hardware(gpus=0, cores=2))
     records = [
         worker_records_from(f"worker-{i}", steps([2.0], 0.5 / speed * (1 + skew), n_steady=10, jitter=jitter),
                             batch_size=batch)
         for i in range(workers)
     ]
-    output = job_output(records, extra=extra)
+    output = job_output(records, comm=comm, single=single)
     suffix = trick if not repeat and not settings_values else f"{trick}-r{repeat + 1}"
-    req = JobRequest(nodeid=f"{test}[{suffix}]", test=test, trick=REGISTRY.get(trick), repeat=repeat,
+    req = RunSpec(nodeid=f"{test}[{suffix}]", test=test, trick=REGISTRY.get(trick), repeat=repeat,
                      settings=s, log_dir="/logs")
-    return RunResult(request=req, backend="mxnet", output=output, measurement=measure(output))
+    return RunResult(spec=req, output=output, measurement=measure(output))
 
 
 def test_run_result_views():
@@ -167,12 +173,12 @@ def _row(table, trick):
 
 
 def test_matrix_change_vs_baseline_and_significance_single_runs():
-    results = [make_result("baseline"), make_result("omp-passive", speed=2.0),
+    results = [make_result("default"), make_result("omp-passive", speed=2.0),
                make_result("extra-servers", speed=1.0, skew=0.001)]
     (table,) = report.matrix_tables(results)
     assert table.test == TEST
-    assert [r.trick for r in table.rows] == ["baseline", "omp-passive", "extra-servers"]
-    base, fast, same = _row(table, "baseline"), _row(table, "omp-passive"), _row(table, "extra-servers")
+    assert [r.trick for r in table.rows] == ["default", "omp-passive", "extra-servers"]
+    base, fast, same = _row(table, "default"), _row(table, "omp-passive"), _row(table, "extra-servers")
     assert base.change_pct is None and base.significance is None
     assert fast.change_pct == pytest.approx(100.0, abs=0.5)
     assert fast.significance.significant
@@ -180,25 +186,25 @@ def test_matrix_change_vs_baseline_and_significance_single_runs():
     assert same.change_pct == pytest.approx(-0.1, abs=0.2)
     assert not same.significance.significant
     assert fast.runs == 1
-    # one run: spread is over the steady steps (jitter +-4% -> about 8% of the median)
-    assert base.spread_pct == pytest.approx(8.0, abs=0.5)
+    # one run: spread (stdev/mean) is over the steady steps (jitter +-4% -> about 4%)
+    assert base.spread_pct == pytest.approx(4.2, abs=0.3)
     assert "per-step samples" in table.method
 
 
 def test_matrix_with_repeats_uses_runs():
     results = []
     for rep, wobble in enumerate([0.0, 0.02, -0.02]):
-        results.append(make_result("baseline", repeat=rep, skew=wobble))
+        results.append(make_result("default", repeat=rep, skew=wobble))
         results.append(make_result("omp-passive", speed=2.0, repeat=rep, skew=-wobble))
     (table,) = report.matrix_tables(results)
-    base, fast = _row(table, "baseline"), _row(table, "omp-passive")
+    base, fast = _row(table, "default"), _row(table, "omp-passive")
     assert base.runs == fast.runs == 3
     assert fast.change_pct == pytest.approx(100.0, abs=0.5)
     assert fast.significance.significant
     assert fast.significance.n_a == fast.significance.n_b == 3
-    samples = [r.img_per_sec for r in results if r.trick == "baseline"]
+    samples = [r.img_per_sec for r in results if r.trick == "default"]
     assert base.median == pytest.approx(sorted(samples)[1])
-    assert base.spread_pct == pytest.approx(100 * (max(samples) - min(samples)) / sorted(samples)[1])
+    assert base.spread_pct == pytest.approx(100 * statistics.stdev(samples) / statistics.fmean(samples))
     assert "(runs)" in table.method
 
 
@@ -209,10 +215,10 @@ def test_matrix_without_baseline_has_no_change():
 
 def test_matrix_groups_by_test_and_workload():
     results = [
-        make_result("baseline"),
+        make_result("default"),
         make_result("omp-passive", speed=2.0),
-        make_result("baseline", test="tests/test_y.py::test_y"),
-        make_result("baseline", settings_values={"batch_size": "16"}),
+        make_result("default", test="tests/test_y.py::test_y"),
+        make_result("default", settings_values={"batch_size": "16"}),
     ]
     tables = report.matrix_tables(results)
     assert len(tables) == 3
@@ -222,33 +228,33 @@ def test_matrix_groups_by_test_and_workload():
 
 def test_matrix_scaling_from_single_process_throughput():
     # 2 workers at 16 img/s each; one process alone did 20 img/s -> 32 / (2 * 20) = 80%
-    (table,) = report.matrix_tables([make_result("baseline", jitter=0.0, extra={"single_img_per_sec": 20.0})])
+    (table,) = report.matrix_tables([make_result("default", jitter=0.0, single=20.0)])
     assert table.rows[0].scaling == pytest.approx(0.8)
     assert "80.0%" in "\n".join(report.format_matrix_text(table))
 
 
 def test_matrix_row_sync_share():
-    (table,) = report.matrix_tables([make_result("baseline")])
+    (table,) = report.matrix_tables([make_result("default")])
     row = table.rows[0]
     assert row.sync_pct == pytest.approx(40.0)
     assert row.as_dict()["sync_pct"] == pytest.approx(40.0)
 
 
 def test_format_matrix_text_contains_tricks_and_figures():
-    results = [make_result("baseline"), make_result("omp-passive+extra-servers", speed=2.0)]
+    results = [make_result("default"), make_result("omp-passive+extra-servers", speed=2.0)]
     (table,) = report.matrix_tables(results)
     text = "\n".join(report.format_matrix_text(table))
     assert text.startswith(f"trick matrix: {TEST} (mxnet, resnet50_v2, batch 8")
-    assert "baseline" in text and "omp-passive+extra-servers" in text
+    assert "default" in text and "omp-passive+extra-servers" in text
     base, fast = table.rows
     assert f"{base.median:.1f}" in text and f"{fast.median:.1f}" in text
     assert "+100.0%" in text or "+99." in text
     assert "yes (p=" in text
-    assert "vs baseline" in text and "beyond noise" in text
+    assert "vs default" in text and "beyond noise" in text
 
 
 def test_format_matrix_markdown_is_a_table():
-    results = [make_result("baseline"), make_result("omp-passive", speed=2.0)]
+    results = [make_result("default"), make_result("omp-passive", speed=2.0)]
     (table,) = report.matrix_tables(results)
     lines = report.format_matrix_markdown(table)
     md = "\n".join(lines)
@@ -258,35 +264,35 @@ def test_format_matrix_markdown_is_a_table():
     row = next(line for line in lines if line.startswith("| `omp-passive` |"))
     assert f"{table.rows[1].median:.1f}" in row
     assert "+100.0%" in row or "+99." in row
-    assert "| `baseline` |" in md
+    assert "| `default` |" in md
 
 
 def test_markdown_and_json_documents():
-    results = [make_result("baseline"), make_result("omp-passive", speed=2.0)]
+    results = [make_result("default"), make_result("omp-passive", speed=2.0)]
     md = report.markdown_document(results, ["profile cpu-2c"])
     assert md.startswith("## bpsperf results")
     assert "- profile cpu-2c" in md
     assert f"| `{TEST}[omp-passive]` |" in md
     assert "| `omp-passive` |" in md
-    doc = report.json_document(results, [("tests/t.py::test_z", "role worker-1 died")], ["h"])
+    doc = report.json_document(results, [RunFailure("tests/t.py::test_z", "role worker-1 died")], ["h"])
     assert doc["schema_version"] == report.JSON_SCHEMA_VERSION
-    assert [t["trick"] for t in doc["tests"]] == ["baseline", "omp-passive"]
+    assert [t["trick"] for t in doc["tests"]] == ["default", "omp-passive"]
     assert doc["failures"] == [{"nodeid": "tests/t.py::test_z", "reason": "role worker-1 died"}]
     rows = doc["matrix"][0]["rows"]
-    assert rows[1]["change_vs_baseline_pct"] == pytest.approx(100.0, abs=0.5)
+    assert rows[1]["change_vs_default_pct"] == pytest.approx(100.0, abs=0.5)
     json.dumps(doc)
 
 
 def test_result_line():
-    line = report.result_line(make_result("baseline", jitter=0.0))
-    assert line.startswith(f"{TEST}[baseline]: 32.0 img/s (worker-0 16.0, worker-1 16.0)")
+    line = report.result_line(make_result("default", jitter=0.0))
+    assert line.startswith(f"{TEST}[default]: 32.0 img/s (worker-0 16.0, worker-1 16.0)")
     assert "warm-up steps 0;" in line
     assert "bring-up 3.0s, teardown 1.0s" in line
 
 
 @pytest.mark.parametrize("values, expected", [([], "none"), ([0], "0"), ([0, 1, 2], "0-2"), ([0, 1, 4, 6, 7], "0-1,4,6-7")])
 def test_ranges(values, expected):
-    assert report._ranges(values) == expected
+    assert _ranges(values) == expected
 
 
 # --- atomic writes ---------------------------------------------------------------------
@@ -331,7 +337,7 @@ def test_write_json_failure_on_rename_keeps_old_file(tmp_path, monkeypatch):
     def broken_replace(src, dst):
         raise OSError("disk gone")
 
-    monkeypatch.setattr(report.os, "replace", broken_replace)
+    monkeypatch.setattr(files.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk gone"):
         report.write_json(path, {"new": True})
     monkeypatch.undo()
@@ -340,27 +346,30 @@ def test_write_json_failure_on_rename_keeps_old_file(tmp_path, monkeypatch):
 
 
 def test_result_line_and_json_carry_the_byteps_timeline():
-    timeline = {
-        "trace/worker-0": {"mean_push_s": 0.0123, "mean_pull_s": 0.0456, "steps": 11},
-        "trace/worker-1": {"error": "no <local_rank>/comm.json among the trace files"},
-    }
-    r = make_result("omp-passive", extra={"timeline": timeline})
+    comm = (CommWindow("trace/worker-0", steps=11, push_s=0.0123, pull_s=0.0456),
+            CommWindow("trace/worker-1", error="no <local_rank>/comm.json among the trace files"))
+    r = make_result("omp-passive", comm=comm)
     line = report.result_line(r)
     assert "trace/worker-0: PUSH 0.0123s PULL 0.0456s per step (11 traced steps)" in line
     assert "trace/worker-1: no timeline (no <local_rank>/comm.json" in line
-    assert r.as_dict()["timeline"] == timeline
+    assert r.as_dict()["timeline"] == {
+        "trace/worker-0": {"name": "trace/worker-0", "mean_push_s": 0.0123, "mean_pull_s": 0.0456, "steps": 11},
+        "trace/worker-1": {"name": "trace/worker-1", "error": "no <local_rank>/comm.json among the trace files"},
+    }
 
 
-def test_role_group_timelines_from_collected_comm_json():
-    """What RoleGroup collects from the workers' trace dirs becomes a PUSH/PULL summary per node."""
-    from pytest_bpsperf.launcher import RoleGroup
+def test_byteps_backend_collects_timelines_from_comm_json():
+    """What the launcher fetches from the workers' trace dirs becomes a PUSH/PULL summary per node."""
+    from pytest_bpsperf import backends
     from pytest_bpsperf.plan import Node, make_plan
 
     gpu = Node("g", "10.9.9.9", 8, 1, "gpu")
     s = resolve([Source("cli", "command line", {"trace": "3:4", "steps": "10", "workers": "1"})],
                 Hardware(gpus=1, cores=8))
-    plan = make_plan(s, REGISTRY.get("baseline"), [gpu], backend="byteps", run_id="r")
-    group = RoleGroup(plan, "/logs")
+    plan = make_plan(s, REGISTRY.get("default"), [gpu], backend="byteps", run_id="r")
+    byteps = backends.get("byteps")
+    (worker,) = plan.by_role("worker")
+    assert byteps.artifact_dirs(worker) == ("trace/worker-0",)
     # two traced steps of one tensor, each with a PUSH and a PULL of one partition (us)
     events = []
     for k, t0 in enumerate((0, 1_000_000)):
@@ -369,9 +378,10 @@ def test_role_group_timelines_from_collected_comm_json():
             {"name": "Comm.w.PUSH", "ph": "X", "tid": "1", "ts": t0, "dur": 100_000, "pid": 0},
             {"name": "Comm.w.PULL", "ph": "X", "tid": "1", "ts": t0 + 100_000, "dur": 200_000, "pid": 0},
         ]
-    group.traces = {"trace/worker-0": {"trace/worker-0/0/comm.json": json.dumps({"traceEvents": events})}}
-    summary = group.timelines()["trace/worker-0"]
-    assert summary["mean_push_s"] == pytest.approx(0.1)
-    assert summary["mean_pull_s"] == pytest.approx(0.2)
-    group.traces = {"trace/worker-0": {}}
-    assert "error" in group.timelines()["trace/worker-0"]
+    files = {worker.name: {"trace/worker-0/0/comm.json": json.dumps({"traceEvents": events})}}
+    (window,) = byteps.collect(plan, files)
+    assert window.name == "trace/worker-0"
+    assert window.push_s == pytest.approx(0.1)
+    assert window.pull_s == pytest.approx(0.2)
+    (empty,) = byteps.collect(plan, {worker.name: {}})
+    assert empty.error is not None

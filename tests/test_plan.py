@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_bpsperf.backends import workload_command
 from pytest_bpsperf.plan import (
     PYTHON,
     RECORDS,
     Node,
     PlanError,
-    clean_env,
     make_plan,
-    workload_command,
 )
+from pytest_bpsperf.remote.environ import scrub as clean_env
 from pytest_bpsperf.settings import Hardware, Source, resolve
 from pytest_bpsperf.tricks import BUILTIN_TRICKS, Trick, TrickRegistry
 
@@ -29,7 +29,7 @@ def trick(name):
     return TrickRegistry().get(name)
 
 
-def plan_for(trick_name="baseline", nodes=(EMBEDDED,), backend="mxnet", **values):
+def plan_for(trick_name="default", nodes=(EMBEDDED,), backend="mxnet", **values):
     return make_plan(settings(**values), trick(trick_name), list(nodes), backend=backend, run_id="run-1")
 
 
@@ -66,7 +66,7 @@ def test_commands():
     assert plan.scheduler.command == (PYTHON, "-c", "import mxnet")
     assert plan.by_role("server")[0].command == (PYTHON, "-c", "import mxnet")
     cmd = plan.by_role("worker")[0].command
-    assert cmd[:3] == (PYTHON, "-m", "pytest_bpsperf.workload")
+    assert cmd[:3] == (PYTHON, "-m", "pytest_bpsperf.remote.workload")
     args = dict(zip(cmd[3::2], cmd[4::2]))
     assert args == {
         "--backend": "mxnet", "--model": "resnet18_v1", "--steps": "9", "--batch-size": "3", "--image-size": "40",
@@ -76,7 +76,7 @@ def test_commands():
 
 
 def test_verbose_ps_reaches_every_role():
-    plan = make_plan(settings(), trick("baseline"), [EMBEDDED], backend="mxnet", run_id="r", verbose_ps=True)
+    plan = make_plan(settings(), trick("default"), [EMBEDDED], backend="mxnet", run_id="r", verbose_ps=True)
     assert all(r.env["PS_VERBOSE"] == "1" for r in plan.roles)
 
 
@@ -88,7 +88,7 @@ def test_omp_num_threads_comes_from_settings(configured, expected):
 
 def test_omp_num_threads_is_never_ray_default_one_unless_configured():
     # Ray hands actors OMP_NUM_THREADS=1; the plan must set the configured value explicitly.
-    plan = make_plan(resolve([], Hardware(gpus=0, cores=8)), trick("baseline"), [EMBEDDED], backend="mxnet",
+    plan = make_plan(resolve([], Hardware(gpus=0, cores=8)), trick("default"), [EMBEDDED], backend="mxnet",
                      run_id="r")
     assert {r.env["OMP_NUM_THREADS"] for r in plan.roles} == {"4"}
 
@@ -175,7 +175,7 @@ def test_byteps_without_enough_gpu_nodes(nodes, have):
 
 
 def test_byteps_gpu_placement():
-    pytest.importorskip("pytest_bpsperf.byteps_env")
+    pytest.importorskip("pytest_bpsperf.backends.byteps_env")
     nodes = CPU_NODES + GPU_NODES
     plan = plan_for(nodes=nodes, backend="byteps", workers="2", server_nodes="2")
     workers = plan.by_role("worker")

@@ -1,8 +1,8 @@
 """The pytest layer: options, markers, parametrization, fixtures, reports.
 
 No distributed run here: the pytester projects implement the plugin's public
-hook ``pytest_bpsperf_run_job`` and return finished job outputs built from
-synthetic step timings (omp-passive runs 2x faster than baseline).
+hook ``pytest_bpsperf_run`` and return finished job outputs built from
+synthetic step timings (omp-passive runs 2x faster than the default trick).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import json
 
 import pytest
 
-from pytest_bpsperf.measurement import JobOutput, RoleOutcome
-from pytest_bpsperf.session import worker_records_from
+from pytest_bpsperf.measurement import RunOutput, RoleOutcome
+from pytest_bpsperf.job import worker_records_from
 
 #: how much faster each trick part makes a step
 SPEED = {"omp-passive": 2.0}
@@ -32,27 +32,27 @@ def _steps(n, step_s):
     return out
 
 
-def pytest_bpsperf_run_job(config, request):
+def pytest_bpsperf_run(config, spec):
     speed = 1.0
-    for part in request.trick.parts:
+    for part in spec.trick.parts:
         speed *= SPEED.get(part, 1.0)
-    s = request.settings
+    s = spec.settings
     with open(config.rootpath / "calls.jsonl", "a") as fh:
         fh.write(json.dumps({
-            "nodeid": request.nodeid, "test": request.test, "trick": request.trick.name,
-            "env": {r: dict(v) for r, v in request.trick.env.items()},
-            "extra_servers": request.trick.extra_servers_per_node, "repeat": request.repeat,
+            "nodeid": spec.nodeid, "test": spec.test, "trick": spec.trick.name,
+            "env": {r: dict(v) for r, v in spec.trick.env.items()},
+            "extra_servers": spec.trick.extra_servers_per_node, "repeat": spec.repeat,
             "steps": s.steps, "batch_size": s.batch_size, "origins": dict(s.origins),
         }) + "\\n")
     workers = tuple(
         worker_records_from(f"worker-{i}", _steps(s.steps, 0.5 / speed), s.batch_size, node=f"node-{i}")
         for i in range(s.workers)
     )
-    roles = tuple(RoleOutcome(w.name, "worker", w.node, 0, request.log_dir + "/" + w.name + ".log")
+    roles = tuple(RoleOutcome(w.name, "worker", w.node, 0, spec.log_dir + "/" + w.name + ".log")
                   for w in workers)
-    return JobOutput(workers=workers, roles=roles, bringup_s=1.5, teardown_s=0.5, wall_s=10.0,
-                     log_dir=request.log_dir, topology={"workers": s.workers, "worker_processes": s.workers},
-                     extra={"backend": "mxnet"})
+    return RunOutput(workers=workers, roles=roles, bringup_s=1.5, teardown_s=0.5, wall_s=10.0,
+                     log_dir=spec.log_dir, topology={"workers": s.workers, "worker_processes": s.workers},
+                     backend="mxnet")
 
 
 def pytest_runtest_call(item):
@@ -69,7 +69,7 @@ import pytest
 pytestmark = pytest.mark.perf
 
 
-@pytest.mark.bpsperf_tricks("baseline", "omp-passive")
+@pytest.mark.bpsperf_tricks("default", "omp-passive")
 def test_x(bpsperf_train):
     result = bpsperf_train()
     assert result.img_per_sec > 0
@@ -153,7 +153,7 @@ def test_list_tricks(ourtester):
     ourtester.makeini("[pytest]\nbpsperf_define_tricks =\n    omp-4: worker:OMP_NUM_THREADS=4 -- four threads\n")
     result = run(ourtester, "--bpsperf-list-tricks")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["baseline *built-in*", "omp-4 *ini key bpsperf_define_tricks*four threads",
+    result.stdout.fnmatch_lines(["default *built-in*", "omp-4 *ini key bpsperf_define_tricks*four threads",
                                  "omp-passive *built-in*OMP_WAIT_POLICY*"])
 
 
@@ -244,14 +244,14 @@ def test_marker_parametrizes_over_tricks(ourtester):
     ourtester.makepyfile(test_x=MATRIX_TEST)
     result = run(ourtester, "--collect-only", "-q")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["test_x.py::test_x[[]baseline[]]", "test_x.py::test_x[[]omp-passive[]]", "",
+    result.stdout.fnmatch_lines(["test_x.py::test_x[[]default[]]", "test_x.py::test_x[[]omp-passive[]]", "",
                                  "2 tests collected*"])
 
 
 def test_without_marker_a_perf_test_runs_baseline(ourtester):
-    ourtester.makepyfile(test_x="def test_x(bpsperf_train):\n    assert bpsperf_train().trick == 'baseline'\n")
+    ourtester.makepyfile(test_x="def test_x(bpsperf_train):\n    assert bpsperf_train().trick == 'default'\n")
     result = run(ourtester, "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["test_x.py::test_x[[]baseline[]]"])
+    result.stdout.fnmatch_lines(["test_x.py::test_x[[]default[]]"])
     assert run(ourtester).ret == 0
 
 
@@ -260,24 +260,24 @@ def test_cli_tricks_override_marker(ourtester):
     result = run(ourtester, "--collect-only", "-q", "--bpsperf-tricks", "omp-passive+extra-servers")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["test_x.py::test_x[[]omp-passive+extra-servers[]]", "", "1 test collected*"])
-    assert "[baseline]" not in result.stdout.str()
+    assert "[default]" not in result.stdout.str()
 
 
 def test_env_tricks_override_marker_but_ini_does_not(ourtester, monkeypatch):
     ourtester.makepyfile(test_x=MATRIX_TEST)
     ourtester.makeini("[pytest]\nbpsperf_tricks = extra-servers\n")
     result = run(ourtester, "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["test_x.py::test_x[[]baseline[]]", "test_x.py::test_x[[]omp-passive[]]"])
-    monkeypatch.setenv("BPSPERF_TRICKS", "extra-servers,baseline")
+    result.stdout.fnmatch_lines(["test_x.py::test_x[[]default[]]", "test_x.py::test_x[[]omp-passive[]]"])
+    monkeypatch.setenv("BPSPERF_TRICKS", "extra-servers,default")
     result = run(ourtester, "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["test_x.py::test_x[[]extra-servers[]]", "test_x.py::test_x[[]baseline[]]"])
+    result.stdout.fnmatch_lines(["test_x.py::test_x[[]extra-servers[]]", "test_x.py::test_x[[]default[]]"])
 
 
 def test_ini_tricks_apply_to_tests_without_marker(ourtester):
     ourtester.makepyfile(test_y="def test_y(bpsperf_train):\n    bpsperf_train()\n")
-    ourtester.makeini("[pytest]\nbpsperf_tricks = baseline,extra-servers\n")
+    ourtester.makeini("[pytest]\nbpsperf_tricks = default,extra-servers\n")
     result = run(ourtester, "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["test_y.py::test_y[[]baseline[]]", "test_y.py::test_y[[]extra-servers[]]"])
+    result.stdout.fnmatch_lines(["test_y.py::test_y[[]default[]]", "test_y.py::test_y[[]extra-servers[]]"])
 
 
 def test_unknown_cli_trick_is_usage_error_listing_known_tricks(ourtester):
@@ -287,23 +287,23 @@ def test_unknown_cli_trick_is_usage_error_listing_known_tricks(ourtester):
     err = result.stderr.str()
     assert "unknown trick 'omp-pasive'" in err
     assert "command line option --bpsperf-tricks" in err
-    assert "known tricks: baseline, extra-servers, omp-passive" in err
+    assert "known tricks: default, extra-servers, omp-passive" in err
 
 
 def test_unknown_marker_trick_is_an_error_listing_known_tricks(ourtester):
-    ourtester.makepyfile(test_x="import pytest\n@pytest.mark.bpsperf_tricks('baseline', 'nope')\n"
+    ourtester.makepyfile(test_x="import pytest\n@pytest.mark.bpsperf_tricks('default', 'nope')\n"
                                 "def test_x(bpsperf_train):\n    bpsperf_train()\n")
     result = run(ourtester)
     assert result.ret != 0
     out = result.stdout.str()
     assert "unknown trick 'nope'" in out
     assert "@pytest.mark.bpsperf_tricks on test_x.py::test_x" in out
-    assert "known tricks: baseline, extra-servers, omp-passive" in out
+    assert "known tricks: default, extra-servers, omp-passive" in out
     assert calls(ourtester) == []
 
 
 def test_duplicate_trick_in_marker_is_an_error(ourtester):
-    ourtester.makepyfile(test_x="import pytest\n@pytest.mark.bpsperf_tricks('baseline', 'baseline')\n"
+    ourtester.makepyfile(test_x="import pytest\n@pytest.mark.bpsperf_tricks('default', 'default')\n"
                                 "def test_x(bpsperf_train):\n    bpsperf_train()\n")
     result = run(ourtester, "--collect-only")
     assert result.ret != 0
@@ -314,18 +314,18 @@ def test_repeats_give_ids_and_interleaved_order(ourtester):
     ourtester.makepyfile(test_x=MATRIX_TEST)
     result = run(ourtester, "--collect-only", "-q", "--bpsperf-repeats", "2")
     result.stdout.fnmatch_lines([
-        "test_x.py::test_x[[]baseline-r1[]]",
+        "test_x.py::test_x[[]default-r1[]]",
         "test_x.py::test_x[[]omp-passive-r1[]]",
-        "test_x.py::test_x[[]baseline-r2[]]",
+        "test_x.py::test_x[[]default-r2[]]",
         "test_x.py::test_x[[]omp-passive-r2[]]",
     ])
     result = run(ourtester, "--bpsperf-repeats", "2", "-v")
     result.assert_outcomes(passed=4)
     assert order(ourtester) == [
-        "test_x[baseline-r1]", "test_x[omp-passive-r1]", "test_x[baseline-r2]", "test_x[omp-passive-r2]",
+        "test_x[default-r1]", "test_x[omp-passive-r1]", "test_x[default-r2]", "test_x[omp-passive-r2]",
     ]
     assert [(c["trick"], c["repeat"]) for c in calls(ourtester)] == [
-        ("baseline", 0), ("omp-passive", 0), ("baseline", 1), ("omp-passive", 1),
+        ("default", 0), ("omp-passive", 0), ("default", 1), ("omp-passive", 1),
     ]
 
 
@@ -341,23 +341,23 @@ def pytest_collection_modifyitems(items):
     result = run(ourtester, "--bpsperf-repeats=3")
     result.assert_outcomes(passed=6)
     assert order(ourtester) == [
-        "test_x[baseline-r1]", "test_x[omp-passive-r1]", "test_x[baseline-r2]", "test_x[omp-passive-r2]",
-        "test_x[baseline-r3]", "test_x[omp-passive-r3]",
+        "test_x[default-r1]", "test_x[omp-passive-r1]", "test_x[default-r2]", "test_x[omp-passive-r2]",
+        "test_x[default-r3]", "test_x[omp-passive-r3]",
     ]
 
 
 def test_interleaving_keeps_other_tests_in_place(ourtester):
     ourtester.makepyfile(
         test_x=MATRIX_TEST + "\n\ndef test_plain():\n    pass\n\n\n"
-        "@pytest.mark.bpsperf_tricks('extra-servers', 'baseline')\n"
+        "@pytest.mark.bpsperf_tricks('extra-servers', 'default')\n"
         "def test_z(bpsperf_train):\n    bpsperf_train()\n"
     )
     result = run(ourtester, "--bpsperf-repeats=2")
     result.assert_outcomes(passed=9)
     assert order(ourtester) == [
-        "test_x[baseline-r1]", "test_x[omp-passive-r1]", "test_x[baseline-r2]", "test_x[omp-passive-r2]",
+        "test_x[default-r1]", "test_x[omp-passive-r1]", "test_x[default-r2]", "test_x[omp-passive-r2]",
         "test_plain",
-        "test_z[extra-servers-r1]", "test_z[baseline-r1]", "test_z[extra-servers-r2]", "test_z[baseline-r2]",
+        "test_z[extra-servers-r1]", "test_z[default-r1]", "test_z[extra-servers-r2]", "test_z[default-r2]",
     ]
 
 
@@ -376,7 +376,7 @@ import pytest
 @pytest.mark.bpsperf_tricks("omp-4", "omp-4+omp-passive", "more")
 def test_x(bpsperf_train, bpsperf_trick):
     result = bpsperf_train()
-    assert result.request.trick is bpsperf_trick
+    assert result.spec.trick is bpsperf_trick
 """)
     result = run(ourtester)
     result.assert_outcomes(passed=3)
@@ -408,13 +408,13 @@ def pytest_bpsperf_tricks(config):
     return {"no-spin": Trick("no-spin", "spin less", env={"worker": {"GOMP_SPINCOUNT": "0"}})}
 ''')
     ourtester.makepyfile(test_x="def test_x(bpsperf_train):\n    bpsperf_train()\n")
-    result = run(ourtester, "--bpsperf-tricks", "baseline,no-spin+extra-servers", "-v")
+    result = run(ourtester, "--bpsperf-tricks", "default,no-spin+extra-servers", "-v")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["*test_x[[]baseline[]] PASSED*", "*test_x[[]no-spin+extra-servers[]] PASSED*"])
+    result.stdout.fnmatch_lines(["*test_x[[]default[]] PASSED*", "*test_x[[]no-spin+extra-servers[]] PASSED*"])
     seen = {c["trick"]: c for c in calls(ourtester)}
     assert seen["no-spin+extra-servers"]["env"] == {"worker": {"GOMP_SPINCOUNT": "0"}}
     assert seen["no-spin+extra-servers"]["extra_servers"] == 1
-    assert seen["baseline"]["env"] == {}
+    assert seen["default"]["env"] == {}
 
 
 def test_hook_trick_with_wrong_name_is_usage_error(ourtester):
@@ -441,20 +441,20 @@ def test_json_report(ourtester):
     path = ourtester.path / "out" / "perf.json"
     doc = json.loads(path.read_text())
     assert doc["schema_version"] == 1
-    assert [t["nodeid"] for t in doc["tests"]] == ["test_x.py::test_x[baseline]", "test_x.py::test_x[omp-passive]"]
+    assert [t["nodeid"] for t in doc["tests"]] == ["test_x.py::test_x[default]", "test_x.py::test_x[omp-passive]"]
     for entry in doc["tests"]:
         assert entry["img_per_sec"] > 0
         assert set(entry["per_worker_img_per_sec"]) == {"worker-0", "worker-1"}
         assert entry["settings"]["steps"] == 20
         assert entry["backend"] == "mxnet"
-        assert entry["trick"] in ("baseline", "omp-passive")
+        assert entry["trick"] in ("default", "omp-passive")
     by_trick = {t["trick"]: t for t in doc["tests"]}
-    assert by_trick["omp-passive"]["img_per_sec"] == pytest.approx(2 * by_trick["baseline"]["img_per_sec"])
+    assert by_trick["omp-passive"]["img_per_sec"] == pytest.approx(2 * by_trick["default"]["img_per_sec"])
     (table,) = doc["matrix"]
     assert table["test"] == "test_x.py::test_x"
     rows = {r["trick"]: r for r in table["rows"]}
-    assert rows["baseline"]["change_vs_baseline_pct"] is None
-    assert rows["omp-passive"]["change_vs_baseline_pct"] == pytest.approx(100.0, abs=1.0)
+    assert rows["default"]["change_vs_default_pct"] is None
+    assert rows["omp-passive"]["change_vs_default_pct"] == pytest.approx(100.0, abs=1.0)
     assert rows["omp-passive"]["significance"]["significant"] is True
     assert doc["failures"] == []
     assert path.read_text() == json.dumps(doc, indent=2, sort_keys=True) + "\n"
@@ -468,7 +468,7 @@ def test_markdown_report(ourtester):
     result.assert_outcomes(passed=2)
     md = (ourtester.path / "perf.md").read_text()
     assert md.startswith("## bpsperf results")
-    assert "| `test_x.py::test_x[baseline]` |" in md
+    assert "| `test_x.py::test_x[default]` |" in md
     assert "| `test_x.py::test_x[omp-passive]` |" in md
     assert "#### `test_x.py::test_x`" in md
     row = next(line for line in md.splitlines() if line.startswith("| `omp-passive` |"))
@@ -483,11 +483,11 @@ def test_terminal_summary_section(ourtester):
     result.stdout.fnmatch_lines(
         [
             "*= bpsperf =*",
-            "test_x.py::test_x[[]baseline[]]: * img/s (worker-0 *, worker-1 *); step *",
+            "test_x.py::test_x[[]default[]]: * img/s (worker-0 *, worker-1 *); step *",
             "test_x.py::test_x[[]omp-passive[]]: * img/s (worker-0 *, worker-1 *); step *",
             "trick matrix: test_x.py::test_x (mxnet, resnet50_v2, batch 8*",
-            "setting *img/s*vs baseline*",
-            "baseline *",
+            "setting *img/s*vs default*",
+            "default *",
             "omp-passive * +10?.?% *yes (p=*",
         ]
     )
@@ -513,18 +513,18 @@ import pytest
 @pytest.mark.bpsperf(steps=12)
 def test_marked(bpsperf_train, bpsperf_settings):
     result = bpsperf_train()
-    assert result.request.settings.steps == 12
+    assert result.spec.settings.steps == 12
     assert bpsperf_settings.steps == 12
     assert len(result.measurement.workers[0].step_seconds) == 12
 
 def test_unmarked(bpsperf_train):
-    assert bpsperf_train().request.settings.steps == 7
+    assert bpsperf_train().spec.settings.steps == 7
 """)
     result = run(ourtester, "--bpsperf-steps=7")
     result.assert_outcomes(passed=2)
     seen = {c["test"].split("::")[1]: c for c in calls(ourtester)}
     assert seen["test_marked"]["steps"] == 12
-    assert seen["test_marked"]["origins"]["steps"] == "steps= of @pytest.mark.bpsperf(...) on test_x.py::test_marked[baseline]"
+    assert seen["test_marked"]["origins"]["steps"] == "steps= of @pytest.mark.bpsperf(...) on test_x.py::test_marked[default]"
     assert seen["test_unmarked"]["steps"] == 7
     assert seen["test_unmarked"]["origins"]["steps"] == "command line option --bpsperf-steps"
 
@@ -536,8 +536,8 @@ import pytest
 @pytest.mark.bpsperf(steps=12, batch_size=4)
 def test_x(bpsperf_train):
     result = bpsperf_train(steps=6)
-    assert result.request.settings.steps == 6
-    assert result.request.settings.batch_size == 4
+    assert result.spec.settings.steps == 6
+    assert result.spec.settings.batch_size == 4
 """)
     result = run(ourtester, "--bpsperf-steps=9")
     result.assert_outcomes(passed=1)
@@ -563,7 +563,7 @@ def test_invalid_call_argument_fails_naming_it(ourtester):
     result = run(ourtester)
     assert result.ret != 0
     out = result.stdout.str() + result.stderr.str()
-    assert "'steps'" in out and "bpsperf_train(...) in test_x.py::test_x[baseline]" in out
+    assert "'steps'" in out and "bpsperf_train(...) in test_x.py::test_x[default]" in out
     assert calls(ourtester) == []
 
 
@@ -589,13 +589,13 @@ def test_role_failure_fails_the_test_with_its_message(ourtester):
 
 from pytest_bpsperf.launcher import RoleFailed
 
-_original = pytest_bpsperf_run_job
+_original = pytest_bpsperf_run
 
 
-def pytest_bpsperf_run_job(config, request):
-    if request.trick.name == "omp-passive":
+def pytest_bpsperf_run(config, spec):
+    if spec.trick.name == "omp-passive":
         raise RoleFailed("role worker-1 on node-0 exited 86; last log lines: boom")
-    return _original(config, request)
+    return _original(config, spec)
 ''')
     ourtester.makepyfile(test_x=MATRIX_TEST)
     result = run(ourtester, "-rf", "--bpsperf-json", "perf.json")
@@ -609,20 +609,21 @@ def pytest_bpsperf_run_job(config, request):
     doc = json.loads((ourtester.path / "perf.json").read_text())
     assert doc["failures"] == [{"nodeid": "test_x.py::test_x[omp-passive]",
                                 "reason": "role worker-1 on node-0 exited 86; last log lines: boom"}]
-    assert [t["trick"] for t in doc["tests"]] == ["baseline"]
+    assert [t["trick"] for t in doc["tests"]] == ["default"]
 
 
 def test_too_few_records_fail_the_test(ourtester):
     ourtester.makeconftest(CONFTEST + '''
 
-from pytest_bpsperf.measurement import JobOutput as _JobOutput
+from pytest_bpsperf.measurement import RunOutput as _RunOutput
 
 
-def pytest_bpsperf_run_job(config, request):
-    return _JobOutput(workers=(), roles=(), bringup_s=0.0, teardown_s=0.0, wall_s=0.0, log_dir=request.log_dir)
+def pytest_bpsperf_run(config, spec):
+    return _RunOutput(workers=(), roles=(), bringup_s=0.0, teardown_s=0.0, wall_s=0.0, log_dir=spec.log_dir,
+                       backend="mxnet")
 ''')
     ourtester.makepyfile(test_x="def test_x(bpsperf_train):\n    bpsperf_train()\n")
     result = run(ourtester, "-rf")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["bpsperf: test_x.py::test_x[[]baseline[]]: cannot measure: the run has no worker records"])
+    result.stdout.fnmatch_lines(["bpsperf: test_x.py::test_x[[]default[]]: cannot measure: the run has no worker records"])
     assert "During handling" not in result.stdout.str()

@@ -1,17 +1,18 @@
-"""Backend choice and the session's bookkeeping (no Ray)."""
+"""Backend choice and run bookkeeping (no Ray)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_bpsperf.plan import Node
-from pytest_bpsperf.session import job_dir_name, resolve_backend
+from pytest_bpsperf.backends import resolve as resolve_backend
+from pytest_bpsperf.job import job_dir_name
+from pytest_bpsperf.placement import Node
 
 CPU = Node("c", "127.0.0.1", 2, 0, "node-0")
 GPU = Node("g", "127.0.0.1", 16, 4, "node-1")
 
 
-def never_called(node):
+def never_called(backend, node):
     raise AssertionError("the byteps probe must not run")
 
 
@@ -28,16 +29,16 @@ def test_auto_without_gpus_picks_mxnet_and_says_why():
 
 def test_auto_with_gpus_and_byteps_picks_byteps():
     probed = []
-    backend, reason = resolve_backend("auto", [CPU, GPU], lambda n: probed.append(n) or None)
+    backend, reason = resolve_backend("auto", [CPU, GPU], lambda b, n: probed.append(n) or None)
     assert backend == "byteps"
     assert probed == [GPU]  # the plugin is probed where the workers would run
     assert "4 GPU(s)" in reason
 
 
 def test_auto_with_gpus_but_no_byteps_plugin_picks_mxnet_with_the_import_error():
-    backend, reason = resolve_backend("auto", [GPU], lambda n: "ImportError: libcudart.so.11.0")
+    backend, reason = resolve_backend("auto", [GPU], lambda b, n: "byteps.mxnet does not import: ImportError: libcudart.so.11.0")
     assert backend == "mxnet"
-    assert "byteps.mxnet does not import on node-1: ImportError: libcudart.so.11.0" in reason
+    assert "on node-1, byteps.mxnet does not import: ImportError: libcudart.so.11.0" in reason
 
 
 @pytest.mark.parametrize(

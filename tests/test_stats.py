@@ -18,7 +18,7 @@ from pytest_bpsperf.stats import (
     summarize,
     t_cdf,
     t_quantile,
-    welch_test,
+    log_difference,
 )
 
 
@@ -174,22 +174,32 @@ def test_t_approaches_normal():
     assert t_quantile(0.975, math.inf) == pytest.approx(1.959963985, abs=1e-9)
 
 
-def test_welch_matches_reference():
-    # Reference: scipy.stats.ttest_ind(a, b, equal_var=False) on these data.
+def test_log_difference_matches_reference():
+    # Reference: scipy.stats.ttest_ind(log b, log a, equal_var=True) on these data.
     a = [1.2, 3.4, 2.2, 5.1, 3.3]
     b = [2.0, 2.5, 2.9, 3.1, 2.2, 2.8]
-    t, df, p = welch_test(a, b)
-    assert t == pytest.approx(0.6756150184124122, rel=1e-12)
-    assert df == pytest.approx(4.56953180343531, rel=1e-12)
-    assert p == pytest.approx(0.5319480000456833, abs=1e-10)
+    d = log_difference(a, b)
+    assert d.dof == 9
+    assert d.p_value == pytest.approx(0.7832260231045712, abs=1e-10)
+    assert d.diff / (d.sd * math.sqrt(1 / 5 + 1 / 6)) == pytest.approx(-0.2834743752444079, rel=1e-9)
+    assert not d.beyond_noise
 
 
-def test_welch_degenerate_cases():
-    assert welch_test([1.0, 1.0], [1.0, 1.0]) == (0.0, 2.0, 1.0)
-    t, _, p = welch_test([2.0, 2.0], [1.0, 1.0])
-    assert t == math.inf and p == 0.0
-    with pytest.raises(ValueError):
-        welch_test([1.0], [1.0, 2.0])
+def test_log_difference_degenerate_cases():
+    assert log_difference([1.0, 1.0], [1.0, 1.0]).p_value == 1.0
+    d = log_difference([2.0, 2.0], [1.0, 1.0])
+    assert d.p_value == 0.0 and d.beyond_noise
+    single = log_difference([1.0], [2.0])
+    assert not single.estimated and "assumed" in single.description
+
+
+def test_verdict_and_matrix_share_one_method():
+    rng = random.Random(3)
+    a, b = _noisy(rng, 1000, 0.05, 4), _noisy(rng, 900, 0.05, 4)
+    c = compare(a, b, tolerance=0.05)
+    s = significance(a, b)
+    assert c.p_value == pytest.approx(s.p_value)
+    assert c.change_pct == pytest.approx(s.change_pct)
 
 
 # --- compare ------------------------------------------------------------------
@@ -266,7 +276,7 @@ def test_single_runs_fall_back_to_default_noise():
     assert not c.noise_estimated
     assert "default relative noise 25%" in c.method
     assert c.verdict == "ok"  # 30% is inside the assumed noise of single runs
-    assert c.p_value is None
+    assert c.p_value > 0.05  # the same method's p, from the assumed noise
     expected_margin = 1.959964 * math.log(1.25) * math.sqrt(2)
     assert c.min_detectable_change_pct == pytest.approx(100 * -math.expm1(-expected_margin), rel=1e-5)
     assert compare([1000], [400], tolerance=0.1).verdict == "regression"
@@ -306,7 +316,7 @@ def test_significant_trick():
     s = significance(_noisy(rng, 4337, 0.05, 4), _noisy(rng, 6057, 0.05, 4))
     assert s.significant and s.p_value is not None and s.p_value < 0.01
     assert s.change_pct == pytest.approx(40, abs=8)
-    assert "Welch" in s.method
+    assert "pooled t" in s.method
 
 
 def test_same_distribution_not_significant():
@@ -345,7 +355,10 @@ def test_scaling_efficiency():
 
 
 def test_module_does_not_import_pytest_or_numpy():
-    src = open(stats.__file__, encoding="utf-8").read()
-    imported = set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_][\w.]*)", src, re.M))
+    import pathlib
+
+    imported = set()
+    for path in pathlib.Path(stats.__file__).parent.glob("*.py"):
+        imported |= set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_][\w.]*)", path.read_text(), re.M))
     assert not {m.split(".")[0] for m in imported} & {"pytest", "numpy", "scipy"}
     assert {"math", "statistics"} <= imported

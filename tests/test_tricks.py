@@ -23,15 +23,15 @@ def registry():
 
 
 def test_builtins_are_registered(registry):
-    assert registry.names() == ["baseline", "extra-servers", "omp-passive"]
+    assert registry.names() == ["default", "extra-servers", "omp-passive"]
     assert set(BUILTIN_TRICKS) == set(registry.names())
     assert all(origin == "built-in" for _, origin, _ in registry.describe())
     assert all(description for _, _, description in registry.describe())
 
 
 def test_baseline_changes_nothing(registry):
-    t = registry.get("baseline")
-    assert t.name == "baseline"
+    t = registry.get("default")
+    assert t.name == "default"
     assert dict(t.env) == {}
     assert t.extra_servers_per_node == 0
     assert all(dict(t.env_for(role)) == {} for role in ROLES)
@@ -98,7 +98,7 @@ def test_same_variable_on_different_roles_is_no_conflict():
     assert dict(t.env_for("worker")) == {"X": "2"}
 
 
-@pytest.mark.parametrize("name", ["omp-pasive", "baseline+nope", "nope+baseline"])
+@pytest.mark.parametrize("name", ["omp-pasive", "default+nope", "nope+default"])
 def test_unknown_name_lists_known_tricks(registry, name):
     with pytest.raises(TrickError) as excinfo:
         registry.get(name, where="command line option --bpsperf-tricks")
@@ -106,11 +106,11 @@ def test_unknown_name_lists_known_tricks(registry, name):
     bad = "omp-pasive" if name == "omp-pasive" else "nope"
     assert repr(bad) in msg
     assert "command line option --bpsperf-tricks" in msg
-    for known in ("baseline", "omp-passive", "extra-servers"):
+    for known in ("default", "omp-passive", "extra-servers"):
         assert known in msg
 
 
-@pytest.mark.parametrize("name", ["baseline+", "+omp-passive"])
+@pytest.mark.parametrize("name", ["default+", "+omp-passive"])
 def test_empty_part_is_an_error(registry, name):
     with pytest.raises(TrickError, match="known tricks"):
         registry.get(name)

@@ -1,6 +1,6 @@
 """BytePS communication traces: per-step PUSH and PULL time from ``comm.json``.
 
-With tracing on (see :class:`pytest_bpsperf.byteps_env.TraceWindow`) every
+With tracing on (see :class:`pytest_bpsperf.backends.byteps_env.TraceWindow`) every
 worker process writes ``<trace dir>/<local_rank>/comm.json``, a Chrome
 trace-event file whose events are all complete events (``"ph": "X"``, ``ts``
 and ``dur`` in microseconds):

@@ -6,7 +6,7 @@ session of its own with the pids Ray spawned; if the driver disappears before
 it says "finished", the reaper kills those pids (identified by pid *and* start
 time, so a recycled pid is never hit) and exits.
 
-``python -m pytest_bpsperf.reaper --watch PID PID:START ...``
+``python -m pytest_bpsperf.remote.reaper --watch PID PID:START ...``
 """
 
 from __future__ import annotations
@@ -105,19 +105,23 @@ class ReaperHandle:
                 self.proc.wait()
 
 
+def _package_root() -> str:
+    """The directory that holds the ``pytest_bpsperf`` package."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def spawn(watch_pid: int, pids: Sequence[int], log_dir: "str | None" = None) -> ReaperHandle:
     """Start a reaper watching ``watch_pid`` that kills ``pids`` if the watched process dies."""
     targets = [f"{p}:{s}" for p in pids for s in [start_time(p)] if s is not None]
     log = open(os.path.join(log_dir, "reaper.log"), "ab") if log_dir else subprocess.DEVNULL
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest_bpsperf.reaper", "--watch", f"{watch_pid}:{start_time(watch_pid)}", *targets],
+            [sys.executable, "-m", "pytest_bpsperf.remote.reaper", "--watch", f"{watch_pid}:{start_time(watch_pid)}", *targets],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C to the terminal's group must not reach it
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                p for p in (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH", "")) if p)},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), os.environ.get("PYTHONPATH", "")) if p)},
         )
     finally:
         if log is not subprocess.DEVNULL:
@@ -132,7 +136,7 @@ def _parse_target(text: str) -> tuple:
 
 def main(argv: "Sequence[str] | None" = None) -> int:
     """Watch until the driver dies (then reap) or SIGUSR1 arrives (then just exit)."""
-    parser = argparse.ArgumentParser(prog="python -m pytest_bpsperf.reaper")
+    parser = argparse.ArgumentParser(prog="python -m pytest_bpsperf.remote.reaper")
     parser.add_argument("--watch", required=True, help="PID:START of the driver")
     parser.add_argument("targets", nargs="*", help="PID:START of processes to kill if the driver dies")
     args = parser.parse_args(argv)

@@ -7,7 +7,7 @@
      "entries": {KEY: ENTRY, ...}}
 
 where KEY comes from :func:`entry_key` and ENTRY records what produced the
-baseline (test, trick, topology, workload, samples, summary, tolerance,
+baseline (test, trick, topology, workload, samples, summary,
 software versions, commit, date, optional ``extra``). The files are meant to
 be committed and reviewed, so they are sorted, pretty-printed and written
 atomically; a file this code cannot read is reported and never overwritten.
@@ -22,14 +22,15 @@ import os
 import platform
 import re
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
-from .stats import summarize
+from ..profile import validate_profile_id
+from ..stats import summarize
+from .files import atomic_write_text
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -46,7 +47,6 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 
-_ID_RE = re.compile(r"[A-Za-z0-9._-]+")
 _UNTOUCHED = "it was left untouched; fix it by hand, restore it from version control, or delete it"
 
 
@@ -54,7 +54,7 @@ class BaselineError(Exception):
     """A baselines file cannot be read or written safely; the message names the file."""
 
 
-def _fmt_value(value: Any) -> str:
+def _fmt_value(value: object) -> str:
     # Settings may arrive as 8 or 8.0 depending on where they were parsed;
     # both must give the same key or an existing baseline would be missed.
     if isinstance(value, bool):
@@ -68,14 +68,14 @@ def _fmt_value(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def _fmt_mapping(mapping: Mapping[str, Any]) -> str:
+def _fmt_mapping(mapping: Mapping[str, object]) -> str:
     if not mapping:
         return "-"
     return ",".join(f"{k}={_fmt_value(mapping[k])}" for k in sorted(mapping, key=str))
 
 
 def entry_key(
-    test: str, trick: str, topology: Mapping[str, Any], workload: Mapping[str, Any]
+    test: str, trick: str, topology: Mapping[str, object], workload: Mapping[str, object]
 ) -> str:
     """Readable, deterministic key of one baseline entry.
 
@@ -95,24 +95,25 @@ def make_entry(
     *,
     test: str,
     trick: str,
-    topology: Mapping[str, Any],
-    workload: Mapping[str, Any],
+    topology: Mapping[str, object],
+    workload: Mapping[str, object],
     samples: Sequence[float],
-    tolerance: float,
     versions: Optional[Mapping[str, str]] = None,
     commit: Optional[str] = None,
     date: Optional[str] = None,
-    extra: Optional[Mapping[str, Any]] = None,
-) -> Dict[str, Any]:
-    """Build one ENTRY dict with its summary; ``versions`` and ``date`` default to now."""
-    entry: Dict[str, Any] = {
+    extra: Optional[Mapping[str, object]] = None,
+) -> Dict[str, object]:
+    """Build one ENTRY dict with its summary; ``versions`` and ``date`` default to now.
+
+    No tolerance is stored: the verdict uses the tolerance of the test that compares.
+    """
+    entry: Dict[str, object] = {
         "test": test,
         "trick": trick,
         "topology": dict(topology),
         "workload": dict(workload),
         "samples": [float(s) for s in samples],
         "summary": summarize(samples).as_dict(),
-        "tolerance": float(tolerance),
         "versions": dict(versions) if versions is not None else software_versions(),
         "commit": commit,
         "date": date or utc_now_iso(),
@@ -128,22 +129,12 @@ class BaselineFile:
 
     path: Path
     exists: bool
-    profile: Optional[Dict[str, Any]] = field(default=None, hash=False)
-    entries: Dict[str, Dict[str, Any]] = field(default_factory=dict, hash=False)
+    profile: Optional[Dict[str, object]] = field(default=None, hash=False)
+    entries: Dict[str, Dict[str, object]] = field(default_factory=dict, hash=False)
 
-    def get(self, key: str) -> Optional[Dict[str, Any]]:
+    def get(self, key: str) -> Optional[Dict[str, object]]:
         """The entry stored under ``key``, or None."""
         return self.entries.get(key)
-
-
-def _check_profile_id(profile_id: str) -> str:
-    valid = isinstance(profile_id, str) and _ID_RE.fullmatch(profile_id) is not None
-    if not valid or profile_id in (".", ".."):
-        raise ValueError(
-            f"profile id {profile_id!r} cannot name a baselines file: use letters, digits, "
-            "'.', '_' and '-' only"
-        )
-    return profile_id
 
 
 def _parse(path: Path, raw: bytes) -> BaselineFile:
@@ -227,38 +218,6 @@ def _directory_lock(directory: Path) -> Iterator[None]:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
-    # The temp file must be in the same directory: os.replace is only atomic
-    # within one file system.
-    fd, tmp_name = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        # mkstemp creates 0600; a committed file should keep its mode, or
-        # get the usual one when new.
-        try:
-            mode = path.stat().st_mode & 0o777
-        except OSError:
-            mode = 0o644
-        os.chmod(tmp_name, mode)
-        os.replace(tmp_name, str(path))
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    # Make the rename itself durable; not every platform can open directories.
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(str(path.parent), os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-
-
 class BaselineStore:
     """Baselines files under ``directory``, one per profile id."""
 
@@ -268,7 +227,7 @@ class BaselineStore:
 
     def path_for(self, profile_id: str) -> Path:
         """The file that holds the baselines of ``profile_id``."""
-        return self.directory / f"{_check_profile_id(profile_id)}.json"
+        return self.directory / f"{validate_profile_id(profile_id)}.json"
 
     def load(self, profile_id: str) -> BaselineFile:
         """Read the file of ``profile_id``; a missing file is an empty one.
@@ -284,15 +243,15 @@ class BaselineStore:
             raise BaselineError(f"baselines file {path} cannot be read: {exc}") from None
         return _parse(path, raw)
 
-    def get(self, profile_id: str, key: str) -> Optional[Dict[str, Any]]:
+    def get(self, profile_id: str, key: str) -> Optional[Dict[str, object]]:
         """The entry ``key`` of ``profile_id``, or None when there is none."""
         return self.load(profile_id).get(key)
 
     def update(
         self,
         profile_id: str,
-        profile_dict: Mapping[str, Any],
-        entries: Mapping[str, Mapping[str, Any]],
+        profile_dict: Mapping[str, object],
+        entries: Mapping[str, Mapping[str, object]],
     ) -> Path:
         """Merge ``entries`` into the file of ``profile_id`` and write it atomically.
 

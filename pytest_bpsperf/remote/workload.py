@@ -1,6 +1,6 @@
 """The training workload that each worker process runs.
 
-``python -m pytest_bpsperf.workload --backend mxnet --records FILE ...``
+``python -m pytest_bpsperf.remote.workload --backend mxnet --records FILE ...``
 
 Fixed-step training of a gluoncv model on synthetic data (one random batch,
 reused, as BytePS's own benchmarks do), hybridized, SGD with momentum 0.9.
@@ -29,9 +29,7 @@ import sys
 import time
 from typing import IO, Any, Sequence
 
-#: Variables the start record echoes back, so tests and reports can see what a
-#: role really got (not what the plan meant to give it).
-ECHOED_ENV_PREFIXES = ("OMP_", "DMLC_", "BYTEPS_", "MXNET_", "NVIDIA_VISIBLE_DEVICES", "BPSPERF_")
+from .environ import reported
 
 #: Fault injection, for testing the harness itself: ``crash-at-step:N`` makes the
 #: worker die abruptly (os._exit) at step N, as a segfaulting worker would;
@@ -46,7 +44,7 @@ class WorkloadError(RuntimeError):
 
 def parse_args(argv: "Sequence[str] | None" = None) -> argparse.Namespace:
     """Command line of the workload (what the role plan puts after ``-m``)."""
-    p = argparse.ArgumentParser(prog="python -m pytest_bpsperf.workload", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m pytest_bpsperf.remote.workload", description=__doc__.split("\n")[0])
     p.add_argument("--backend", choices=("mxnet", "byteps", "local"), required=True)
     p.add_argument("--model", default="resnet50_v2")
     p.add_argument("--steps", type=int, required=True)
@@ -173,7 +171,7 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
     fault, slowdown = _fault()
     started = time.perf_counter()
     step, info = _build(args)
-    env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(ECHOED_ENV_PREFIXES)}
+    env = reported(os.environ)  # what the role really got, not what the plan meant to give it
     recorder.write(
         "start",
         pid=os.getpid(),

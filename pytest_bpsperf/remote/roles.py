@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Mapping, Sequence
 
-from .plan import PYTHON, RECORDS, clean_env
+from .environ import PYTHON, RECORDS, scrub
 
 _SETPRIV = shutil.which("setpriv")
 
@@ -105,18 +105,17 @@ class RoleProcess:
         argv = [sys.executable if a == PYTHON else a.replace(RECORDS, self.records_path) for a in command]
         if _SETPRIV:
             argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
-        full_env = clean_env(os.environ)
+        full_env = scrub(os.environ)
         full_env.update(env)
         # The plugin's own package must import in the role (the worker runs it
         # with -m) wherever the actor found it, e.g. shipped by Ray's py_modules.
-        pkg_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         full_env["PYTHONPATH"] = os.pathsep.join(
             p for p in (pkg_root, full_env.get("PYTHONPATH", "")) if p
         )
         full_env["PYTHONUNBUFFERED"] = "1"
-        for path in (self.records_path,):
-            if os.path.exists(path):
-                os.unlink(path)
+        if os.path.exists(self.records_path):
+            os.unlink(self.records_path)
         with open(self.log_path, "ab") as log:
             log.write(f"# bpsperf: starting {self.name}: {' '.join(argv)}\n".encode())
             log.flush()

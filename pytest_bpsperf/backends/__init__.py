@@ -1,0 +1,88 @@
+"""Backends: one object per parameter-server implementation, behind :class:`Backend`.
+
+``mxnet`` and ``byteps`` ship; another plugin adds one with :func:`register`
+(for example from its ``pytest_configure``). ``auto`` is resolved once per
+session by :func:`resolve`, before anything is planned.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence
+
+from .base import Backend, BackendBase, PlanError, WorkerProcess, workload_command
+from .byteps import BytePSBackend
+from .mxnet import MXNetBackend
+
+_REGISTRY: dict = {}
+
+
+def register(backend: Backend) -> None:
+    """Make ``backend`` available under ``backend.name`` (settings ``backend=NAME``)."""
+    if not isinstance(backend, Backend):
+        raise TypeError(f"{backend!r} does not implement pytest_bpsperf.backends.Backend")
+    if not backend.name or backend.name == "auto" or backend.name in _REGISTRY:
+        raise ValueError(f"backend name {backend.name!r} is empty, 'auto' or already registered")
+    _REGISTRY[backend.name] = backend
+
+
+def unregister(name: str) -> None:
+    """Remove a registered backend (a test plugin's, at its unconfigure)."""
+    _REGISTRY.pop(name, None)
+
+
+def names() -> list:
+    """Registered backend names, in registration order."""
+    return list(_REGISTRY)
+
+
+def get(name: str) -> Backend:
+    """The backend called ``name`` (never ``auto``: resolve it first)."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise PlanError(f"unknown backend {name!r}; registered: {', '.join(_REGISTRY)}") from None
+
+
+def workload_defaults(name: str, device: str) -> Mapping[str, int]:
+    """Default workload sizes of backend ``name`` (``auto``: of the backend auto picks there) on ``device``."""
+    if name == "auto":
+        name = "byteps" if device == "gpu" else "mxnet"
+    return _REGISTRY[name].workload_defaults(device) if name in _REGISTRY else BackendBase().workload_defaults(device)
+
+
+#: ``probe(backend, node)``: run ``backend.probe`` on ``node``; why it cannot run there, or None.
+Prober = Callable[[Backend, object], "str | None"]
+
+
+def resolve(setting: str, nodes: Sequence, probe: Prober) -> tuple:
+    """(backend name, reason). ``auto``: byteps where GPUs exist and its probe passes there, else mxnet."""
+    if setting != "auto":
+        get(setting)
+        return setting, f"backend {setting} (as set)"
+    gpu_nodes = [n for n in nodes if n.gpus > 0]
+    if not gpu_nodes:
+        return "mxnet", "auto -> mxnet: the cluster has no GPU"
+    problem = probe(get("byteps"), gpu_nodes[0])
+    if problem:
+        return "mxnet", f"auto -> mxnet: on {gpu_nodes[0].name}, {problem}"
+    return "byteps", f"auto -> byteps: {sum(n.gpus for n in gpu_nodes)} GPU(s) and byteps.mxnet imports"
+
+
+register(MXNetBackend())
+register(BytePSBackend())
+
+__all__ = [
+    "Backend",
+    "BackendBase",
+    "BytePSBackend",
+    "MXNetBackend",
+    "PlanError",
+    "WorkerProcess",
+    "get",
+    "names",
+    "register",
+    "resolve",
+    "unregister",
+    "workload_command",
+    "workload_defaults",
+]

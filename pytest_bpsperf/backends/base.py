@@ -1,0 +1,115 @@
+"""The backend interface: what differs between parameter-server implementations.
+
+A backend says how its scheduler and servers start, what each worker process
+of a worker node gets, which module the workers run, whether it can run on a
+node (a probe that runs there), what it collects from the nodes after a run,
+and its default workload sizes for a device kind. Everything else (placement,
+tricks, Ray, measurement, verdicts) is the same for every backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping, Protocol, Sequence, runtime_checkable
+
+from ..remote.environ import PYTHON, RECORDS
+from ..settings import DEVICE_DEFAULTS, Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..measurement import CommWindow
+    from ..placement import Node
+    from ..plan import Plan, RolePlan
+
+
+class PlanError(ValueError):
+    """The settings cannot be planned on the cluster or with the backend; the message says why."""
+
+
+@dataclass(frozen=True)
+class WorkerProcess:
+    """One process of a worker node: its name suffix and the backend's variables for it."""
+
+    suffix: str  # "" for one process per node, ".0", ".1", ... for one per GPU
+    env: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What a parameter-server backend implements (see :mod:`pytest_bpsperf.backends`)."""
+
+    #: the name settings, keys and reports use
+    name: str
+    #: whether workers must run on GPU nodes
+    needs_gpu_workers: bool
+
+    def check(self, settings: Settings) -> None:
+        """Raise :class:`PlanError` for settings this backend cannot run."""
+
+    def server_command(self) -> Sequence[str]:
+        """Command of the scheduler and of every server (``DMLC_ROLE`` tells them apart)."""
+
+    def server_env(self, settings: Settings) -> Mapping[str, str]:
+        """The backend's variables for every server process."""
+
+    def worker_command(self, settings: Settings) -> Sequence[str]:
+        """Command of every worker process (may use the ``PYTHON`` and ``RECORDS`` placeholders)."""
+
+    def worker_processes(self, settings: Settings, worker_id: int, node: "Node") -> Sequence[WorkerProcess]:
+        """The processes of worker node ``worker_id`` placed on ``node``, with their variables."""
+
+    def probe(self) -> "str | None":
+        """Runs on a node (in a Ray task): why the backend cannot run there, None when it can."""
+
+    def artifact_dirs(self, role: "RolePlan") -> Sequence[str]:
+        """Directories (relative to the role's log dir) to fetch from its node after the run."""
+
+    def collect(self, plan: "Plan", files: Mapping[str, Mapping[str, str]]) -> "tuple[CommWindow, ...]":
+        """What the backend measured itself, from ``{role name: {path: text}}`` of :meth:`artifact_dirs`."""
+
+    def workload_defaults(self, device: str) -> Mapping[str, int]:
+        """Default steps, batch size and image size on a device kind (``cpu`` or ``gpu``)."""
+
+
+def workload_command(settings: Settings, backend: str) -> tuple:
+    """The command of a process running the shipped workload with this run's parameters."""
+    return (
+        PYTHON, "-m", "pytest_bpsperf.remote.workload",
+        "--backend", backend,
+        "--model", settings.model,
+        "--steps", str(settings.steps),
+        "--batch-size", str(settings.batch_size),
+        "--image-size", str(settings.image_size),
+        "--records", RECORDS,
+    )
+
+
+class BackendBase:
+    """Defaults shared by the shipped backends: the shipped workload, nothing to collect."""
+
+    name = ""
+    needs_gpu_workers = False
+
+    def check(self, settings: Settings) -> None:
+        if settings.trace is not None:
+            raise PlanError(
+                f"setting 'trace' ({settings.trace[0]}:{settings.trace[1]}, from {settings.origins.get('trace')}) "
+                f"traces BytePS's push/pull and needs backend byteps, not {self.name}"
+            )
+
+    def server_env(self, settings: Settings) -> Mapping[str, str]:
+        return {}
+
+    def worker_command(self, settings: Settings) -> Sequence[str]:
+        return workload_command(settings, self.name)
+
+    def probe(self) -> "str | None":
+        return None
+
+    def artifact_dirs(self, role: "RolePlan") -> Sequence[str]:
+        return ()
+
+    def collect(self, plan: "Plan", files: Mapping[str, Mapping[str, str]]) -> "tuple[CommWindow, ...]":
+        return ()
+
+    def workload_defaults(self, device: str) -> Mapping[str, int]:
+        return DEVICE_DEFAULTS[device]

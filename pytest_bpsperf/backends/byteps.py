@@ -1,0 +1,83 @@
+"""BytePS: servers as ``bpslaunch`` starts them, workers with BytePS's MXNet plugin on GPUs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+from ..remote.environ import PYTHON
+from ..settings import Settings
+from .base import BackendBase, PlanError, WorkerProcess
+from .byteps_env import BytePSEnvError, TraceWindow, server_env, worker_env
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..measurement import CommWindow
+    from ..placement import Node
+    from ..plan import Plan, RolePlan
+
+
+def _trace_window(settings: Settings, directory: str) -> "TraceWindow | None":
+    """The trace window of one worker node (its directory relative to the role's log dir)."""
+    if settings.trace is None:
+        return None
+    try:
+        window = TraceWindow(settings.trace[0], settings.trace[1], directory)
+        window.check_for_trainer(settings.steps)
+    except BytePSEnvError as exc:
+        raise PlanError(f"setting 'trace' from {settings.origins.get('trace')}: {exc}") from None
+    return window
+
+
+class BytePSBackend(BackendBase):
+    """Scheduler and servers import ``byteps.server`` (builds without CUDA); each worker node runs
+    one process per GPU with BytePS's ``DistributedTrainer``, the variables ``bpslaunch`` gives."""
+
+    name = "byteps"
+    needs_gpu_workers = True
+
+    def check(self, settings: Settings) -> None:
+        _trace_window(settings, "trace")
+
+    def server_command(self) -> Sequence[str]:
+        return (PYTHON, "-c", "import byteps.server")
+
+    def server_env(self, settings: Settings) -> Mapping[str, str]:
+        return server_env(num_workers=settings.workers)
+
+    def worker_processes(self, settings: Settings, worker_id: int, node: "Node") -> Sequence[WorkerProcess]:
+        trace = _trace_window(settings, f"trace/worker-{worker_id}")
+        return tuple(
+            WorkerProcess(f".{rank}", worker_env(worker_id=worker_id, local_rank=rank, local_size=node.gpus,
+                                                 num_workers=settings.workers, trace=trace))
+            for rank in range(node.gpus)
+        )
+
+    def probe(self) -> "str | None":
+        try:
+            import byteps.mxnet  # noqa: F401
+        except Exception as exc:  # noqa: BLE001 - any import failure means "not usable"
+            return f"byteps.mxnet does not import: {type(exc).__name__}: {exc}"
+        return None
+
+    def artifact_dirs(self, role: "RolePlan") -> Sequence[str]:
+        return (role.env["BYTEPS_TRACE_DIR"],) if role.env.get("BYTEPS_TRACE_ON") == "1" else ()
+
+    def collect(self, plan: "Plan", files: Mapping[str, Mapping[str, str]]) -> "tuple[CommWindow, ...]":
+        """PUSH/PULL per step of each traced worker node, from its processes' comm.json files."""
+        from ..measurement import CommWindow
+        from .byteps_timeline import TraceError, timeline_from_files
+
+        windows: dict = {}
+        for role in plan.roles:
+            for trace_dir in self.artifact_dirs(role):
+                start = int(role.env["BYTEPS_TRACE_START_STEP"])
+                windows.setdefault(trace_dir, (start, {}))[1].update(files.get(role.name, {}))
+        out = []
+        for trace_dir, (start, found) in sorted(windows.items()):
+            try:
+                summary = timeline_from_files(found, start).summary()
+            except TraceError as exc:
+                out.append(CommWindow(name=trace_dir, error=str(exc)))
+                continue
+            out.append(CommWindow(name=trace_dir, steps=summary.steps, push_s=summary.mean_push_s,
+                                  pull_s=summary.mean_pull_s, detail=summary.as_dict()))
+        return tuple(out)

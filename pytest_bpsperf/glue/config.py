@@ -1,0 +1,217 @@
+"""Settings and tricks in pytest: options, ini keys, markers, parametrization over tricks."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pytest
+
+from .. import backends
+from ..settings import OPTIONS, Hardware, Settings, SettingsError, Source, env_source, env_var, flag, ini_key, resolve
+from ..tricks import REFERENCE_TRICK, TrickError, TrickRegistry, parse_definition
+
+PERF_MARKER = "perf"
+SETTINGS_MARKER = "bpsperf"
+TRICKS_MARKER = "bpsperf_tricks"
+TRICK_DEFS_INI = "bpsperf_define_tricks"
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Every setting as ``--bpsperf-NAME`` and ini key ``bpsperf_NAME``, plus the command-line-only flags."""
+    group = parser.getgroup("bpsperf", "distributed-training performance tests (pytest-bpsperf)")
+    for opt in OPTIONS:
+        help_text = f"{opt.help}; {opt.accepted} [env {env_var(opt.name)}, ini {ini_key(opt.name)}]"
+        help_text = help_text.replace("%", "%%")  # argparse %-formats help ('10%' in tolerance)
+        # on/off settings also work as bare flags: --bpsperf-strict means on
+        extra = {"nargs": "?", "const": "on"} if opt.accepted == "on or off" else {}
+        group.addoption(flag(opt.name), dest=ini_key(opt.name), default=None, metavar="VALUE", help=help_text,
+                        **extra)
+        parser.addini(ini_key(opt.name), help=f"bpsperf: {opt.help} ({opt.accepted})", default="")
+    parser.addini(
+        TRICK_DEFS_INI,
+        type="linelist",
+        default=[],
+        help="bpsperf: user-defined tricks, one per line: 'NAME: ROLES:VAR=VALUE ... [extra_servers=N] [-- DESCRIPTION]'",
+    )
+    group.addoption("--bpsperf-json", metavar="PATH", default=None, help="write every perf result as JSON to PATH")
+    group.addoption("--bpsperf-markdown", metavar="PATH", default=None,
+                    help="write the trick matrix and verdicts as Markdown (for a PR comment) to PATH")
+    group.addoption("--bpsperf-update-baselines", action="store_true", default=False,
+                    help="record baselines for this hardware profile from what runs (entries of tests that do "
+                         "not run are kept)")
+    group.addoption("--bpsperf-force-update", action="store_true", default=False,
+                    help="with --bpsperf-update-baselines: also record entries whose spread exceeds max_spread")
+    group.addoption("--bpsperf-benchmark-json", metavar="PATH", default=None,
+                    help="write results in pytest-benchmark's JSON format (per-step times as rounds), "
+                         "readable by 'pytest-benchmark compare'")
+    group.addoption("--bpsperf-ps-verbose", action="store_true", default=False,
+                    help="PS_VERBOSE=1 for every role (ps-lite connection logs)")
+    group.addoption("--bpsperf-list-tricks", action="store_true", default=False,
+                    help="show the known tricks and exit")
+
+
+def add_markers(config: pytest.Config) -> None:
+    """Declare the markers (``-m perf`` selects perf tests)."""
+    config.addinivalue_line("markers", f"{PERF_MARKER}: a distributed-training performance test (select with -m perf)")
+    config.addinivalue_line(
+        "markers",
+        f"{SETTINGS_MARKER}(**settings): bpsperf settings for this test, e.g. steps=20, batch_size=8, "
+        "tolerance='10%'; they take precedence over command line, environment and ini",
+    )
+    config.addinivalue_line(
+        "markers", f"{TRICKS_MARKER}(*names): run the test once per trick (e.g. '{REFERENCE_TRICK}', 'omp-passive')"
+    )
+
+
+def _cli_source(config: pytest.Config) -> Source:
+    values = {o.name: config.getoption(ini_key(o.name)) for o in OPTIONS}
+    return Source("cli", "command line", {k: v for k, v in values.items() if v is not None})
+
+
+def _ini_source(config: pytest.Config) -> Source:
+    values = {}
+    for opt in OPTIONS:
+        raw = config.getini(ini_key(opt.name))
+        if isinstance(raw, str) and raw.strip() != "":
+            values[opt.name] = raw
+    where = str(config.inipath) if config.inipath else "the ini file"
+    return Source("ini", where, values)
+
+
+def _marker_source(item_name: str, marker: "pytest.Mark | None") -> "Source | None":
+    values = dict(marker.kwargs) if marker is not None else {}
+    if marker is not None and marker.args:
+        raise pytest.UsageError(
+            f"@pytest.mark.{SETTINGS_MARKER} on {item_name} takes keyword arguments only "
+            f"(e.g. steps=20), not {marker.args!r}"
+        )
+    if not values:
+        return None
+    return Source("marker", f"@pytest.mark.{SETTINGS_MARKER}(...) on {item_name}", values)
+
+
+@dataclass(frozen=True)
+class TrickCase:
+    """Parameter of a perf test: which trick, which repeat, its place in the marker."""
+
+    trick: str
+    repeat: int
+    index: int
+
+
+class SettingsPlugin:
+    """Session settings, the trick registry, settings per test, parametrization and run order."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.hardware = Hardware.detect()
+        self.sources = [_cli_source(config), env_source(os.environ), _ini_source(config)]
+        self.settings = self._resolve(self.sources)
+        self.registry = self._build_registry()
+        # Names from the command line, environment or ini are known now: a typo is a
+        # usage error here rather than a collection error in every perf module.
+        try:
+            for name in self.settings.tricks or ():
+                self.registry.get(name, self.settings.origins["tricks"])
+        except TrickError as exc:
+            raise pytest.UsageError(f"bpsperf: {exc}") from None
+
+    def _resolve(self, sources: "list[Source]") -> Settings:
+        try:
+            settings = resolve(sources, self.hardware, backends.workload_defaults)
+        except SettingsError as exc:
+            raise pytest.UsageError(f"bpsperf: {exc}") from None
+        if settings.backend != "auto" and settings.backend not in backends.names():
+            raise pytest.UsageError(
+                f"bpsperf: invalid value {settings.backend!r} for setting 'backend' from "
+                f"{settings.origins['backend']}: expected auto or a registered backend "
+                f"({', '.join(backends.names())})"
+            )
+        return settings
+
+    def _build_registry(self) -> TrickRegistry:
+        registry = TrickRegistry()
+        where = f"ini key {TRICK_DEFS_INI} in {self.config.inipath or 'the ini file'}"
+        try:
+            for line in self.config.getini(TRICK_DEFS_INI):
+                if line.strip():
+                    registry.add(parse_definition(line, where), where)
+            for impl_result in self.config.hook.pytest_bpsperf_tricks(config=self.config):
+                for name, trick in (impl_result or {}).items():
+                    if getattr(trick, "name", None) != name:
+                        raise TrickError(
+                            f"pytest_bpsperf_tricks returned {name!r} -> {trick!r}; expected a Trick named {name!r}"
+                        )
+                    registry.add(trick, "hook pytest_bpsperf_tricks")
+        except TrickError as exc:
+            raise pytest.UsageError(f"bpsperf: {exc}") from None
+        return registry
+
+    def settings_for(self, item: pytest.Item, **call_overrides: object) -> Settings:
+        """Settings of one test: fixture-call and marker values over the session's sources."""
+        sources = list(self.sources)
+        source = _marker_source(item.nodeid, item.get_closest_marker(SETTINGS_MARKER))
+        if source is not None:
+            sources.insert(0, source)
+        if call_overrides:
+            sources.insert(0, Source("marker", f"bpsperf_train(...) in {item.nodeid}", call_overrides))
+        return self._resolve(sources)
+
+    def tricks_for(self, item_name: str, marker: "pytest.Mark | None", settings: Settings) -> "list[str]":
+        """Trick names for a test: --bpsperf-tricks/env override > marker > ini > the reference trick."""
+        origin = settings.origins.get("tricks", "default")
+        if settings.tricks is not None and not origin.startswith("ini"):
+            names, where = list(settings.tricks), origin
+        elif marker is not None and marker.args:
+            names, where = [str(a) for a in marker.args], f"@pytest.mark.{TRICKS_MARKER} on {item_name}"
+        elif settings.tricks is not None:
+            names, where = list(settings.tricks), origin
+        else:
+            names, where = [REFERENCE_TRICK], "default"
+        try:
+            for name in names:
+                self.registry.get(name, where)
+        except TrickError as exc:
+            raise pytest.UsageError(f"bpsperf: {exc}") from None
+        if len(set(names)) != len(names):
+            raise pytest.UsageError(f"bpsperf: trick list {names} from {where} names a trick twice")
+        return names
+
+    @staticmethod
+    def case_of(item: pytest.Item) -> "TrickCase | None":
+        """The trick case a perf test item runs, or None for other items."""
+        callspec = getattr(item, "callspec", None)
+        return callspec.params.get("bpsperf_trick") if callspec else None
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "bpsperf_trick" not in metafunc.fixturenames:
+            return
+        definition = metafunc.definition
+        settings = self.settings_for(definition)
+        names = self.tricks_for(definition.nodeid, definition.get_closest_marker(TRICKS_MARKER), settings)
+        cases, ids = [], []
+        for repeat in range(settings.repeats):
+            for index, trick in enumerate(names):
+                cases.append(TrickCase(trick, repeat, index))
+                ids.append(trick if settings.repeats == 1 else f"{trick}-r{repeat + 1}")
+        metafunc.parametrize("bpsperf_trick", cases, ids=ids, indirect=True)
+
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
+        """Interleave the runs of different tricks (A B C A B C), so drift hits all alike."""
+        out: list = []
+        block: list = []
+        block_key = None
+        for item in items + [None]:
+            case = self.case_of(item) if item is not None else None
+            key = (item.module.__name__ if hasattr(item, "module") else "", item.originalname) if case else None
+            if block and key != block_key:
+                block.sort(key=lambda it: (self.case_of(it).repeat, self.case_of(it).index))
+                out.extend(block)
+                block = []
+            if case is not None:
+                block.append(item)
+                block_key = key
+            elif item is not None:
+                out.append(item)
+        items[:] = out

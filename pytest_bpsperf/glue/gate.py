@@ -1,0 +1,158 @@
+"""The baseline gate in pytest: jobs and their verdicts, and recording baselines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ..job import Job, Ledger, RunResult
+from ..profile import Profile, collect_facts, make_profile
+from ..store.baselines import BaselineError, BaselineStore, check_baseline_quality, current_commit, make_entry
+from ..verdict import IMPROVEMENT, NO_BASELINE, REGRESSION, Verdict, bisect_hint
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import SettingsPlugin
+    from .runner import RunnerPlugin
+
+
+class BaselineGate:
+    """Gives every run its job, turns verdicts into test outcomes, records baselines at the end."""
+
+    def __init__(self, config: pytest.Config, settings: "SettingsPlugin", runner: "RunnerPlugin",
+                 ledger: Ledger) -> None:
+        self.config = config
+        self.settings = settings.settings
+        self.runner = runner
+        self.ledger = ledger
+        self.updating: bool = config.getoption("bpsperf_update_baselines")
+        self.lines: "list[str]" = []  # for the summary: improvements, what was (not) recorded
+        self.update_failed = False
+        self._profile: "Profile | None" = None
+        self._item: "pytest.Item | None" = None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        self._item = item  # the test whose verdicts arrive now
+
+    # -- profile and store ------------------------------------------------------
+    def profile(self) -> Profile:
+        """This run's hardware profile (cluster facts included once Ray is up)."""
+        if self._profile is None:
+            cluster = None
+            session = self.runner.started
+            if session is not None and session.cluster.started:
+                cluster = {"nodes": [{"gpus": n.gpus, "cpus": n.cpus} for n in session.nodes()]}
+            facts = collect_facts(cluster=cluster)
+            self.config.hook.pytest_bpsperf_profile_facts(config=self.config, facts=facts)
+            try:
+                self._profile = make_profile(facts, override=self.settings.profile)
+            except ValueError as exc:
+                raise pytest.UsageError(f"bpsperf: {exc} (from {self.settings.origins.get('profile')})") from None
+        return self._profile
+
+    @property
+    def known_profile(self) -> "Profile | None":
+        """The profile if it was derived (never derives it)."""
+        return self._profile
+
+    def store(self) -> BaselineStore:
+        """The baseline store (--bpsperf-baselines-dir, else baselines/ under the rootdir)."""
+        return BaselineStore(self.settings.baselines_dir or str(Path(self.config.rootpath) / "baselines"))
+
+    def update_command(self, test_id: str) -> str:
+        """The command that records a baseline for ``test_id``."""
+        repeats = max(3, self.settings.repeats)
+        return f"pytest -m perf --bpsperf-update-baselines --bpsperf-repeats {repeats} {test_id}"
+
+    # -- jobs -------------------------------------------------------------------
+    def admit(self, run: RunResult) -> RunResult:
+        """Record ``run`` in the ledger, in its job (created on its first run)."""
+        return self.ledger.record(run, self._new_job)
+
+    def _new_job(self, first: RunResult) -> Job:
+        key = first.key
+        return Job(
+            key,
+            profile_id=self.profile().id,
+            baseline=lambda: self._baseline(key),
+            rerun=lambda spec: self.admit(self.runner.run(spec)),
+            confirm=0 if self.updating else first.spec.settings.confirm,
+            on_verdict=self._on_verdict,
+            say=self.runner.say,
+        )
+
+    def _baseline(self, key: str) -> "dict | None":
+        problem = None
+        try:
+            return self.store().get(self.profile().id, key)
+        except BaselineError as exc:
+            problem = str(exc)
+        pytest.fail(f"bpsperf: {problem}", pytrace=False)
+
+    def _on_verdict(self, job: Job, run: RunResult, verdict: "Verdict | None") -> None:
+        item = self._item
+        props = item.user_properties if item is not None else []
+        settings = run.spec.settings
+        if verdict is None:
+            props.append(("bpsperf_verdict", f"pending: repeat {run.spec.repeat + 1} of {settings.repeats}"))
+            return
+        for name, value in verdict.as_dict().items():
+            if name not in ("method", "samples", "key"):
+                props.append((f"bpsperf_{name}", value))
+        props.append(("bpsperf_confirmation_runs", job.confirmations))
+        text = verdict.message(
+            update_command=self.update_command(run.spec.test),
+            bisect=bisect_hint(verdict.baseline.get("commit"), current_commit(str(self.config.rootpath)),
+                               ["-m", "perf", "--bpsperf-repeats", str(max(3, settings.repeats)),
+                                "--bpsperf-tricks", run.spec.trick.name, run.spec.test]),
+        )
+        if self.updating:
+            return  # recording: the session's end writes the entry; nothing fails here
+        if verdict.status == REGRESSION:
+            if job.confirmations:
+                text += f"\n(confirmed: the regression held over {job.confirmations} extra run(s) of this job)"
+            pytest.fail(text, pytrace=False)
+        if verdict.status == NO_BASELINE:
+            if settings.strict:
+                pytest.fail(text + " (--bpsperf-strict: a missing baseline fails)", pytrace=False)
+            pytest.skip(text)
+        if verdict.status == IMPROVEMENT:
+            self.lines.append(text.splitlines()[0])
+
+    # -- recording --------------------------------------------------------------
+    def update_baselines(self, interrupted: bool) -> None:
+        """--bpsperf-update-baselines: write an entry per job that ran (not after an interruption)."""
+        if not self.updating or not self.ledger.jobs:
+            return
+        if interrupted:
+            self.lines.append("interrupted: no baseline written (an aborted session is not a baseline)")
+            return
+        force = self.config.getoption("bpsperf_force_update")
+        commit = current_commit(str(self.config.rootpath))
+        entries, refused = {}, []
+        for key, job in self.ledger.jobs.items():
+            first = job.runs[0]
+            settings = first.spec.settings
+            problem = check_baseline_quality(job.samples, max_rel_spread=settings.max_spread)
+            if problem and not force:
+                refused.append(f"{first.spec.test} [{first.trick}]: {problem} "
+                               "(--bpsperf-force-update records it anyway)")
+                continue
+            entries[key] = make_entry(
+                test=first.spec.test, trick=first.trick, topology=settings.topology(),
+                workload=settings.workload(first.backend), samples=job.samples, commit=commit,
+                extra={"steps_per_run": settings.steps, "median_step_s": [r.measurement.step_s for r in job.runs]},
+            )
+        profile = self.profile()
+        if entries:
+            try:
+                path = self.store().update(profile.id, profile.as_dict(), entries)
+            except BaselineError as exc:
+                self.lines.append(f"baselines NOT written: {exc}")
+                self.update_failed = True
+                return
+            self.lines.append(f"recorded {len(entries)} baseline entr{'y' if len(entries) == 1 else 'ies'} in {path}")
+        for line in refused:
+            self.lines.append("refused: " + line)

@@ -1,0 +1,111 @@
+"""Runs in pytest: the Ray session (lazy), the default ``pytest_bpsperf_run``, a run turned into a result."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ..job import Ledger, RunFailure, RunResult, RunSpec
+from ..measurement import MeasurementError, RunOutput, measure
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..session import PerfSession
+    from .config import SettingsPlugin
+
+
+class RunnerPlugin:
+    """Owns the session's :class:`~pytest_bpsperf.session.PerfSession` and turns specs into results."""
+
+    def __init__(self, config: pytest.Config, settings: "SettingsPlugin", ledger: Ledger) -> None:
+        self.config = config
+        self.settings = settings.settings
+        self.ledger = ledger
+        self._session: "PerfSession | None" = None
+
+    @property
+    def session(self) -> "PerfSession":
+        """The Ray side of the session, created on first use."""
+        if self._session is None:
+            from ..session import PerfSession
+
+            self._session = PerfSession(
+                ray_address=self.settings.ray_address,
+                base_log_dir=str(self.base_log_dir()),
+                say=self.say,
+                verbose_ps=self.config.getoption("bpsperf_ps_verbose"),
+            )
+        return self._session
+
+    @property
+    def started(self) -> "PerfSession | None":
+        """The session if a run started it (never starts Ray)."""
+        return self._session
+
+    def base_log_dir(self) -> Path:
+        """Where role logs go: --bpsperf-log-dir, else pytest's basetemp/bpsperf."""
+        if self.settings.log_dir:
+            path = Path(self.settings.log_dir)
+        else:
+            path = self.config._tmp_path_factory.getbasetemp() / "bpsperf"  # type: ignore[attr-defined]
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def say(self, message: str) -> None:
+        """A progress line, shown with -v."""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None and self.config.option.verbose > 0:
+            tr.write_line(f"bpsperf: {message}")
+
+    def close(self) -> None:
+        """Tear down Ray (if this session started it)."""
+        if self._session is not None:
+            self._session.close()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_bpsperf_run(self, config: pytest.Config, spec: RunSpec) -> RunOutput:
+        return self.session.run(spec)
+
+    def run(self, spec: RunSpec) -> RunResult:
+        """One run through the hook, measured; a failed run fails the test (and is kept for the reports)."""
+        from ..launcher import RoleFailed
+
+        failure = None
+        try:
+            output = self.config.hook.pytest_bpsperf_run(config=self.config, spec=spec)
+            measurement = measure(output)
+        except RoleFailed as exc:
+            failure = str(exc)
+        except MeasurementError as exc:
+            failure = f"bpsperf: {spec.nodeid}: cannot measure: {exc}"
+        if failure is not None:
+            self.ledger.failures.append(RunFailure(spec.nodeid, failure))
+            # Outside the except block: the report shows the message once, not as a chain.
+            pytest.fail(failure, pytrace=False)
+        return RunResult(spec=spec, output=output, measurement=measurement)
+
+    def session_info(self) -> "dict[str, object]":
+        """Machine-readable facts of the session (run id, Ray start/stop seconds, nodes)."""
+        if self._session is None:
+            return {}
+        c = self._session.cluster
+        return {
+            "run_id": self._session.run_id,
+            "ray": {"embedded": c.owned, "address": c.address, "startup_s": c.startup_s, "shutdown_s": c.shutdown_s},
+            "backend_choice": self._session.backend_choice[1] if self._session.backend_choice else None,
+            "nodes": [{"name": n.name, "node_id": n.node_id, "ip": n.ip, "cpus": n.cpus, "gpus": n.gpus}
+                      for n in self._session.known_nodes()],
+        }
+
+    def header_lines(self) -> "list[str]":
+        """Where Ray ran and how long it took to start and stop; the backend choice."""
+        if self._session is None:
+            return []
+        c = self._session.cluster
+        lines = [f"Ray: {'embedded on 127.0.0.1' if c.owned else c.address}; start {c.startup_s:.1f}s"
+                 + (f", stop {c.shutdown_s:.1f}s" if c.shutdown_s else "")]
+        if self._session.backend_choice:
+            lines.append(f"backend: {self._session.backend_choice[1]}")
+        return lines
+

@@ -1,0 +1,246 @@
+"""Runs and jobs: one run is one bring-up-train-teardown; a job is every run of one configuration.
+
+:class:`RunSpec` is what a test asks for (the argument of the hook
+``pytest_bpsperf_run``), :class:`RunResult` what one run measured, and
+:class:`Job` holds the runs of one configuration (test, trick, topology,
+workload), decides its verdict and runs its own confirmation loop. Plain
+Python: the pytest layer gives a job its baseline, a way to run again and a
+callback for the verdict; a notebook can give its own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping, Sequence
+
+from .measurement import Measurement, RunOutput, WorkerRecords
+from .settings import Settings
+from .store.baselines import entry_key
+from .tricks import Trick
+from .verdict import REGRESSION, Verdict, decide
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run a test asked for."""
+
+    nodeid: str
+    test: str  # the test without its trick/repeat parameter (groups a matrix)
+    trick: Trick
+    repeat: int  # 0-based
+    settings: Settings
+    log_dir: str
+
+
+def run_key(spec: RunSpec, backend: str) -> str:
+    """The key of the job ``spec`` belongs to (and of its baseline entry): test, trick, topology, workload."""
+    return entry_key(spec.test, spec.trick.name, spec.settings.topology(), spec.settings.workload(backend))
+
+
+@dataclass
+class RunResult:
+    """What one run measured; returned by the ``bpsperf_train`` fixture."""
+
+    spec: RunSpec
+    output: RunOutput
+    measurement: Measurement
+    job: "Job | None" = field(default=None, repr=False)
+
+    @property
+    def backend(self) -> str:
+        """The backend that ran (``auto`` resolved)."""
+        return self.output.backend
+
+    @property
+    def key(self) -> str:
+        """The key of this run's job and baseline entry."""
+        return run_key(self.spec, self.backend)
+
+    @property
+    def img_per_sec(self) -> float:
+        """Aggregate steady-state images/s (sum over worker processes)."""
+        return self.measurement.img_per_sec
+
+    @property
+    def per_worker_img_per_sec(self) -> dict:
+        """Worker name -> its steady-state img/s."""
+        return self.measurement.per_worker_img_per_sec
+
+    @property
+    def warmup_steps(self) -> dict:
+        """Worker name -> the step indices counted as warm-up."""
+        return self.measurement.warmup_steps
+
+    @property
+    def bringup_s(self) -> float:
+        """Seconds from the run's start until every role process ran."""
+        return self.measurement.bringup_s
+
+    @property
+    def teardown_s(self) -> float:
+        """Seconds to stop every role and remove its actor."""
+        return self.measurement.teardown_s
+
+    @property
+    def log_dir(self) -> str:
+        """Directory with one log per role (and the workers' records)."""
+        return self.output.log_dir
+
+    @property
+    def trick(self) -> str:
+        """Name of the trick this run ran under."""
+        return self.spec.trick.name
+
+    @property
+    def verdict(self) -> "Verdict | None":
+        """The verdict of this run's job, once decided."""
+        return self.job.verdict if self.job is not None else None
+
+    def assert_within_baseline(self) -> None:
+        """Fail when throughput regressed beyond tolerance against the stored baseline (see :class:`Job`)."""
+        if self.job is None:
+            raise RuntimeError("this result belongs to no job: add it to a Job (bpsperf_train does) first")
+        self.job.assert_within_baseline(self)
+
+    def as_dict(self) -> dict:
+        """JSON view of this result (the ``--bpsperf-json`` test entry)."""
+        out = {
+            "nodeid": self.spec.nodeid,
+            "test": self.spec.test,
+            "trick": self.spec.trick.name,
+            "trick_env": self.spec.trick.as_dict()["env"],
+            "repeat": self.spec.repeat,
+            "backend": self.backend,
+            "settings": self.spec.settings.as_dict(),
+            "topology": dict(self.output.topology),
+            "log_dir": self.output.log_dir,
+            "roles": [r.as_dict() for r in self.output.roles],
+        }
+        out.update(self.measurement.as_dict())
+        if self.output.single_img_per_sec is not None:
+            out["single_img_per_sec"] = self.output.single_img_per_sec
+        if self.output.comm:
+            out["timeline"] = {w.name: w.as_dict() for w in self.output.comm}
+        if self.verdict is not None:
+            out["verdict"] = self.verdict.as_dict()
+        return out
+
+
+#: The job's baseline entry (None when there is none), looked up when first needed.
+BaselineLookup = Callable[[], "Mapping | None"]
+#: Called with the job, the run that asked, and the verdict (None while repeats are pending).
+VerdictCallback = Callable[["Job", RunResult, "Verdict | None"], None]
+
+
+class Job:
+    """Every run of one configuration; decides its verdict, confirming a regression with more runs.
+
+    ``rerun(spec)`` runs the configuration once more (it adds the run to this
+    job); ``confirm`` is how many extra runs may confirm a regression before it
+    stands, so that one unlucky run on a noisy machine does not fail unchanged
+    code. ``on_verdict`` hears every decision; without it a regression raises
+    ``AssertionError``.
+    """
+
+    def __init__(self, key: str, *, profile_id: str, baseline: BaselineLookup,
+                 rerun: "Callable[[RunSpec], RunResult] | None" = None, confirm: int = 0,
+                 on_verdict: "VerdictCallback | None" = None, say: "Callable[[str], None] | None" = None) -> None:
+        self.key = key
+        self.profile_id = profile_id
+        self.runs: "list[RunResult]" = []
+        self.verdict: "Verdict | None" = None
+        self.confirmations = 0
+        self._baseline = baseline
+        self._rerun = rerun
+        self._confirm = confirm
+        self._on_verdict = on_verdict
+        self._say = say or (lambda _message: None)
+
+    def add(self, run: RunResult) -> RunResult:
+        """Make ``run`` one of this job's runs."""
+        if run.key != self.key:
+            raise ValueError(f"run {run.spec.nodeid} has key {run.key!r}, not this job's {self.key!r}")
+        run.job = self
+        self.runs.append(run)
+        return run
+
+    @property
+    def samples(self) -> "list[float]":
+        """img/s of every run, in order."""
+        return [r.img_per_sec for r in self.runs]
+
+    def decide(self) -> Verdict:
+        """The verdict over every run so far (a pure function of samples, baseline and tolerance)."""
+        last = self.runs[-1].spec
+        return decide(nodeid=last.nodeid, test=last.test, trick=last.trick.name, profile_id=self.profile_id,
+                      key=self.key, samples=self.samples, baseline=self._baseline(),
+                      tolerance=last.settings.tolerance)
+
+    def assert_within_baseline(self, run: RunResult) -> None:
+        """Decide once every repeat of ``run`` ran; confirm a regression; report the verdict."""
+        settings = run.spec.settings
+        if run.spec.repeat + 1 < settings.repeats:
+            self._report(run, None)
+            return
+        verdict = self.decide()
+        while verdict.status == REGRESSION and self._rerun is not None and self.confirmations < self._confirm:
+            self.confirmations += 1
+            self._say(f"{run.spec.nodeid}: {verdict.figures()}; confirming with run {self.confirmations} "
+                      f"of {self._confirm}")
+            self._rerun(replace(run.spec, repeat=len(self.runs)))
+            verdict = self.decide()
+        self.verdict = verdict
+        self._report(run, verdict)
+
+    def _report(self, run: RunResult, verdict: "Verdict | None") -> None:
+        if self._on_verdict is not None:
+            self._on_verdict(self, run, verdict)
+        elif verdict is not None and verdict.status == REGRESSION:
+            raise AssertionError(verdict.message())
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """A run that produced no measurement: who, and why (the message names roles and logs)."""
+
+    nodeid: str
+    reason: str
+
+
+class Ledger:
+    """The session's runs in order, the jobs they belong to, and the runs that failed."""
+
+    def __init__(self) -> None:
+        self.runs: "list[RunResult]" = []
+        self.jobs: "dict[str, Job]" = {}
+        self.failures: "list[RunFailure]" = []
+
+    def record(self, run: RunResult, new_job: Callable[[RunResult], Job]) -> RunResult:
+        """Keep ``run`` and add it to its job (made with ``new_job(run)`` for the job's first run)."""
+        job = self.jobs.get(run.key)
+        if job is None:
+            job = self.jobs[run.key] = new_job(run)
+        self.runs.append(run)
+        return job.add(run)
+
+    @property
+    def verdicts(self) -> "list[Verdict]":
+        """The verdicts decided so far, in the order the jobs started."""
+        return [j.verdict for j in self.jobs.values() if j.verdict is not None]
+
+
+def job_dir_name(nodeid: str) -> str:
+    """A short file-system-safe name for a run's log directory."""
+    name = nodeid.split("::")[-1]
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "-", name).strip("-")[:80] or "run"
+
+
+def worker_records_from(name: str, steps: "Sequence[Mapping[str, float]]", batch_size: int,
+                        node: str = "node-0") -> WorkerRecords:
+    """Build a worker's records from plain step times (for feeding measurements through the hook)."""
+    recs: list = [{"event": "start", "batch_size": batch_size}]
+    for i, s in enumerate(steps):
+        recs.append({"event": "step", "step": i, "images": batch_size, **s})
+    recs.append({"event": "end"})
+    return WorkerRecords(name=name, node=node, records=tuple(recs))

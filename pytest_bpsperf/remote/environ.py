@@ -1,0 +1,37 @@
+"""The contract between a role plan and the process that runs it: placeholders and variables.
+
+One definition, used by the planner (driver), the role actor that scrubs what a
+process inherits, the workload that echoes what it got, and the reports.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+#: Stands for the Python interpreter of the environment on the role's node; the
+#: role actor replaces it there (so no node runs "whatever python3 is on PATH").
+PYTHON = "{python}"
+#: Stands for the worker's per-step records file, chosen by the role actor.
+RECORDS = "{records}"
+
+#: Variables that configure OpenMP, ps-lite, BytePS, MXNet or the GPUs a role
+#: sees. A role inherits none of them (Ray puts OMP_NUM_THREADS=1 into every
+#: actor's environment; OpenMP reads these once, when it loads): it gets exactly
+#: the values its plan sets.
+CONFIG_PREFIXES = (
+    "OMP_", "KMP_", "GOMP_", "DMLC_", "BYTEPS_", "PS_", "MXNET_",
+    "NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+)
+#: What records and reports show of a role's environment: its configuration and
+#: the harness's own variables.
+REPORTED_PREFIXES = CONFIG_PREFIXES + ("BPSPERF_",)
+
+
+def scrub(inherited: Mapping[str, str]) -> dict:
+    """``inherited`` minus every variable that configures a role."""
+    return {k: v for k, v in inherited.items() if not k.startswith(CONFIG_PREFIXES)}
+
+
+def reported(environ: Mapping[str, str], extra: "tuple[str, ...]" = ()) -> dict:
+    """The variables of ``environ`` that records and reports show (plus the names in ``extra``), sorted."""
+    return {k: v for k, v in sorted(environ.items()) if k.startswith(REPORTED_PREFIXES) or k in extra}

@@ -1,0 +1,30 @@
+"""Reports of a session: terminal lines, the trick matrix, Markdown, JSON and exports.
+
+Functions here take finished, typed results (:class:`~pytest_bpsperf.job.RunResult`,
+:class:`~pytest_bpsperf.verdict.Verdict`) and return text or plain data;
+writing is atomic.
+"""
+
+from .documents import JSON_SCHEMA_VERSION, benchmark_document, json_document, write_json, write_text
+from .markdown import format_matrix_markdown, markdown_document, verdict_markdown
+from .matrix import MatrixRow, MatrixTable, format_matrix_text, matrix_tables, step_samples
+from .text import github_annotations, result_line, verdict_line
+
+__all__ = [
+    "JSON_SCHEMA_VERSION",
+    "MatrixRow",
+    "MatrixTable",
+    "benchmark_document",
+    "format_matrix_markdown",
+    "format_matrix_text",
+    "github_annotations",
+    "json_document",
+    "markdown_document",
+    "matrix_tables",
+    "result_line",
+    "step_samples",
+    "verdict_line",
+    "verdict_markdown",
+    "write_json",
+    "write_text",
+]

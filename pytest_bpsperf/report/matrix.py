@@ -1,0 +1,193 @@
+"""The trick matrix: per test and workload, one row per trick against the reference trick."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..job import RunResult
+from ..stats import Significance, change_pct, scaling_efficiency, significance, summarize
+from ..tricks import REFERENCE_TRICK
+
+__all__ = ["HEADER", "MatrixRow", "MatrixTable", "format_matrix_text", "matrix_tables", "step_samples"]
+
+
+def step_samples(result: RunResult) -> "list[float]":
+    """Aggregate img/s of each steady step (sum over workers), for one-run statistics."""
+    m = result.measurement
+    return [sum(w.batch_size / w.step_seconds[i] for w in m.workers) for i in m.common_steady_steps]
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    """One trick of a matrix: throughput over repeats and where the step time goes."""
+
+    trick: str
+    runs: int
+    median: float
+    spread_pct: float  # stdev/mean over runs; over steady steps for one run
+    change_pct: "float | None"  # against the reference trick, geometric means
+    significance: "Significance | None"
+    compute_s: float
+    sync_s: float
+    scaling: "float | None"
+
+    @property
+    def sync_pct(self) -> float:
+        total = self.compute_s + self.sync_s
+        return 100.0 * self.sync_s / total if total else 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "trick": self.trick,
+            "runs": self.runs,
+            "img_per_sec_median": self.median,
+            "spread_pct": self.spread_pct,
+            f"change_vs_{REFERENCE_TRICK}_pct": self.change_pct,
+            "significance": self.significance.as_dict() if self.significance else None,
+            "compute_s_per_step": self.compute_s,
+            "sync_s_per_step": self.sync_s,
+            "sync_pct": self.sync_pct,
+            "scaling_efficiency": self.scaling,
+        }
+
+
+@dataclass(frozen=True)
+class MatrixTable:
+    """The trick matrix of one test and workload."""
+
+    test: str
+    description: str
+    rows: tuple
+    method: str
+
+    def as_dict(self) -> dict:
+        return {
+            "test": self.test,
+            "description": self.description,
+            "rows": [r.as_dict() for r in self.rows],
+            "method": self.method,
+        }
+
+
+def _describe(result: RunResult) -> str:
+    s = result.spec.settings
+    t = result.output.topology
+    return (
+        f"{result.backend}, {s.model}, batch {s.batch_size}, {s.image_size}x{s.image_size}, {s.steps} steps, "
+        f"{t.get('workers', s.workers)} worker(s), {s.server_nodes} server node(s) x {s.servers_per_node}, "
+        f"OMP_NUM_THREADS={s.omp_threads}"
+    )
+
+
+def _group_key(result: RunResult) -> tuple:
+    s = result.spec.settings
+    return (result.spec.test, tuple(sorted(s.workload(result.backend).items())), tuple(sorted(s.topology().items())))
+
+
+def matrix_tables(results: Iterable[RunResult], *, alpha: float = 0.05) -> "list[MatrixTable]":
+    """Group results by test and workload; one row per trick, changes against the reference trick."""
+    groups: dict = {}
+    for r in results:
+        groups.setdefault(_group_key(r), []).append(r)
+    tables = []
+    for key, members in groups.items():
+        by_trick: dict = {}
+        for r in members:
+            by_trick.setdefault(r.spec.trick.name, []).append(r)
+        ref = by_trick.get(REFERENCE_TRICK)
+        rows = []
+        methods = set()
+        for trick, runs in by_trick.items():
+            samples = [r.img_per_sec for r in runs]
+            med = statistics.median(samples)
+            spread_samples = samples if len(runs) > 1 else step_samples(runs[0])
+            spread = 100.0 * summarize(spread_samples).rel_spread if spread_samples else 0.0
+            change = sig = None
+            if ref is not None and trick != REFERENCE_TRICK:
+                ref_samples = [r.img_per_sec for r in ref]
+                change = change_pct(ref_samples, samples)
+                if len(runs) > 1 and len(ref) > 1:
+                    sig = significance(ref_samples, samples, alpha=alpha, sample_kind="runs")
+                else:
+                    sig = significance(step_samples(ref[0]), step_samples(runs[0]), alpha=alpha,
+                                       sample_kind="steps")
+                methods.add(sig.method.split(" (")[0] + (" (per-step samples of one run each)"
+                                                         if sig.n_a and len(runs) == 1 else " (runs)"))
+            singles = [r.output.single_img_per_sec for r in runs if r.output.single_img_per_sec]
+            scaling = None
+            if singles:
+                n = int(runs[0].output.topology.get("worker_processes") or len(runs[0].measurement.workers))
+                scaling = scaling_efficiency(med, n, statistics.median(singles))
+            rows.append(
+                MatrixRow(
+                    trick=trick,
+                    runs=len(runs),
+                    median=med,
+                    spread_pct=spread,
+                    change_pct=change,
+                    significance=sig,
+                    compute_s=statistics.median(r.measurement.compute_s for r in runs),
+                    sync_s=statistics.median(r.measurement.sync_s for r in runs),
+                    scaling=scaling,
+                )
+            )
+        method = (
+            f"img/s = median over runs; spread = stdev/mean; vs {REFERENCE_TRICK} = change of the geometric "
+            f"mean against the '{REFERENCE_TRICK}' trick (not the stored baseline); beyond noise: "
+            + ("; ".join(sorted(methods)) if methods else "n/a")
+            + f", p < {alpha:g}. Scaling = img/s / (worker processes x single-process img/s without a "
+            "parameter server)."
+        )
+        tables.append(MatrixTable(test=key[0], description=_describe(members[0]), rows=tuple(rows), method=method))
+    return tables
+
+
+def _fmt_change(row: MatrixRow) -> str:
+    return "-" if row.change_pct is None else f"{row.change_pct:+.1f}%"
+
+
+def _fmt_sig(row: MatrixRow) -> str:
+    sig = row.significance
+    if sig is None:
+        return "-"
+    if sig.p_value is None:
+        return "n/a"
+    return f"{'yes' if sig.significant else 'no'} (p={sig.p_value:.2g})"
+
+
+def _fmt_scaling(row: MatrixRow) -> str:
+    return "-" if row.scaling is None else f"{100 * row.scaling:.1f}%"
+
+
+HEADER = ("setting", "runs", "img/s", "spread", f"vs {REFERENCE_TRICK}", "beyond noise", "compute/step",
+          "sync/step", "sync", "scaling")
+
+
+def row_cells(row: MatrixRow) -> tuple:
+    return (
+        row.trick,
+        str(row.runs),
+        f"{row.median:.1f}",
+        f"±{row.spread_pct:.0f}%",
+        _fmt_change(row),
+        _fmt_sig(row),
+        f"{row.compute_s:.3f}s",
+        f"{row.sync_s:.3f}s",
+        f"{row.sync_pct:.0f}%",
+        _fmt_scaling(row),
+    )
+
+
+def format_matrix_text(table: MatrixTable) -> list:
+    """The matrix as aligned terminal lines."""
+    rows = [HEADER] + [row_cells(r) for r in table.rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    lines = [f"trick matrix: {table.test} ({table.description})"]
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    lines.append(table.method)
+    return lines
+
+

@@ -1,0 +1,66 @@
+"""Terminal and GitHub lines: one per run, one per verdict, annotations."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..job import RunResult
+from ..verdict import Verdict
+
+__all__ = ["github_annotations", "result_line", "verdict_line"]
+
+
+def result_line(result: RunResult) -> str:
+    """One line per perf test: img/s, per worker, step split, warm-up, harness overhead."""
+    m = result.measurement
+    workers = ", ".join(f"{n} {v:.1f}" for n, v in m.per_worker_img_per_sec.items())
+    warm = sorted({s for steps in m.warmup_steps.values() for s in steps})
+    line = (
+        f"{result.spec.nodeid}: {m.img_per_sec:.1f} img/s ({workers}); "
+        f"step {m.step_s:.3f}s = compute {m.compute_s:.3f}s + sync {m.sync_s:.3f}s; "
+        f"warm-up steps {_ranges(warm)}; bring-up {m.bringup_s:.1f}s, teardown {m.teardown_s:.1f}s"
+    )
+    for window in result.output.comm:
+        if window.error is not None:
+            line += f"; {window.name}: no timeline ({window.error})"
+        else:
+            line += (f"; {window.name}: PUSH {window.push_s:.4f}s PULL {window.pull_s:.4f}s per step "
+                     f"({window.steps} traced steps)")
+    return line
+
+
+def _ranges(values: Sequence[int]) -> str:
+    if not values:
+        return "none"
+    out, start, prev = [], values[0], values[0]
+    for v in list(values[1:]) + [None]:
+        if v is not None and v == prev + 1:
+            prev = v
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if v is not None:
+            start = prev = v
+    return ",".join(out)
+
+
+def verdict_line(verdict: Verdict) -> str:
+    """One terminal line per verdict."""
+    return f"{verdict.status.upper():12s} {verdict.nodeid}: {verdict.figures()}"
+
+
+def github_annotations(verdicts: Sequence[Verdict]) -> "list[str]":
+    """GitHub Actions workflow commands: ::error for regressions, ::warning for the rest worth seeing."""
+    def escape(text: str) -> str:
+        return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+    out = []
+    for v in verdicts:
+        level = {"regression": "error", "improvement": "warning", "no-baseline": "warning"}.get(v.status)
+        if level is None:
+            continue
+        path = v.nodeid.split("::")[0]
+        title = f"bpsperf {v.status}: {v.trick}"
+        out.append(f"::{level} file={path},title={escape(title)}::{escape(v.nodeid + ': ' + v.figures())}")
+    return out
+
+
