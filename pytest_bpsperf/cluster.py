@@ -90,22 +90,18 @@ class RayCluster:
         self.startup_s = time.perf_counter() - t0
         return self
 
-    def nodes(self) -> list:
-        """The alive nodes, head first, as planner :class:`Node` values."""
+    def nodes(self) -> "list[Node]":
+        """The alive nodes now, head first, as planner :class:`Node` values (with their Ray resources)."""
         import ray
 
         nodes = []
-        for i, raw in enumerate(n for n in ray.nodes() if n.get("Alive")):
-            res = raw.get("Resources", {})
-            nodes.append(
-                Node(
-                    node_id=raw["NodeID"],
-                    ip=raw["NodeManagerAddress"],
-                    cpus=float(res.get("CPU", 0)),
-                    gpus=int(res.get("GPU", 0)),
-                    label=f"node-{i}",
-                )
-            )
+        for raw in ray.nodes():
+            if not raw.get("Alive"):
+                continue
+            res = {k: float(v) for k, v in raw.get("Resources", {}).items()}
+            nodes.append(Node(node_id=raw["NodeID"], ip=raw["NodeManagerAddress"], cpus=res.get("CPU", 0.0),
+                              gpus=int(res.get("GPU", 0)), label=f"{raw['NodeManagerAddress']}/{raw['NodeID'][:6]}",
+                              resources=res))
         return nodes
 
     def close(self) -> None:

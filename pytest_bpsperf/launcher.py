@@ -11,12 +11,13 @@ it measured itself from the nodes (e.g. BytePS's timeline).
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from . import backends
 from .measurement import CommWindow, RoleOutcome, RunOutput, WorkerRecords
 from .placement import Node
 from .plan import Plan
+from .reservation import Reservation, ReservationError, reserve
 
 #: how often the driver asks the actors whether their roles still run; each ask costs
 #: a little CPU on every node, which a 2-core machine feels during training.
@@ -45,18 +46,35 @@ def _node_strategy(node: Node):
     return NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)
 
 
+def _gather(refs: list, timeout: float) -> list:
+    """``ray.get`` of each ref; an actor that died or does not answer gives its exception, not a raise."""
+    import ray
+
+    out = []
+    for ref in refs:
+        try:
+            out.append(ray.get(ref, timeout=timeout))
+        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as exc:
+            out.append(exc)
+    return out
+
+
+#: ``replan(gpu_ids)``: the same plan with the GPU ids Ray assigned on each worker node.
+Replan = Callable[[Mapping[int, Sequence[int]]], Plan]
+
+
 class RoleGroup:
-    """The roles of a plan, each a process owned by an actor on its node.
+    """The roles of a plan, each a process owned by an actor on its node, inside the run's reservation.
 
     Use as a context manager: leaving the block kills every role's process
-    group and removes every actor, whatever happened inside.
+    group, removes every actor and releases the reservation, whatever happened inside.
     """
 
     def __init__(self, plan: Plan, log_dir: str) -> None:
         self.plan = plan
         self.log_dir = log_dir
-        self.roles = list(plan.roles)
         self.actors: dict = {}
+        self.where: "dict[str, dict]" = {}  # role -> node_id, ip, hostname, gpu_ids as the actor reported
         self.root: dict = {}
         self.bringup_s = 0.0
         self.teardown_s = 0.0
@@ -64,6 +82,12 @@ class RoleGroup:
         self.tails: dict = {}
         self.records: "list[WorkerRecords]" = []
         self.comm: "tuple[CommWindow, ...]" = ()
+        self._reservation: "Reservation | None" = None
+
+    @property
+    def roles(self) -> list:
+        """The role plans (after :meth:`start`, with the GPU ids Ray assigned)."""
+        return list(self.plan.roles)
 
     def __enter__(self) -> "RoleGroup":
         return self
@@ -71,55 +95,99 @@ class RoleGroup:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self, timeout: float) -> float:
-        """Create the actors, pick the scheduler's port on its node, start every role."""
+    def start(self, timeout: float, *, placement_timeout: float = 60.0, replan: "Replan | None" = None) -> float:
+        """Reserve the nodes, create the actors there, learn where they run, start every role."""
         import ray
 
         t0 = time.perf_counter()
+        self._reservation = reserve(self.plan, placement_timeout)
         actor_cls = _remote_role_class()
-        for role in self.roles:
-            self.actors[role.name] = actor_cls.options(scheduling_strategy=_node_strategy(role.node)).remote(
-                role.name, self.log_dir
-            )
+        for role in self.plan.roles:
+            self.actors[role.name] = actor_cls.options(
+                scheduling_strategy=self._reservation.strategy(role.bundle), num_gpus=role.gpus,
+            ).remote(role.name, self.log_dir)
+        names = list(self.actors)
+        found = _gather([self.actors[n].where.remote() for n in names], timeout)
+        failed = [n for n, w in zip(names, found) if isinstance(w, Exception)]
+        if failed:
+            raise RoleFailed(f"the actors of {', '.join(failed)} did not come up: {found[names.index(failed[0])]}")
+        self.where = dict(zip(names, found))
+        if replan is not None and any(r.gpus for r in self.plan.roles):
+            self._assign_gpus(replan)
+        misplaced = [f"{r.name} on {self.where[r.name]['ip']}, planned {r.node.ip}" for r in self.plan.roles
+                     if self.where[r.name]["node_id"] != r.node.node_id]
+        if misplaced:
+            raise RoleFailed("Ray placed roles elsewhere than reserved: " + "; ".join(misplaced))
         sched = self.plan.scheduler
         port = ray.get(self.actors[sched.name].pick_port.remote(sched.node.ip), timeout=timeout)
         self.root = {"DMLC_PS_ROOT_URI": sched.node.ip, "DMLC_PS_ROOT_PORT": str(port)}
         ray.get(
-            [self.actors[r.name].start.remote(list(r.command), {**r.env, **self.root}) for r in self.roles],
+            [self.actors[r.name].start.remote(list(r.command), {**r.env, **self.root}) for r in self.plan.roles],
             timeout=timeout,
         )
         self.bringup_s = time.perf_counter() - t0
         return self.bringup_s
 
-    def poll(self) -> dict:
-        """Role name -> exit status (None while running)."""
+    def _assign_gpus(self, replan: Replan) -> None:
+        """Give each worker process the local rank of the GPU Ray assigned to its actor."""
+        by_node: dict = {}
+        for role in self.plan.roles:
+            if role.gpus:
+                by_node.setdefault(role.worker_node, []).append(role.name)
+        gpu_ids = {wid: sorted(int(g) for n in names for g in self.where[n]["gpu_ids"])
+                   for wid, names in by_node.items()}
+        self.plan = replan(gpu_ids)
+        actors, where = dict(self.actors), dict(self.where)
+        for wid, names in by_node.items():
+            # the actor holding the k-th smallest GPU id runs local rank k
+            ranked = sorted(names, key=lambda n: min(int(g) for g in where[n]["gpu_ids"]))
+            planned = [r.name for r in self.plan.roles if r.gpus and r.worker_node == wid]
+            for role_name, actor_name in zip(planned, ranked):
+                self.actors[role_name], self.where[role_name] = actors[actor_name], where[actor_name]
+        import ray
+
+        ray.get([self.actors[r.name].rename.remote(r.name) for r in self.plan.roles if r.gpus], timeout=60)
+
+    def poll(self, timeout: float = 30.0) -> dict:
+        """Role name -> exit status (None while running); raises when an actor is gone or does not answer."""
         import ray
 
         names = list(self.actors)
-        return dict(zip(names, ray.get([self.actors[n].poll.remote() for n in names])))
+        return dict(zip(names, ray.get([self.actors[n].poll.remote() for n in names], timeout=timeout)))
+
+    def unreachable(self, timeout: float = 5.0) -> "dict[str, str]":
+        """Role name -> why its actor does not answer (dead, its node gone, or stalled)."""
+        names = list(self.actors)
+        answers = _gather([self.actors[n].poll.remote() for n in names], timeout)
+        return {n: f"{type(a).__name__}: {str(a).splitlines()[0] if str(a) else ''}"
+                for n, a in zip(names, answers) if isinstance(a, Exception)}
 
     def log_tails(self, lines: int = 30) -> dict:
-        """Role name -> the end of its log, read on its node."""
-        import ray
-
+        """Role name -> the end of its log, read on its node (empty where the actor is gone)."""
         names = list(self.actors)
-        return dict(zip(names, ray.get([self.actors[n].log_tail.remote(lines) for n in names], timeout=60)))
+        tails = _gather([self.actors[n].log_tail.remote(lines) for n in names], 30)
+        return {n: t for n, t in zip(names, tails) if isinstance(t, str)}
 
     def stop(self) -> None:
-        """Kill every role's group, collect what it left, remove the actors (idempotent)."""
+        """Kill every role's group, collect what it left, remove the actors, release the nodes (idempotent)."""
         if not self.actors:
+            if self._reservation is not None:
+                self._reservation.release()
             return
         import ray
 
         t0 = time.perf_counter()
         names = list(self.actors)
         try:
-            ray.get([self.actors[n].stop.remote() for n in names], timeout=60)
-            self.infos = dict(zip(names, ray.get([self.actors[n].info.remote() for n in names], timeout=60)))
+            # Each actor on its own: one lost node must not cost the other roles' logs and records.
+            _gather([self.actors[n].stop.remote() for n in names], 60)
+            infos = _gather([self.actors[n].info.remote() for n in names], 30)
+            self.infos = {n: i for n, i in zip(names, infos) if isinstance(i, dict)}
             self.tails = self.log_tails()
-            workers = [r for r in self.roles if r.role == "worker"]
-            records = ray.get([self.actors[r.name].records.remote() for r in workers], timeout=60)
-            self.records = [WorkerRecords(name=r.name, node=r.node.name, records=tuple(recs))
+            workers = [r for r in self.plan.roles if r.role == "worker"]
+            records = _gather([self.actors[r.name].records.remote() for r in workers], 30)
+            self.records = [WorkerRecords(name=r.name, node=r.node.name,
+                                          records=tuple(recs) if isinstance(recs, list) else ())
                             for r, recs in zip(workers, records)]
             self.comm = self._collect()
         finally:
@@ -130,44 +198,79 @@ class RoleGroup:
                 except Exception:  # noqa: BLE001 - already gone
                     pass
             self.actors = {}
+            if self._reservation is not None:
+                self._reservation.release()
             self.teardown_s = time.perf_counter() - t0
 
     def _collect(self) -> "tuple[CommWindow, ...]":
         """The backend's own measurements, from the directories it names on each role's node."""
-        import ray
-
         backend = backends.get(self.plan.backend)
-        asks = [(r.name, d) for r in self.roles for d in backend.artifact_dirs(r)]
+        asks = [(r.name, d) for r in self.plan.roles for d in backend.artifact_dirs(r)]
         if not asks:
             return ()
-        found = ray.get([self.actors[name].read_files.remote(d) for name, d in asks], timeout=60)
+        found = _gather([self.actors[name].read_files.remote(d) for name, d in asks], 60)
         files: dict = {}
         for (name, _d), texts in zip(asks, found):
-            files.setdefault(name, {}).update(texts)
+            if isinstance(texts, dict):
+                files.setdefault(name, {}).update(texts)
         return tuple(backend.collect(self.plan, files))
 
-    def outcomes(self) -> tuple:
-        """Each role's fate, after :meth:`stop`."""
-        return tuple(
-            RoleOutcome(
+    def outcomes(self) -> "tuple[RoleOutcome, ...]":
+        """Each role's fate and where it ran, after :meth:`stop`."""
+        out = []
+        for r in self.plan.roles:
+            info, where = self.infos.get(r.name, {}), self.where.get(r.name, {})
+            out.append(RoleOutcome(
                 name=r.name,
                 role=r.role,
                 node=r.node.name,
-                exit_code=self.infos.get(r.name, {}).get("exit_code"),
-                log_path=self.infos.get(r.name, {}).get("log_path", ""),
-                killed=bool(self.infos.get(r.name, {}).get("killed")),
-                environ=self.infos.get(r.name, {}).get("environ", {}),
-            )
-            for r in self.roles
-        )
+                exit_code=info.get("exit_code"),
+                log_path=info.get("log_path", ""),
+                killed=bool(info.get("killed")),
+                environ=info.get("environ", {}),
+                node_id=where.get("node_id", ""),
+                ip=where.get("ip", ""),
+                hostname=where.get("hostname", ""),
+                gpu_ids=tuple(int(g) for g in where.get("gpu_ids", ())),
+            ))
+        return tuple(out)
+
+
+def _lost(group: RoleGroup) -> str:
+    """Why the roles' actors stopped answering: the nodes that died and the roles on them."""
+    import ray
+
+    gone = group.unreachable()
+    if not gone:
+        return "a role's actor stopped answering, then answered again"
+    dead = {n["NodeID"]: n for n in ray.nodes() if not n.get("Alive")}
+    by_node: dict = {}
+    for name in gone:
+        node_id = group.where.get(name, {}).get("node_id", "")
+        by_node.setdefault(node_id, []).append(name)
+    parts = []
+    for node_id, names in by_node.items():
+        planned = next(r.node for r in group.plan.roles if r.name == names[0])
+        if node_id in dead:
+            reason = dead[node_id].get("DeathReasonMessage") or "dead"
+            parts.append(f"node {planned.name} ({planned.ip}) was lost ({reason}); roles on it: {', '.join(names)}")
+        else:
+            parts.append(f"the actors of {', '.join(names)} on node {planned.name} ({planned.ip}) do not answer: "
+                         f"{gone[names[0]]}")
+    return "; ".join(parts)
 
 
 def _watch(group: RoleGroup, deadline: float, timeout: float, exit_grace: float) -> "str | None":
     """Poll until every role exited 0; the reason it went wrong otherwise."""
+    import ray
+
     workers = [r.name for r in group.roles if r.role == "worker"]
     t_workers_done = None
     while True:
-        codes = group.poll()
+        try:
+            codes = group.poll()
+        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError):
+            return _lost(group)
         bad = [n for n, c in codes.items() if c not in (None, 0)]
         if bad:
             return "role(s) exited with an error: " + ", ".join(f"{n} (exit {codes[n]})" for n in bad)
@@ -190,23 +293,30 @@ def run_roles(
     log_dir: str,
     *,
     timeout: float,
+    placement_timeout: float = 60.0,
+    replan: "Replan | None" = None,
     on_progress: "Callable[[str], None] | None" = None,
     exit_grace: float = 30.0,
 ) -> RunOutput:
     """Run every role of ``plan`` to completion on the connected Ray cluster.
 
-    Returns the workers' records and each role's fate. Raises :class:`RoleFailed`
-    when a role exits non-zero, the workers do not all finish, or ``timeout``
-    passes; the exception carries the partial :class:`RunOutput`. Teardown runs
-    in every case, Ctrl-C included.
+    Returns the workers' records and each role's fate and place. Raises
+    :class:`RoleFailed` when the nodes cannot be reserved, a role exits
+    non-zero, a node is lost, the workers do not all finish, or ``timeout``
+    passes; the exception carries the partial :class:`RunOutput`. Teardown
+    runs in every case, Ctrl-C included.
     """
     say = on_progress or (lambda _msg: None)
     t_start = time.perf_counter()
     with RoleGroup(plan, log_dir) as group:
-        group.start(timeout)
+        try:
+            group.start(timeout, placement_timeout=placement_timeout, replan=replan)
+        except ReservationError as exc:
+            raise RoleFailed(f"bpsperf run failed ({plan.backend}, trick {plan.trick.name}): {exc}") from None
         say(f"{len(group.roles)} roles started in {group.bringup_s:.1f}s (scheduler "
             f"{group.root['DMLC_PS_ROOT_URI']}:{group.root['DMLC_PS_ROOT_PORT']})")
         failure = _watch(group, t_start + timeout, timeout, exit_grace)
+    plan = group.plan
     output = RunOutput(
         workers=tuple(group.records),
         roles=group.outcomes(),

@@ -26,6 +26,10 @@ class RoleOutcome:
     log_path: str
     killed: bool = False
     environ: Mapping[str, str] = field(default_factory=dict, hash=False, repr=False)
+    node_id: str = ""  # where the role actually ran, as its actor reported
+    ip: str = ""
+    hostname: str = ""
+    gpu_ids: "tuple[int, ...]" = ()
 
     @property
     def clean(self) -> bool:
@@ -41,6 +45,8 @@ class RoleOutcome:
             "exit_code": self.exit_code,
             "killed": self.killed,
             "log_path": self.log_path,
+            "ran_on": {"node_id": self.node_id, "ip": self.ip, "hostname": self.hostname,
+                       "gpu_ids": list(self.gpu_ids)},
             "env": reported(self.environ),
         }
 

@@ -1,20 +1,34 @@
-"""Placement: which node each role of a run goes to.
+"""Placement: which node each role of a run goes to, and what Ray must reserve there.
 
 A :class:`PlacementStrategy` turns the cluster's nodes and the topology
-settings into a :class:`Placement` (the scheduler's node, one node per server
-node, one per worker node). The plan then gives each role its processes and
-environment. :class:`NodeKindPlacement` is parameter-server practice: workers
-on GPU nodes (every node when the backend trains on CPU and there is no GPU),
-servers and the scheduler on CPU-only nodes, sharing nodes where there are none.
+settings into a :class:`Placement`: the scheduler's node, one node per server
+node, one per worker node, and the GPUs each worker node contributes. The
+launcher then reserves exactly that through a Ray placement group, so Ray holds
+the GPUs and CPUs of a run while it trains. :class:`NodeKindPlacement` is
+parameter-server practice:
+
+- workers of a GPU backend on GPU nodes, one node each, holding their GPUs; a
+  CPU backend's workers on GPU nodes where there are any (else on the nodes the
+  servers do not need), sharing nodes when there are more workers than nodes;
+- servers and the scheduler on server nodes: the nodes that carry the
+  ``server_resource`` custom resource when any node does (so a head node stays
+  out), else the CPU-only nodes that have CPUs; one distinct node per server node;
+- servers share nodes with workers only on a single machine (the embedded
+  default) or when ``colocate`` is on;
+- mixed GPU counts on worker nodes are an error unless ``gpus_per_worker`` says
+  how many to use on each (BytePS assumes one local size everywhere).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol, Sequence
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol, Sequence
 
 from .backends import Backend, PlanError
 from .settings import Settings
+
+#: Ray resource prefix that names a node's accelerator model (``accelerator_type:V100``).
+ACCELERATOR_PREFIX = "accelerator_type:"
 
 
 @dataclass(frozen=True)
@@ -26,11 +40,25 @@ class Node:
     cpus: float
     gpus: int = 0
     label: str = ""
+    resources: Mapping[str, float] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def name(self) -> str:
         """Short readable name for logs and reports."""
         return self.label or self.node_id[:8]
+
+    @property
+    def accelerator(self) -> "str | None":
+        """The GPU model Ray knows for this node (its ``accelerator_type:*`` resource), if any."""
+        return next((k[len(ACCELERATOR_PREFIX):] for k in sorted(self.resources) if k.startswith(ACCELERATOR_PREFIX)),
+                    None)
+
+    def describe(self) -> str:
+        """``name ip (N CPU, M GPU, resources)`` for messages."""
+        extra = sorted(k for k in self.resources if k not in ("CPU", "GPU", "memory", "object_store_memory")
+                       and not k.startswith("node:"))
+        return (f"{self.name} {self.ip} ({self.cpus:g} CPU, {self.gpus} GPU"
+                + (f", {', '.join(extra)}" if extra else "") + ")")
 
 
 @dataclass(frozen=True)
@@ -40,6 +68,7 @@ class Placement:
     scheduler: Node
     servers: "tuple[Node, ...]"  # one per server node
     workers: "tuple[Node, ...]"  # one per worker node
+    gpus_per_worker: int = 0  # GPUs each worker node contributes (0: the backend trains on CPU)
 
 
 class PlacementStrategy(Protocol):
@@ -50,29 +79,72 @@ class PlacementStrategy(Protocol):
         """Place one run; raise :class:`PlanError` naming what is missing when it cannot."""
 
 
+def _listing(nodes: Sequence[Node]) -> str:
+    return "; ".join(n.describe() for n in nodes) or "no nodes"
+
+
 class NodeKindPlacement:
-    """Workers on GPU nodes, servers and the scheduler on CPU-only nodes (or shared where there are none)."""
+    """Workers on GPU nodes, servers and the scheduler on server nodes (see the module docstring)."""
 
     def place(self, nodes: Sequence[Node], settings: Settings, backend: Backend, *,
               with_workers: bool = True) -> Placement:
-        if not nodes:
-            raise PlanError("the Ray cluster has no alive nodes")
-        gpu_nodes = [n for n in nodes if n.gpus > 0]
-        cpu_nodes = [n for n in nodes if n.gpus == 0]
-        if not with_workers:
-            workers: list = []
-        elif backend.needs_gpu_workers:
-            if len(gpu_nodes) < settings.workers:
-                raise PlanError(
-                    f"backend {backend.name} needs {settings.workers} GPU worker node(s) (setting 'workers'), "
-                    f"the cluster has {len(gpu_nodes)}: " + ", ".join(f"{n.name} ({n.gpus} GPU)" for n in nodes)
-                )
-            workers = gpu_nodes[: settings.workers]
+        usable = [n for n in nodes if n.cpus > 0 or n.gpus > 0]
+        if not usable:
+            raise PlanError("the Ray cluster has no alive nodes with CPUs or GPUs: " + _listing(nodes))
+        single = len(usable) == 1
+        workers, gpus = self._workers(usable, settings, backend) if with_workers else ([], 0)
+        servers = self._servers(usable, workers, settings, single)
+        return Placement(scheduler=servers[0], servers=tuple(servers), workers=tuple(workers), gpus_per_worker=gpus)
+
+    @staticmethod
+    def _workers(usable: "list[Node]", settings: Settings, backend: Backend) -> "tuple[list[Node], int]":
+        gpu_nodes = [n for n in usable if n.gpus > 0]
+        if not backend.needs_gpu_workers:
+            # A CPU backend still leaves the server nodes' cores to the servers: workers go
+            # on GPU nodes where there are any, else on the nodes the servers do not need;
+            # more workers than nodes share them. Its bundles reserve no GPU.
+            marked = {n.node_id for n in usable if n.resources.get(settings.server_resource, 0) > 0}
+            spare = [n for n in usable if n.node_id not in marked] if marked else usable[settings.server_nodes:]
+            pool = gpu_nodes or spare or usable
+            return [pool[i % len(pool)] for i in range(settings.workers)], 0
+        want = settings.gpus_per_worker
+        pool = [n for n in gpu_nodes if n.gpus >= want]
+        if len(pool) < settings.workers:
+            what = f"with at least {want} GPU(s) (setting 'gpus_per_worker')" if want else "with GPUs"
+            raise PlanError(
+                f"backend {backend.name} needs {settings.workers} GPU worker node(s) (setting 'workers') "
+                f"{what}, the cluster has {len(pool)}: {_listing(usable)}"
+            )
+        chosen = pool[: settings.workers]
+        counts = sorted({n.gpus for n in chosen})
+        if not want and len(counts) > 1:
+            raise PlanError(
+                f"worker nodes have different GPU counts ({', '.join(f'{n.name}: {n.gpus}' for n in chosen)}); "
+                "BytePS assumes one local size on every node: set 'gpus_per_worker' to the number to use on each"
+            )
+        return chosen, want or counts[0]
+
+    @staticmethod
+    def _servers(usable: "list[Node]", workers: "list[Node]", settings: Settings, single: bool) -> "list[Node]":
+        marker = settings.server_resource
+        marked = [n for n in usable if n.resources.get(marker, 0) > 0 and n.cpus > 0]
+        if marked:
+            pool, kind = marked, f"nodes with the custom resource {marker!r}"
         else:
-            # Workers belong on GPU nodes (servers need the CPU nodes' cores); with
-            # no GPU in the cluster, a CPU backend trains on any node.
-            pool = gpu_nodes or cpu_nodes
-            workers = [pool[i % len(pool)] for i in range(settings.workers)]
-        server_pool = cpu_nodes or list(nodes)
-        servers = tuple(server_pool[i % len(server_pool)] for i in range(settings.server_nodes))
-        return Placement(scheduler=server_pool[0], servers=servers, workers=tuple(workers))
+            busy = {n.node_id for n in workers}
+            pool = [n for n in usable if n.cpus > 0 and n.gpus == 0 and n.node_id not in busy]
+            kind = f"CPU-only nodes with CPUs (no node has the resource {marker!r})"
+        if single:
+            return [usable[0]] * settings.server_nodes
+        if len(pool) < settings.server_nodes:
+            if not settings.colocate:
+                raise PlanError(
+                    f"{settings.server_nodes} server node(s) (setting 'server_nodes') need as many {kind}; the "
+                    f"cluster has {len(pool)}: {_listing(usable)}. Mark server nodes with the resource, or let "
+                    "servers share the worker nodes with setting 'colocate'"
+                )
+            pool = pool + [n for n in workers if n not in pool]
+            if not pool:
+                raise PlanError(f"no node can host servers: {_listing(usable)}")
+            return [pool[i % len(pool)] for i in range(settings.server_nodes)]
+        return pool[: settings.server_nodes]

@@ -14,12 +14,21 @@ from typing import Mapping, Sequence
 
 from . import backends
 from .backends import Backend, PlanError
-from .placement import Node, NodeKindPlacement, PlacementStrategy
-from .remote.environ import PYTHON, RECORDS
+from .placement import Node, NodeKindPlacement, Placement, PlacementStrategy
+from .remote.environ import PYTHON, RECORDS, planner_owned
 from .settings import Settings
 from .tricks import Trick
 
-__all__ = ["PYTHON", "RECORDS", "Node", "Plan", "PlanError", "RolePlan", "base_env", "local_command", "make_plan"]
+__all__ = ["PYTHON", "RECORDS", "Bundle", "Node", "Plan", "PlanError", "RolePlan", "base_env", "local_command",
+           "make_plan"]
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """What Ray reserves on one node for a run (one bundle of the run's placement group)."""
+
+    node: Node
+    resources: Mapping[str, float] = field(hash=False)
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,9 @@ class RolePlan:
     env: Mapping[str, str] = field(hash=False)
     command: tuple = ()
     worker_rank: "int | None" = None
+    bundle: int = 0  # index into Plan.bundles: the reservation its actor runs in
+    gpus: int = 0  # GPUs its actor asks Ray for (inside the bundle)
+    worker_node: "int | None" = None  # the worker node (DMLC_WORKER_ID) a worker process belongs to
 
 
 @dataclass(frozen=True)
@@ -40,7 +52,8 @@ class Plan:
 
     backend: str
     trick: Trick
-    roles: tuple
+    roles: "tuple[RolePlan, ...]"
+    bundles: "tuple[Bundle, ...]"
     num_workers: int  # DMLC_NUM_WORKER (worker nodes)
     num_servers: int  # DMLC_NUM_SERVER (server processes)
     worker_processes: int
@@ -79,15 +92,15 @@ def local_command(settings: Settings) -> tuple:
     return backends.workload_command(settings, "local")
 
 
-def _check_trick(trick: Trick) -> None:
-    for role, variables in trick.env.items():
-        for var in variables:
-            if var.startswith("DMLC_"):
-                raise PlanError(
-                    f"trick {trick.name!r} sets {var} for the {role}: DMLC_* variables are the "
-                    "ps-lite protocol and come from the topology settings (workers, server_nodes, "
-                    "servers_per_node, or a trick's extra servers)"
-                )
+#: A bundle must ask for something: a sliver of CPU marks a node as used by the run.
+_PRESENCE = 0.01
+
+
+def _bundles(where: Placement) -> "list[Bundle]":
+    """One bundle per worker node (its GPUs, or a CPU sliver), then one per server node."""
+    out = [Bundle(n, {"GPU": float(where.gpus_per_worker)} if where.gpus_per_worker else {"CPU": _PRESENCE})
+           for n in where.workers]
+    return out + [Bundle(n, {"CPU": _PRESENCE}) for n in where.servers]
 
 
 def make_plan(
@@ -100,6 +113,7 @@ def make_plan(
     verbose_ps: "bool | int" = False,
     with_workers: bool = True,
     placement: "PlacementStrategy | None" = None,
+    gpu_ids: "Mapping[int, Sequence[int]] | None" = None,
 ) -> Plan:
     """Place every role of one run on ``nodes`` and give each its full environment.
 
@@ -110,14 +124,16 @@ def make_plan(
     lines), ``2`` also logs every message (e.g. a server's ADD_NODE).
     ``with_workers=False`` plans only the scheduler and the servers (they still
     wait for ``settings.workers`` workers), e.g. to bring up BytePS's server
-    side on a machine without GPUs.
+    side on a machine without GPUs. ``gpu_ids`` maps a worker node's index to the GPU
+    ids Ray assigned there (default ``0..gpus_per_worker-1``, before Ray assigned any).
     """
     if backend == "auto":
         raise PlanError("backend must be resolved before planning, not 'auto'")
     impl = backends.get(backend) if isinstance(backend, str) else backend
-    _check_trick(trick)
     impl.check(settings)
     where = (placement or NodeKindPlacement()).place(nodes, settings, impl, with_workers=with_workers)
+    bundles = _bundles(where)
+    first_server_bundle = len(where.workers)
     servers_per_node = settings.servers_per_node + trick.extra_servers_per_node
     num_servers = settings.server_nodes * servers_per_node
 
@@ -131,39 +147,49 @@ def make_plan(
         if level not in (1, 2):
             raise PlanError(f"verbose_ps must be False, True, 1 or 2 (ps-lite's PS_VERBOSE), not {verbose_ps!r}")
         common["PS_VERBOSE"] = str(level)
+    role_env: dict = {}
+    for role, var, value in settings.role_env or ():
+        role_env.setdefault(role, {})[var] = value
 
-    def env_for(role: str, node: Node, extra: Mapping[str, str]) -> dict:
+    def env_for(role: str, node: Node, backend_env: Mapping[str, str]) -> dict:
+        # Later wins: the backend's defaults, then the user's role_env and trick, then
+        # what the planner owns (counts, ranks, addresses, GPU ids).
         env = base_env(settings)
+        env.update(backend_env)
+        env.update(role_env.get(role, {}))
         env.update(trick.env_for(role))
+        env.update({k: v for k, v in backend_env.items() if planner_owned(k)})
         env.update(common)
         env["DMLC_ROLE"] = role
         env["DMLC_NODE_HOST"] = node.ip
-        env.update(extra)
         return env
 
     server_command = tuple(impl.server_command())
     roles = [RolePlan("scheduler", "scheduler", where.scheduler, env_for("scheduler", where.scheduler, {}),
-                      server_command)]
+                      server_command, bundle=first_server_bundle)]
     server_extra = impl.server_env(settings)
     index = 0
-    for node in where.servers:
+    for k, node in enumerate(where.servers):
         for _ in range(servers_per_node):
             roles.append(RolePlan(f"server-{index}", "server", node, env_for("server", node, server_extra),
-                                  server_command))
+                                  server_command, bundle=first_server_bundle + k))
             index += 1
 
     worker_command = tuple(impl.worker_command(settings))
     rank = 0
     for wid, node in enumerate(where.workers):
-        for process in impl.worker_processes(settings, wid, node):
+        ids = list(gpu_ids[wid]) if gpu_ids and wid in gpu_ids else list(range(where.gpus_per_worker))
+        for process in impl.worker_processes(settings, wid, node, ids):
             roles.append(RolePlan(f"worker-{wid}{process.suffix}", "worker", node,
-                                  env_for("worker", node, process.env), worker_command, worker_rank=rank))
+                                  env_for("worker", node, process.env), worker_command, worker_rank=rank,
+                                  bundle=wid, gpus=process.gpus, worker_node=wid))
             rank += 1
 
     return Plan(
         backend=impl.name,
         trick=trick,
         roles=tuple(roles),
+        bundles=tuple(bundles),
         num_workers=settings.workers,
         num_servers=num_servers,
         worker_processes=rank,

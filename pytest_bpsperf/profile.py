@@ -22,7 +22,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 __all__ = [
     "Profile",
+    "cluster_profile_facts",
     "collect_facts",
+    "host_facts",
     "list_gpus",
     "make_profile",
     "memory_class_gib",
@@ -211,6 +213,49 @@ def collect_facts(
     }
     if cluster is not None:
         facts["cluster"] = _cluster_facts(cluster)
+    return facts
+
+
+_HOST_KEYS = ("cpu_model", "arch", "cores", "memory_gib_class", "gpu_model", "gpu_count")
+
+
+def host_facts(local: Mapping[str, Any], accelerator: Optional[str], gpus: int) -> Dict[str, Any]:
+    """The stable facts of one node that hosted roles: its own :func:`collect_facts`, with the
+    GPU model Ray knows (``accelerator_type:*``) and the GPU count Ray schedules, which win
+    over what ``nvidia-smi`` said there."""
+    out = {k: local.get(k) for k in _HOST_KEYS}
+    if accelerator:
+        out["gpu_model"] = accelerator
+    out["gpu_count"] = int(gpus)
+    if not out["gpu_count"]:
+        out["gpu_model"] = None
+    return out
+
+
+def _kind_facts(hosts: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    counts: Dict[str, int] = {}
+    for h in hosts:
+        key = json.dumps({k: h.get(k) for k in _HOST_KEYS}, sort_keys=True)
+        counts[key] = counts.get(key, 0) + 1
+    return [{**json.loads(k), "count": n} for k, n in sorted(counts.items())]
+
+
+def cluster_profile_facts(workers: Sequence[Mapping[str, Any]], servers: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """Profile facts of a cluster from the nodes that hosted roles (see :func:`host_facts`), per node kind.
+
+    The top-level facts (and so the profile's name) describe a worker node; the
+    ``cluster`` fact lists every distinct kind of worker and server node with its
+    count. The machine that runs pytest is no part of it.
+    """
+    if not workers and not servers:
+        raise ValueError("no node hosted a role: a cluster profile needs the nodes that ran")
+    first = (list(workers) or list(servers))[0]
+    facts: Dict[str, Any] = {k: first.get(k) for k in _HOST_KEYS}
+    facts["cluster"] = {
+        "nodes": len(workers) + len(servers),
+        "worker_nodes": _kind_facts(workers),
+        "server_nodes": _kind_facts(servers),
+    }
     return facts
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Mapping, Sequence
 
 from . import backends
 from .backends import Backend
@@ -20,8 +20,8 @@ from .job import RunSpec
 from .launcher import run_roles, run_single_process
 from .measurement import RunOutput, measure_worker
 from .placement import Node
-from .plan import base_env, local_command, make_plan
-from .settings import Settings
+from .plan import Plan, base_env, local_command, make_plan
+from .settings import Hardware, Settings
 
 
 def probe_on_node(backend: Backend, node: Node) -> "str | None":
@@ -46,24 +46,50 @@ class PerfSession:
         self.verbose_ps = verbose_ps
         self.backend_choice: "tuple[str, str] | None" = None
         self._single_cache: "dict[tuple, float]" = {}
-        self._nodes: "list[Node] | None" = None  # kept after close(): the reports name them
+        self._seen: "dict[str, Node]" = {}  # every node read, kept after close(): the reports name them
+        self.hosts: "dict[str, str]" = {}  # node id -> the kind of roles it hosted (worker, server)
 
     # -- cluster ---------------------------------------------------------------
     def nodes(self) -> "list[Node]":
-        """The cluster's nodes (starting or connecting to Ray on first use)."""
-        if not self.cluster.started:
+        """The cluster's alive nodes, read now (starting or connecting to Ray on first use)."""
+        first = not self.cluster.started
+        if first:
             self.cluster.start()
-            self._nodes = self.cluster.nodes()
+        nodes = self.cluster.nodes()
+        for n in nodes:
+            self._seen[n.node_id] = n
+        if first:
             where = self.cluster.address or "embedded, 127.0.0.1"
-            self.say(
-                f"Ray ({where}) up in {self.cluster.startup_s:.1f}s: "
-                + ", ".join(f"{n.name} {n.ip} {n.cpus:g} CPU {n.gpus} GPU" for n in self._nodes)
-            )
-        return self._nodes or []
+            self.say(f"Ray ({where}) up in {self.cluster.startup_s:.1f}s: " + "; ".join(n.describe() for n in nodes))
+        return nodes
 
     def known_nodes(self) -> "list[Node]":
-        """The nodes this session ran on (also after :meth:`close`), without starting Ray."""
-        return list(self._nodes or [])
+        """Every node this session saw (also after :meth:`close`), without starting Ray."""
+        return list(self._seen.values())
+
+    def hardware(self) -> Hardware:
+        """What the workload defaults follow on this cluster: the GPU nodes' GPUs, else the CPU nodes' cores."""
+        nodes = [n for n in self.nodes() if n.cpus > 0 or n.gpus > 0]
+        gpu_nodes = [n for n in nodes if n.gpus > 0]
+        pool = gpu_nodes or nodes
+        return Hardware(gpus=max((n.gpus for n in gpu_nodes), default=0),
+                        cores=int(min((n.cpus for n in pool), default=1)) or 1)
+
+    def host_profile_facts(self) -> dict:
+        """Profile facts of the nodes that hosted roles (probed on each node), per node kind."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from .profile import cluster_profile_facts, collect_facts, host_facts
+
+        probe = ray.remote(num_cpus=0)(collect_facts)
+        kinds = {"worker": [], "server": []}
+        for node_id, kind in sorted(self.hosts.items()):
+            node = self._seen[node_id]
+            strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+            local = ray.get(probe.options(scheduling_strategy=strategy).remote(), timeout=60)
+            kinds[kind].append(host_facts(local, node.accelerator, node.gpus))
+        return cluster_profile_facts(kinds["worker"], kinds["server"])
 
     def backend(self, setting: str) -> str:
         """The backend to run, ``auto`` resolved once against the cluster (before anything is planned)."""
@@ -80,25 +106,36 @@ class PerfSession:
 
     # -- runs ------------------------------------------------------------------
     def run(self, spec: RunSpec) -> RunOutput:
-        """Bring up the roles of ``spec`` on Ray and run them to the end."""
+        """Bring up the roles of ``spec`` on Ray and run them to the end (the node list is read now)."""
         settings = spec.settings
         backend = self.backend(settings.backend)
-        plan = make_plan(settings, spec.trick, self.nodes(), backend=backend, run_id=self.run_id,
-                         verbose_ps=self.verbose_ps)
+        nodes = self.nodes()
+
+        def plan_with(gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
+            return make_plan(settings, spec.trick, nodes, backend=backend, run_id=self.run_id,
+                             verbose_ps=self.verbose_ps, gpu_ids=gpu_ids)
+
+        plan = plan_with()
         os.makedirs(spec.log_dir, exist_ok=True)
-        output = run_roles(plan, spec.log_dir, timeout=settings.timeout, on_progress=self.say)
+        output = run_roles(plan, spec.log_dir, timeout=settings.timeout, placement_timeout=settings.placement_timeout,
+                           replan=plan_with, on_progress=self.say)
+        for role in output.roles:
+            kind = "worker" if role.role == "worker" else "server"
+            if self.hosts.get(role.node_id) != "worker":  # a node that hosts a worker counts as a worker node
+                self.hosts[role.node_id] = kind
         if not settings.scaling:
             return output
-        single = self.single_process_img_per_sec(settings, os.path.join(self.base_log_dir, "single-process"))
+        worker_node = next(r.node for r in plan.roles if r.role == "worker")
+        single = self.single_process_img_per_sec(settings, worker_node,
+                                                 os.path.join(self.base_log_dir, "single-process"))
         return replace(output, single_img_per_sec=single)
 
-    def single_process_img_per_sec(self, settings: Settings, log_dir: str) -> float:
-        """img/s of the same workload in one process without a parameter server (cached)."""
-        key = tuple(sorted(settings.workload().items()))
+    def single_process_img_per_sec(self, settings: Settings, node: Node, log_dir: str) -> float:
+        """img/s of the same workload in one process on a worker node, no parameter server (cached)."""
+        key = (node.node_id,) + tuple(sorted(settings.workload().items()))
         if key not in self._single_cache:
             env = {**base_env(settings), "BPSPERF_RUN_ID": self.run_id}
             os.makedirs(log_dir, exist_ok=True)
-            records = run_single_process(self.nodes()[0], local_command(settings), env, log_dir,
-                                         timeout=settings.timeout)
+            records = run_single_process(node, local_command(settings), env, log_dir, timeout=settings.timeout)
             self._single_cache[key] = measure_worker(records).img_per_sec
         return self._single_cache[key]

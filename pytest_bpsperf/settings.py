@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from .profile import validate_profile_id
+from .remote.environ import planner_owned
 
 #: The shipped backends; plugins may register more (``pytest_bpsperf.backends.register``).
 BACKENDS = ("auto", "mxnet", "byteps")
@@ -160,6 +161,55 @@ def _profile_id(raw: Any) -> str:
     return validate_profile_id(str(raw).strip())
 
 
+#: The roles an environment item can name (``all`` is every one of them).
+ROLE_NAMES = ("scheduler", "server", "worker")
+_VAR_CHARS = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def parse_env_item(item: str) -> "list[tuple[str, str, str]]":
+    """``ROLES:VAR=VALUE`` -> [(role, VAR, VALUE), ...]; ROLES is a comma list of roles or ``all``.
+
+    Raises ValueError saying what is accepted (shared by tricks and the ``role_env`` setting).
+    """
+    roles_text, colon, assignment = item.partition(":")
+    var, eq, value = assignment.partition("=")
+    if not colon or not eq or not var or var[0].isdigit() or not set(var) <= _VAR_CHARS:
+        raise ValueError(f"{item!r} is not ROLES:VAR=VALUE (ROLES from {','.join(ROLE_NAMES)} or 'all')")
+    roles = ROLE_NAMES if roles_text == "all" else tuple(r for r in roles_text.split(",") if r)
+    unknown = [r for r in roles if r not in ROLE_NAMES]
+    if unknown or not roles:
+        raise ValueError(f"invalid role {unknown[0] if unknown else roles_text!r} in {item!r}; roles are "
+                         f"{', '.join(ROLE_NAMES)} or 'all'")
+    return [(role, var, value) for role in roles]
+
+
+def _role_env(raw: Any) -> tuple:
+    items = raw if isinstance(raw, (list, tuple)) else str(raw).split()
+    out = []
+    for item in items:
+        out.extend(parse_env_item(str(item).strip()))
+    owned = sorted({var for _role, var, _value in out if planner_owned(var)})
+    if owned:
+        raise ValueError(f"{owned[0]} is set by the planner (ranks, counts, addresses, GPU ids); expected other "
+                         "variables, such as DMLC_INTERFACE, DMLC_ENABLE_RDMA or BYTEPS_ENABLE_IPC")
+    if not out:
+        raise ValueError("expected ROLES:VAR=VALUE items such as 'server,scheduler:DMLC_INTERFACE=eth0'")
+    return tuple(out)
+
+
+def _resource(raw: Any) -> str:
+    text = str(raw).strip()
+    if not text or any(ch.isspace() for ch in text) or text in ("CPU", "GPU", "memory"):
+        raise ValueError("expected the name of a custom Ray resource, such as bpsperf_server")
+    return text
+
+
+def _gpus_per_worker(raw: Any) -> int:
+    if str(raw).strip().lower() == "auto":
+        return 0  # every worker node's GPUs, which must then be the same count everywhere
+    return _int_at_least(1)(raw)
+
+
 def _path(raw: Any) -> str:
     text = str(raw).strip()
     if not text:
@@ -217,6 +267,16 @@ OPTIONS: tuple = (
            "a percentage such as 20%", 0.2, False),
     Option("log_dir", "directory for role logs (default: under pytest's basetemp)", _path, "a directory path",
            None, False),
+    Option("server_resource", "custom Ray resource that marks server nodes (when no node has it: CPU-only nodes)",
+           _resource, "the name of a custom Ray resource", "bpsperf_server", False),
+    Option("colocate", "let servers and the scheduler share nodes with workers on a multi-node cluster", _switch,
+           "on or off", False),
+    Option("gpus_per_worker", "GPUs each worker node uses ('auto': all of them, the same count on every node)",
+           _gpus_per_worker, "an integer >= 1 or 'auto'", 0),
+    Option("role_env", "variables per role kind, e.g. network settings: 'server,scheduler:DMLC_INTERFACE=eth0 "
+           "worker:DMLC_ENABLE_RDMA=1'", _role_env, "space-separated ROLES:VAR=VALUE items", None),
+    Option("placement_timeout", "seconds to wait for Ray to reserve a run's nodes", _positive_float,
+           "a number of seconds > 0", 60.0, False),
 )
 
 OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
@@ -293,6 +353,11 @@ class Settings:
     strict: bool
     max_spread: float
     log_dir: "str | None"
+    server_resource: str
+    colocate: bool
+    gpus_per_worker: int  # 0: every GPU of each worker node
+    role_env: "tuple | None"  # ((role, VAR, VALUE), ...)
+    placement_timeout: float
     #: where each value came from, e.g. {"steps": "command line option --bpsperf-steps"}
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -312,11 +377,16 @@ class Settings:
 
     def topology(self) -> dict:
         """The role counts (before tricks change them)."""
-        return {
+        out = {
             "workers": self.workers,
             "server_nodes": self.server_nodes,
             "servers_per_node": self.servers_per_node,
         }
+        if self.gpus_per_worker:
+            out["gpus_per_worker"] = self.gpus_per_worker
+        if self.colocate:
+            out["colocate"] = True
+        return out
 
     def as_dict(self) -> dict:
         """Plain JSON-able view of every setting."""

@@ -11,12 +11,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-ROLES = ("scheduler", "server", "worker")
+from .remote.environ import PLANNER_OWNED, planner_owned
+from .settings import ROLE_NAMES, parse_env_item
+
+ROLES = ROLE_NAMES
 #: The trick that changes nothing: the reference the trick matrix compares with.
 REFERENCE_TRICK = "default"
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
-_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class TrickError(ValueError):
@@ -41,6 +43,14 @@ class Trick:
             if role not in ROLES:
                 raise TrickError(f"trick {self.name!r}: unknown role {role!r}; roles are {', '.join(ROLES)}")
         object.__setattr__(self, "env", _freeze_env(self.env))
+        for role, variables in self.env.items():
+            owned = sorted(v for v in variables if planner_owned(v))
+            if owned:
+                raise TrickError(
+                    f"trick {self.name!r} sets {owned[0]} for the {role}: the planner owns it (ranks, counts, "
+                    f"addresses and GPU ids come from the topology settings and from where Ray placed each "
+                    f"role; planner-owned: {', '.join(PLANNER_OWNED)})"
+                )
         if self.extra_servers_per_node < 0:
             raise TrickError(f"trick {self.name!r}: extra servers per node must be >= 0")
 
@@ -146,16 +156,15 @@ def parse_definition(line: str, where: str) -> Trick:
                     f"invalid item {item!r} in trick {name!r} ({where}): extra_servers needs an integer >= 0"
                 ) from None
             continue
-        roles_text, colon, assignment = item.partition(":")
-        var, eq, value = assignment.partition("=")
-        if not colon or not eq or not _VAR_RE.match(var):
-            raise TrickError(f"invalid item {item!r} in trick {name!r} ({where}): {usage}")
-        roles = ROLES if roles_text == "all" else tuple(r for r in roles_text.split(",") if r)
-        for role in roles:
-            if role not in ROLES:
-                raise TrickError(
-                    f"invalid role {role!r} in trick {name!r} ({where}); roles are {', '.join(ROLES)} or 'all'"
-                )
+        try:
+            assignments = parse_env_item(item)
+        except ValueError as exc:
+            text = str(exc)
+            if text.startswith("invalid role"):
+                role_part, _, rest = text.partition(" in ")
+                raise TrickError(f"{role_part} in trick {name!r} ({where}){rest[rest.index(';'):]}") from None
+            raise TrickError(f"invalid item {item!r} in trick {name!r} ({where}): {usage}") from None
+        for role, var, value in assignments:
             env[role][var] = value
     return Trick(name, description.strip(), env=env, extra_servers_per_node=extra)
 

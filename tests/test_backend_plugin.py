@@ -46,7 +46,7 @@ class ToyBackend(BackendBase):
     def worker_command(self, settings):
         return (PYTHON, "-c", WORKER, RECORDS, str(settings.steps))
 
-    def worker_processes(self, settings, worker_id, node):
+    def worker_processes(self, settings, worker_id, node, gpus):
         return tuple(WorkerProcess(f".{rank}", {"TOY_RANK": str(rank)}) for rank in range(2))
 
 

@@ -385,3 +385,35 @@ def test_byteps_backend_collects_timelines_from_comm_json():
     assert window.pull_s == pytest.approx(0.2)
     (empty,) = byteps.collect(plan, {worker.name: {}})
     assert empty.error is not None
+
+
+def test_byteps_timeline_reads_the_root_local_rank_only():
+    """BytePS's root local rank (the last) does PUSH/PULL; the other ranks' traces have none."""
+    from pytest_bpsperf import backends
+    from pytest_bpsperf.plan import Node, make_plan
+
+    gpu = Node("g", "10.9.9.9", 8, 4, "gpu")
+    s = resolve([Source("cli", "command line", {"trace": "3:4", "steps": "10", "workers": "1"})],
+                Hardware(gpus=4, cores=8))
+    plan = make_plan(s, REGISTRY.get("default"), [gpu, Node("c", "10.9.9.8", 8, 0, "cpu")], backend="byteps",
+                     run_id="r")
+    byteps = backends.get("byteps")
+    root_events, other_events = [], []
+    for t0 in (0, 1_000_000):
+        root_events += [
+            {"name": "Comm.w", "ph": "X", "tid": "total", "ts": t0, "dur": 300_000, "pid": 0},
+            {"name": "Comm.w.PUSH", "ph": "X", "tid": "1", "ts": t0, "dur": 100_000, "pid": 0},
+            {"name": "Comm.w.PULL", "ph": "X", "tid": "1", "ts": t0 + 100_000, "dur": 200_000, "pid": 0},
+        ]
+        # a non-root rank only reduces and broadcasts locally: no PUSH, no PULL
+        other_events += [
+            {"name": "Comm.w", "ph": "X", "tid": "total", "ts": t0, "dur": 300_000, "pid": 0},
+            {"name": "Comm.w.REDUCE", "ph": "X", "tid": "1", "ts": t0, "dur": 50_000, "pid": 0},
+        ]
+    texts = {f"trace/worker-0/{rank}/comm.json": json.dumps({"traceEvents": root_events if rank == 3 else other_events})
+             for rank in range(4)}
+    files = {w.name: texts for w in plan.by_role("worker")}
+    (window,) = byteps.collect(plan, files)
+    assert window.push_s == pytest.approx(0.1)  # averaging 4 ranks would give 0.025
+    assert window.pull_s == pytest.approx(0.2)
+    assert window.detail["ranks"] == 1

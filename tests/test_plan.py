@@ -14,7 +14,7 @@ from pytest_bpsperf.plan import (
 )
 from pytest_bpsperf.remote.environ import scrub as clean_env
 from pytest_bpsperf.settings import Hardware, Source, resolve
-from pytest_bpsperf.tricks import BUILTIN_TRICKS, Trick, TrickRegistry
+from pytest_bpsperf.tricks import BUILTIN_TRICKS, Trick, TrickError, TrickRegistry
 
 EMBEDDED = Node("n0", "127.0.0.1", 2, 0)
 GPU_NODES = [Node("gpu-a", "10.0.0.1", 32, 8, "gpu-a"), Node("gpu-b", "10.0.0.2", 32, 8, "gpu-b")]
@@ -126,7 +126,7 @@ def test_extra_servers_doubles_servers(name):
 
 
 def test_extra_servers_on_each_server_node():
-    plan = plan_for("extra-servers", nodes=CPU_NODES, server_nodes="2", servers_per_node="2")
+    plan = plan_for("extra-servers", nodes=CPU_NODES, server_nodes="2", servers_per_node="2", colocate="on")
     servers = plan.by_role("server")
     assert len(servers) == 6
     assert [s.node.node_id for s in servers] == ["cpu-a"] * 3 + ["cpu-b"] * 3
@@ -151,18 +151,77 @@ def test_multi_node_placement_mxnet():
 def test_mxnet_workers_stay_on_gpu_nodes_and_leave_cpu_nodes_to_servers():
     plan = plan_for(nodes=GPU_NODES + CPU_NODES, workers="3")
     assert [w.node.node_id for w in plan.by_role("worker")] == ["gpu-a", "gpu-b", "gpu-a"]
+    assert all(b.resources == {"CPU": 0.01} for b in plan.bundles)  # a CPU backend holds no GPU
     assert {s.node.node_id for s in plan.by_role("server")} <= {"cpu-a", "cpu-b"}
 
 
-def test_mxnet_workers_use_every_node_without_gpus():
+def test_more_workers_than_gpu_nodes_is_an_error_listing_the_nodes():
+    with pytest.raises(PlanError) as excinfo:
+        plan_for(nodes=GPU_NODES + CPU_NODES, workers="3", backend="byteps")
+    msg = str(excinfo.value)
+    assert "backend byteps needs 3 GPU worker node(s)" in msg and "the cluster has 2" in msg
+    assert "gpu-a 10.0.0.1 (32 CPU, 8 GPU)" in msg and "cpu-b 10.0.1.2 (16 CPU, 0 GPU)" in msg
+
+
+def test_cpu_cluster_keeps_server_nodes_apart_from_workers():
     plan = plan_for(nodes=CPU_NODES, workers="3")
-    assert [w.node.node_id for w in plan.by_role("worker")] == ["cpu-a", "cpu-b", "cpu-a"]
+    assert [w.node.node_id for w in plan.by_role("worker")] == ["cpu-b", "cpu-b", "cpu-b"]
+    assert [s.node.node_id for s in plan.by_role("server")] == ["cpu-a"]
 
 
-def test_servers_share_gpu_nodes_when_there_are_no_cpu_nodes():
-    plan = plan_for(nodes=GPU_NODES, server_nodes="2")
+def test_servers_share_gpu_nodes_only_with_colocate():
+    with pytest.raises(PlanError) as excinfo:
+        plan_for(nodes=GPU_NODES, server_nodes="2")
+    assert "setting 'colocate'" in str(excinfo.value) and "2 server node(s)" in str(excinfo.value)
+    plan = plan_for(nodes=GPU_NODES, server_nodes="2", colocate="on")
     assert [s.node.node_id for s in plan.by_role("server")] == ["gpu-a", "gpu-b"]
     assert plan.scheduler.node.node_id == "gpu-a"
+
+
+HEAD = Node("head", "127.0.0.1", 0, 0, "head")
+MARKED = [Node(f"srv-{i}", f"127.0.0.{4 + i}", 1, 0, f"srv-{i}", {"CPU": 1, "bpsperf_server": 1}) for i in range(2)]
+FAKE_GPU = [Node(f"g{i}", f"127.0.0.{2 + i}", 1, 2, f"g{i}", {"GPU": 2, "accelerator_type:V100": 1})
+            for i in range(2)]
+
+
+def test_marked_server_nodes_take_the_servers_and_the_head_stays_out():
+    plan = plan_for(nodes=[HEAD, Node("spare", "127.0.0.9", 4, 0, "spare")] + FAKE_GPU + MARKED, server_nodes="2")
+    assert [s.node.node_id for s in plan.by_role("server")] == ["srv-0", "srv-1"]
+    assert plan.scheduler.node.node_id == "srv-0"
+    assert {w.node.node_id for w in plan.by_role("worker")} == {"g0", "g1"}
+    with pytest.raises(PlanError, match="need as many nodes with the custom resource 'bpsperf_server'"):
+        plan_for(nodes=[HEAD] + FAKE_GPU + MARKED, server_nodes="3")
+
+
+def test_bundles_reserve_worker_gpus_and_server_nodes():
+    plan = plan_for(nodes=[HEAD] + FAKE_GPU + MARKED, backend="byteps", server_nodes="2")
+    assert [(b.node.node_id, dict(b.resources)) for b in plan.bundles] == [
+        ("g0", {"GPU": 2.0}), ("g1", {"GPU": 2.0}), ("srv-0", {"CPU": 0.01}), ("srv-1", {"CPU": 0.01})]
+    assert {r.name: r.bundle for r in plan.roles if r.role != "worker"} == {"scheduler": 2, "server-0": 2,
+                                                                            "server-1": 3}
+    assert {r.name: (r.bundle, r.gpus) for r in plan.by_role("worker")} == {
+        "worker-0.0": (0, 1), "worker-0.1": (0, 1), "worker-1.0": (1, 1), "worker-1.1": (1, 1)}
+
+
+def test_gpu_ids_from_ray_become_local_ranks_and_visible_devices():
+    plan = make_plan(settings(), trick("default"), [HEAD] + FAKE_GPU + MARKED, backend="byteps", run_id="r",
+                     gpu_ids={0: [3, 1], 1: [0, 2]})
+    env = {r.name: r.env for r in plan.by_role("worker")}
+    assert env["worker-0.0"]["CUDA_VISIBLE_DEVICES"] == "1,3" == env["worker-0.1"]["CUDA_VISIBLE_DEVICES"]
+    assert (env["worker-0.0"]["BYTEPS_LOCAL_RANK"], env["worker-0.1"]["BYTEPS_LOCAL_RANK"]) == ("0", "1")
+    assert env["worker-1.1"]["NVIDIA_VISIBLE_DEVICES"] == "0,2"
+    assert {e["DMLC_WORKER_ID"] for n, e in env.items() if n.startswith("worker-1")} == {"1"}
+
+
+def test_mixed_gpu_counts_need_gpus_per_worker():
+    mixed = [Node("g8", "10.0.0.1", 32, 8, "g8"), Node("g4", "10.0.0.2", 32, 4, "g4")] + CPU_NODES
+    with pytest.raises(PlanError, match="different GPU counts .*g8: 8, g4: 4.*'gpus_per_worker'"):
+        plan_for(nodes=mixed, backend="byteps")
+    plan = plan_for(nodes=mixed, backend="byteps", gpus_per_worker="4")
+    assert len(plan.by_role("worker")) == 8
+    assert {b.resources.get("GPU") for b in plan.bundles[:2]} == {4.0}
+    with pytest.raises(PlanError, match="at least 6 GPU"):
+        plan_for(nodes=mixed, backend="byteps", gpus_per_worker="6")
 
 
 @pytest.mark.parametrize("nodes, have", [([EMBEDDED], 0), ([GPU_NODES[0]] + CPU_NODES, 1)])
@@ -210,12 +269,22 @@ def test_no_nodes_is_an_error():
 
 
 @pytest.mark.parametrize("role", ["scheduler", "server", "worker"])
-def test_trick_setting_dmlc_is_a_plan_error(role):
-    bad = Trick("bad", env={role: {"DMLC_NUM_SERVER": "9"}})
-    with pytest.raises(PlanError) as excinfo:
-        make_plan(settings(), bad, [EMBEDDED], backend="mxnet", run_id="r")
+def test_trick_setting_a_planner_owned_variable_is_an_error(role):
+    with pytest.raises(TrickError) as excinfo:
+        Trick("bad", env={role: {"DMLC_NUM_SERVER": "9"}})
     msg = str(excinfo.value)
-    assert "'bad'" in msg and "DMLC_NUM_SERVER" in msg and role in msg
+    assert "'bad'" in msg and "DMLC_NUM_SERVER" in msg and role in msg and "planner owns it" in msg
+
+
+def test_user_variables_reach_roles_and_win_over_backend_defaults():
+    engine = Trick("engine-8", env={"server": {"BYTEPS_SERVER_ENGINE_THREAD": "8", "DMLC_INTERFACE": "lo"}})
+    s = settings(role_env="server,scheduler:DMLC_ENABLE_RDMA=1 worker:BYTEPS_ENABLE_IPC=0")
+    plan = make_plan(s, engine, [HEAD] + FAKE_GPU + MARKED, backend="byteps", run_id="r")
+    server = plan.by_role("server")[0].env
+    assert server["BYTEPS_SERVER_ENGINE_THREAD"] == "8"  # the backend's default is 4
+    assert (server["DMLC_INTERFACE"], server["DMLC_ENABLE_RDMA"]) == ("lo", "1")
+    assert plan.scheduler.env["DMLC_ENABLE_RDMA"] == "1"
+    assert all(w.env["BYTEPS_ENABLE_IPC"] == "0" for w in plan.by_role("worker"))
 
 
 def test_clean_env_strips_role_configuration_but_keeps_the_rest():

@@ -250,3 +250,38 @@ def test_real_host_facts_are_stable():
     a = make_profile(collect_facts(gpu_lister=list))
     b = make_profile(collect_facts(gpu_lister=list))
     assert a.id == b.id
+
+
+# --- profiles of the nodes that hosted roles (existing clusters) -------------------------
+
+def _host(gpu_model, gpus, cpu="Intel Xeon Gold 6148", cores=64):
+    local = {"cpu_model": cpu, "arch": "x86_64", "cores": cores, "memory_gib_class": 256,
+             "gpu_model": None, "gpu_count": 0}
+    return profile_mod.host_facts(local, gpu_model, gpus)
+
+
+def test_cluster_profile_follows_the_worker_nodes_gpu_model():
+    servers = [_host(None, 0, cores=32)] * 4
+    v100 = make_profile(profile_mod.cluster_profile_facts([_host("V100", 8)] * 4, servers))
+    a100 = make_profile(profile_mod.cluster_profile_facts([_host("A100", 8)] * 4, servers))
+    assert v100.id != a100.id
+    assert v100.id.startswith("gpu-8xv100-") and a100.id.startswith("gpu-8xa100-")
+    assert v100.facts["cluster"]["worker_nodes"] == [{**_host("V100", 8), "count": 4}]
+    assert v100.facts["cluster"]["server_nodes"][0]["count"] == 4
+    assert v100.facts["cluster"]["nodes"] == 8
+
+
+def test_cluster_profile_does_not_depend_on_the_driver_machine(monkeypatch):
+    hosts = ([_host("V100", 8)] * 2, [_host(None, 0)])
+    before = make_profile(profile_mod.cluster_profile_facts(*hosts)).id
+    # another machine runs pytest: nothing of it is read
+    monkeypatch.setattr(profile_mod, "collect_facts", lambda **kw: {"cpu_model": "other laptop"})
+    assert make_profile(profile_mod.cluster_profile_facts(*hosts)).id == before
+
+
+def test_ray_accelerator_type_wins_and_no_gpu_means_no_model():
+    local = {"cpu_model": "x", "gpu_model": "Tesla V100-SXM2-32GB", "gpu_count": 8}
+    assert profile_mod.host_facts(local, "V100", 8)["gpu_model"] == "V100"
+    assert profile_mod.host_facts(local, None, 0)["gpu_model"] is None
+    with pytest.raises(ValueError, match="no node hosted a role"):
+        profile_mod.cluster_profile_facts([], [])

@@ -255,6 +255,15 @@ INVALID = [
     ("trace", "0:5"),
     ("trace", "20:10"),
     ("log_dir", "   "),
+    ("server_resource", "CPU"),
+    ("server_resource", "two words"),
+    ("colocate", "sometimes"),
+    ("gpus_per_worker", "0"),
+    ("gpus_per_worker", "many"),
+    ("role_env", "DMLC_INTERFACE=eth0"),
+    ("role_env", "gpu:DMLC_INTERFACE=eth0"),
+    ("role_env", "worker:DMLC_WORKER_ID=3"),
+    ("placement_timeout", "0"),
 ]
 
 
@@ -344,3 +353,11 @@ def test_blank_environment_variable_counts_as_unset():
     assert src.values == {"workers": "3"}
     resolved = resolve([src], CPU)
     assert resolved.steps == 20 and resolved.origins["steps"] == "default"
+
+
+def test_role_env_items_and_planner_owned_variables():
+    s = resolve([cli(role_env="server,scheduler:DMLC_INTERFACE=eth0 worker:DMLC_ENABLE_RDMA=1")], CPU)
+    assert s.role_env == (("server", "DMLC_INTERFACE", "eth0"), ("scheduler", "DMLC_INTERFACE", "eth0"),
+                          ("worker", "DMLC_ENABLE_RDMA", "1"))
+    with pytest.raises(SettingsError, match="DMLC_PS_ROOT_URI is set by the planner"):
+        resolve([cli(role_env="all:DMLC_PS_ROOT_URI=10.0.0.1")], CPU)

@@ -27,10 +27,11 @@ class PlanError(ValueError):
 
 @dataclass(frozen=True)
 class WorkerProcess:
-    """One process of a worker node: its name suffix and the backend's variables for it."""
+    """One process of a worker node: its name suffix, the backend's variables, the GPUs its actor holds."""
 
     suffix: str  # "" for one process per node, ".0", ".1", ... for one per GPU
     env: Mapping[str, str] = field(default_factory=dict, hash=False)
+    gpus: int = 0
 
 
 @runtime_checkable
@@ -54,8 +55,14 @@ class Backend(Protocol):
     def worker_command(self, settings: Settings) -> Sequence[str]:
         """Command of every worker process (may use the ``PYTHON`` and ``RECORDS`` placeholders)."""
 
-    def worker_processes(self, settings: Settings, worker_id: int, node: "Node") -> Sequence[WorkerProcess]:
-        """The processes of worker node ``worker_id`` placed on ``node``, with their variables."""
+    def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
+                         gpus: Sequence[int]) -> Sequence[WorkerProcess]:
+        """The processes of worker node ``worker_id`` on ``node``, with their variables.
+
+        ``gpus`` are the GPU ids Ray assigned to this run on that node (empty on CPU).
+        A backend that trains on GPUs runs one process per id; its process
+        ``k`` gets GPU ``gpus[k]`` (its actor asks Ray for one GPU).
+        """
 
     def probe(self) -> "str | None":
         """Runs on a node (in a Ray task): why the backend cannot run there, None when it can."""

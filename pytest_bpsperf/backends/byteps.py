@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ..remote.environ import PYTHON
@@ -43,12 +44,14 @@ class BytePSBackend(BackendBase):
     def server_env(self, settings: Settings) -> Mapping[str, str]:
         return server_env(num_workers=settings.workers)
 
-    def worker_processes(self, settings: Settings, worker_id: int, node: "Node") -> Sequence[WorkerProcess]:
+    def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
+                         gpus: Sequence[int]) -> Sequence[WorkerProcess]:
         trace = _trace_window(settings, f"trace/worker-{worker_id}")
+        ids = sorted(gpus)
         return tuple(
-            WorkerProcess(f".{rank}", worker_env(worker_id=worker_id, local_rank=rank, local_size=node.gpus,
-                                                 num_workers=settings.workers, trace=trace))
-            for rank in range(node.gpus)
+            WorkerProcess(f".{rank}", worker_env(worker_id=worker_id, local_rank=rank, local_size=len(ids),
+                                                 num_workers=settings.workers, gpus=ids, trace=trace), gpus=1)
+            for rank in range(len(ids))
         )
 
     def probe(self) -> "str | None":
@@ -62,15 +65,20 @@ class BytePSBackend(BackendBase):
         return (role.env["BYTEPS_TRACE_DIR"],) if role.env.get("BYTEPS_TRACE_ON") == "1" else ()
 
     def collect(self, plan: "Plan", files: Mapping[str, Mapping[str, str]]) -> "tuple[CommWindow, ...]":
-        """PUSH/PULL per step of each traced worker node, from its processes' comm.json files."""
+        """PUSH/PULL per step of each traced worker node, from its root local rank's comm.json."""
         from ..measurement import CommWindow
-        from .byteps_timeline import TraceError, timeline_from_files
+        from .byteps_timeline import TRACE_FILE, TraceError, timeline_from_files
 
         windows: dict = {}
         for role in plan.roles:
             for trace_dir in self.artifact_dirs(role):
                 start = int(role.env["BYTEPS_TRACE_START_STEP"])
-                windows.setdefault(trace_dir, (start, {}))[1].update(files.get(role.name, {}))
+                # Only the root local rank (the last one) pushes and pulls; the other
+                # ranks' traces would dilute the per-step time by the local size.
+                root = f"{int(role.env['BYTEPS_LOCAL_SIZE']) - 1}/{TRACE_FILE}"
+                found = {p: t for p, t in files.get(role.name, {}).items() if p.replace(os.sep, "/").endswith(
+                    "/" + root)}
+                windows.setdefault(trace_dir, (start, {}))[1].update(found)
         out = []
         for trace_dir, (start, found) in sorted(windows.items()):
             try:

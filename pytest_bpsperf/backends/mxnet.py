@@ -22,5 +22,6 @@ class MXNetBackend(BackendBase):
     def server_command(self) -> Sequence[str]:
         return (PYTHON, "-c", "import mxnet")
 
-    def worker_processes(self, settings: Settings, worker_id: int, node: "Node") -> Sequence[WorkerProcess]:
+    def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
+                         gpus: Sequence[int]) -> Sequence[WorkerProcess]:
         return (WorkerProcess(""),)

@@ -38,13 +38,17 @@ class BaselineGate:
 
     # -- profile and store ------------------------------------------------------
     def profile(self) -> Profile:
-        """This run's hardware profile (cluster facts included once Ray is up)."""
+        """This run's hardware profile: on an existing cluster, of the nodes that hosted roles;
+        embedded, of this machine (with the cluster's shape once Ray is up)."""
         if self._profile is None:
-            cluster = None
             session = self.runner.started
-            if session is not None and session.cluster.started:
-                cluster = {"nodes": [{"gpus": n.gpus, "cpus": n.cpus} for n in session.nodes()]}
-            facts = collect_facts(cluster=cluster)
+            if session is not None and session.cluster.started and not session.cluster.owned and session.hosts:
+                facts = session.host_profile_facts()  # the nodes that trained, not this machine
+            else:
+                cluster = None
+                if session is not None and session.cluster.started:
+                    cluster = {"nodes": [{"gpus": n.gpus, "cpus": n.cpus} for n in session.nodes()]}
+                facts = collect_facts(cluster=cluster)
             self.config.hook.pytest_bpsperf_profile_facts(config=self.config, facts=facts)
             try:
                 self._profile = make_profile(facts, override=self.settings.profile)

@@ -20,6 +20,7 @@ class RunnerPlugin:
 
     def __init__(self, config: pytest.Config, settings: "SettingsPlugin", ledger: Ledger) -> None:
         self.config = config
+        self.settings_plugin = settings
         self.settings = settings.settings
         self.ledger = ledger
         self._session: "PerfSession | None" = None
@@ -62,6 +63,19 @@ class RunnerPlugin:
         """Tear down Ray (if this session started it)."""
         if self._session is not None:
             self._session.close()
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """On an existing cluster, connect now: workload defaults follow its worker nodes' device kind,
+        and an unreachable cluster is one error for the session."""
+        if not self.settings.ray_address or self.config.option.collectonly:
+            return
+        from ..cluster import ClusterError
+
+        try:
+            self.settings_plugin.hardware = self.session.hardware()
+        except ClusterError as exc:
+            raise pytest.UsageError(f"bpsperf: {exc} (setting 'ray_address' from "
+                                    f"{self.settings.origins.get('ray_address')})") from None
 
     @pytest.hookimpl(trylast=True)
     def pytest_bpsperf_run(self, config: pytest.Config, spec: RunSpec) -> RunOutput:

@@ -27,6 +27,22 @@ CONFIG_PREFIXES = (
 REPORTED_PREFIXES = CONFIG_PREFIXES + ("BPSPERF_",)
 
 
+#: Variables the planner sets from the topology and from where Ray placed each role;
+#: a trick or ``role_env`` that sets one of them is a usage error. (Other
+#: ``DMLC_*``/``BYTEPS_*`` variables, such as DMLC_INTERFACE, DMLC_ENABLE_RDMA or
+#: BYTEPS_SERVER_ENGINE_THREAD, are the user's to set.)
+PLANNER_OWNED = (
+    "DMLC_ROLE", "DMLC_NUM_WORKER", "DMLC_NUM_SERVER", "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NODE_HOST",
+    "DMLC_WORKER_ID", "BYTEPS_LOCAL_RANK", "BYTEPS_LOCAL_SIZE", "BYTEPS_TRACE_*", "NVIDIA_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES", "BPSPERF_RUN_ID",
+)
+
+
+def planner_owned(name: str) -> bool:
+    """Whether the planner sets variable ``name`` itself."""
+    return any(name == p or (p.endswith("*") and name.startswith(p[:-1])) for p in PLANNER_OWNED)
+
+
 def scrub(inherited: Mapping[str, str]) -> dict:
     """``inherited`` minus every variable that configures a role."""
     return {k: v for k, v in inherited.items() if not k.startswith(CONFIG_PREFIXES)}

@@ -83,15 +83,25 @@ class RoleProcess:
         self.ended_at: "float | None" = None
         self.killed = False
 
+    def rename(self, name: str) -> None:
+        """Take another role's name before starting (the launcher matches GPU ids to local ranks)."""
+        if self.proc is not None:
+            raise RuntimeError(f"role {self.name} already started")
+        self.name = name
+        self.log_path = os.path.join(self.log_dir, f"{name}.log")
+        self.records_path = os.path.join(self.log_dir, f"{name}.records.jsonl")
+
     # -- placement facts -------------------------------------------------
-    def node_ip(self) -> str:
-        """This node's address as Ray knows it (127.0.0.1 on the embedded cluster)."""
+    def where(self) -> dict:
+        """Where this actor runs as Ray placed it: node id, address, host name, the GPU ids Ray assigned."""
         try:
             import ray
 
-            return ray.util.get_node_ip_address()
-        except Exception:  # noqa: BLE001 - outside Ray: loopback
-            return "127.0.0.1"
+            context = ray.get_runtime_context()
+            return {"node_id": context.get_node_id(), "ip": ray.util.get_node_ip_address(),
+                    "hostname": socket.gethostname(), "gpu_ids": [int(g) for g in ray.get_gpu_ids()]}
+        except Exception:  # noqa: BLE001 - outside Ray: this machine on loopback
+            return {"node_id": "", "ip": "127.0.0.1", "hostname": socket.gethostname(), "gpu_ids": []}
 
     def pick_port(self, host: str) -> int:
         """Choose the scheduler's port here, on the scheduler's own node."""

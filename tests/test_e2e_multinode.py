@@ -1,0 +1,274 @@
+"""Real clusters, simulated here: one raylet per node, each on its own loopback address.
+
+``ray.cluster_utils.Cluster`` starts, on this machine:
+
+- a head at 127.0.0.1 with 0 CPUs (it must host nothing),
+- two "GPU" nodes at 127.0.0.2 and 127.0.0.3 (1 CPU, 2 fake GPUs, ``accelerator_type:V100``),
+- two CPU server nodes at 127.0.0.4 and 127.0.0.5 (1 CPU, the ``bpsperf_server`` resource).
+
+Every test asserts from what the roles report (where their actors ran) and
+from their logs; nothing is addressed outside 127.0.0.0/8.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import uuid
+
+import pytest
+
+from procs import role_processes, wait_until
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("mxnet")
+
+from pytest_bpsperf.backends import BackendBase, BytePSBackend, PlanError  # noqa: E402
+from pytest_bpsperf.backends.byteps_env import server_library  # noqa: E402
+from pytest_bpsperf.launcher import RoleFailed, RoleGroup, run_roles  # noqa: E402
+from pytest_bpsperf.plan import make_plan  # noqa: E402
+from pytest_bpsperf.remote.environ import PYTHON, RECORDS  # noqa: E402
+from pytest_bpsperf.settings import Hardware, Source, resolve  # noqa: E402
+from pytest_bpsperf.tricks import TrickRegistry  # noqa: E402
+
+GPU_IPS = ("127.0.0.2", "127.0.0.3")
+SERVER_IPS = ("127.0.0.4", "127.0.0.5")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    from ray.cluster_utils import Cluster
+
+    # A private temp dir: the cluster's address file must not replace the machine's /tmp/ray one.
+    tmp = tmp_path_factory.mktemp("raytmp")
+    (tmp / "ray").mkdir()
+    saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR",)}
+    os.environ["RAY_TMPDIR"] = str(tmp)
+    c = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "node_ip_address": "127.0.0.1", "include_dashboard": False,
+        # notice a lost node in about 2 s instead of 15
+        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
+                           "health_check_timeout_ms": 500},
+    })
+    for ip in GPU_IPS:
+        c.add_node(num_cpus=1, num_gpus=2, node_ip_address=ip, resources={"accelerator_type:V100": 1})
+    for ip in SERVER_IPS:
+        c.add_node(num_cpus=1, node_ip_address=ip, resources={"bpsperf_server": 1})
+    c.wait_for_nodes()
+    try:
+        yield c
+    finally:
+        c.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture
+def driver(cluster, tmp_path):
+    """This process as the plugin's driver on the cluster (ships the package, disconnects after)."""
+    from pytest_bpsperf.cluster import RayCluster
+
+    c = RayCluster(address=cluster.address, watch_dir=str(tmp_path)).start()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def settings(**values):
+    return resolve([Source("cli", "test", {k: str(v) for k, v in values.items()})], Hardware(gpus=2, cores=1))
+
+
+DEFAULT = TrickRegistry().get("default")
+
+PERF_TEST = """
+import pytest
+
+pytestmark = pytest.mark.perf
+
+
+def test_train(bpsperf_train):
+    assert bpsperf_train().img_per_sec > 0
+"""
+
+
+def test_mxnet_trains_across_nodes_where_ray_placed_each_role(cluster, pytester, tmp_path):
+    pytester.makeini(
+        "[pytest]\nbpsperf_steps = 5\nbpsperf_batch_size = 4\nbpsperf_image_size = 32\n"
+        "bpsperf_backend = mxnet\nbpsperf_server_nodes = 2\n"
+    )
+    pytester.makepyfile(test_perf=PERF_TEST)
+    out = tmp_path / "result.json"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf", "--bpsperf-ps-verbose",
+                                           f"--bpsperf-ray-address={cluster.address}", f"--bpsperf-json={out}")
+    result.assert_outcomes(passed=1)
+    doc = json.loads(out.read_text())
+    (entry,) = doc["tests"]
+    roles = {r["name"]: r for r in entry["roles"]}
+    ran = {name: r["ran_on"]["ip"] for name, r in roles.items()}
+    # every worker on its own GPU node, every server on its own server node, the head hosts nothing
+    assert sorted([ran["worker-0"], ran["worker-1"]]) == list(GPU_IPS)
+    assert sorted([ran["server-0"], ran["server-1"]]) == list(SERVER_IPS)
+    assert ran["scheduler"] in SERVER_IPS
+    for name, r in roles.items():
+        assert r["exit_code"] == 0
+        # defaults follow the worker nodes (GPU nodes: 4 OpenMP threads), not this 2-core driver
+        assert r["env"]["OMP_NUM_THREADS"] == "4", name
+        assert r["env"]["DMLC_PS_ROOT_URI"] == ran["scheduler"], name
+        assert r["env"]["DMLC_NODE_HOST"] == ran[name], name
+        assert r["ran_on"]["node_id"] and r["ran_on"]["hostname"]
+    # ps-lite registration crossed the addresses: the scheduler saw both servers and both workers
+    log = open(roles["scheduler"]["log_path"]).read()
+    for ip in SERVER_IPS:
+        assert re.search(rf"role=server, ip={re.escape(ip)}, port=", log), log[-2000:]
+    for ip in GPU_IPS:
+        assert re.search(rf"role=worker, ip={re.escape(ip)}, port=", log), log[-2000:]
+    # the profile describes the nodes that trained (V100 GPU nodes), not this GPU-less machine
+    profile_line = next(line for line in doc["session"] if line.startswith("profile: "))
+    assert "gpu_count=2" in profile_line and "gpu_model=V100" in profile_line
+    assert profile_line.split()[1].startswith("gpu-2xv100-")
+    # the scaling reference ran (on a worker node: the head has no CPU to run it)
+    assert entry["single_img_per_sec"] > 0
+    assert role_processes(doc["session_info"]["run_id"]) == []
+
+
+class StandInWorkers(BytePSBackend):
+    """BytePS's plan and real servers; each worker process only records the environment it got."""
+
+    def worker_command(self, settings):
+        code = ("import json, os, sys; json.dump({'event': 'start', 'env': dict(os.environ)}, "
+                "open(sys.argv[1], 'a')); open(sys.argv[1], 'a').write('\\n')")
+        return (PYTHON, "-c", code, RECORDS)
+
+
+@pytest.mark.skipif(server_library() is None, reason="needs the BytePS server (scripts/install-byteps-server.sh)")
+def test_byteps_plan_follows_rays_gpu_assignment_and_servers_register_across_nodes(driver, tmp_path):
+    s = settings(workers=2, server_nodes=2, backend="byteps", omp_threads=1)
+    backend = StandInWorkers()
+    nodes = driver.nodes()
+    run_id = "mn-" + uuid.uuid4().hex[:8]
+
+    def plan_with(gpu_ids=None):
+        return make_plan(s, DEFAULT, nodes, backend=backend, run_id=run_id, verbose_ps=2, gpu_ids=gpu_ids)
+
+    with RoleGroup(plan_with(), str(tmp_path / "logs")) as group:
+        group.start(timeout=120, placement_timeout=30, replan=plan_with)
+        sched_ip = group.where["scheduler"]["ip"]
+        assert sched_ip in SERVER_IPS and group.root["DMLC_PS_ROOT_URI"] == sched_ip
+
+        def registered():
+            tails = group.log_tails(400)
+            ips = set(re.findall(r"cmd=ADD_NODE, node=\{ \[role=server, ip=(127\.0\.0\.\d+)", tails["scheduler"]))
+            return tails if ips == set(SERVER_IPS) else None
+
+        assert wait_until(registered, timeout=90), group.log_tails(400)["scheduler"][-3000:]
+        assert wait_until(lambda: all(group.poll()[w.name] == 0 for w in group.plan.by_role("worker")), 60)
+    envs = {w.name: w.start["env"] for w in group.records}
+    assert set(envs) == {"worker-0.0", "worker-0.1", "worker-1.0", "worker-1.1"}
+    for wid in (0, 1):
+        names = [f"worker-{wid}.0", f"worker-{wid}.1"]
+        ips = {group.where[n]["ip"] for n in names}
+        assert len(ips) == 1 and ips <= set(GPU_IPS)  # one GPU node per worker node
+        ray_ids = sorted(g for n in names for g in group.where[n]["gpu_ids"])
+        for rank, name in enumerate(names):
+            env = envs[name]
+            assert env["DMLC_WORKER_ID"] == str(wid)
+            assert env["BYTEPS_LOCAL_RANK"] == str(rank) and env["BYTEPS_LOCAL_SIZE"] == "2"
+            # the visible devices are the GPUs Ray gave this run on the node, and local rank k
+            # runs on the k-th of them: the one Ray assigned to that process's actor
+            assert env["CUDA_VISIBLE_DEVICES"] == ",".join(map(str, ray_ids)) == env["NVIDIA_VISIBLE_DEVICES"]
+            assert group.where[name]["gpu_ids"] == [ray_ids[rank]]
+            assert env["DMLC_NODE_HOST"] == group.where[name]["ip"]
+    for o in group.outcomes():
+        assert o.environ["DMLC_PS_ROOT_URI"] == sched_ip, o.name
+    assert role_processes(run_id) == []
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"workers": 3}, "needs 3 GPU worker node(s)"),
+    ({"server_nodes": 3}, "3 server node(s) (setting 'server_nodes') need as many nodes with the custom resource"),
+])
+def test_impossible_shapes_fail_before_anything_starts(driver, values, message):
+    t0 = time.monotonic()
+    with pytest.raises(PlanError) as excinfo:
+        make_plan(settings(backend="byteps", **values), DEFAULT, driver.nodes(), backend="byteps", run_id="r")
+    assert message in str(excinfo.value)
+    assert "127.0.0.4" in str(excinfo.value)  # the message lists what each node has
+    assert time.monotonic() - t0 < 30
+
+
+def test_mixed_gpu_counts_are_an_error_on_a_real_cluster(cluster, driver):
+    extra = cluster.add_node(num_cpus=1, num_gpus=1, node_ip_address="127.0.0.6",
+                             resources={"accelerator_type:V100": 1})
+    cluster.wait_for_nodes()
+    try:
+        with pytest.raises(PlanError, match="different GPU counts"):
+            make_plan(settings(backend="byteps", workers=3), DEFAULT, driver.nodes(), backend="byteps", run_id="r")
+        plan = make_plan(settings(backend="byteps", workers=3, gpus_per_worker=1), DEFAULT, driver.nodes(),
+                         backend="byteps", run_id="r")
+        assert len(plan.by_role("worker")) == 3
+    finally:
+        cluster.remove_node(extra)
+
+
+class Sleepers(BackendBase):
+    """Roles that just wait: servers and workers sleep (the run is stopped or lost, never finished)."""
+
+    name = "mxnet"  # the launcher asks the registry what to collect: nothing
+
+    def server_command(self):
+        return (PYTHON, "-c", "import time; time.sleep(120)")
+
+    def worker_command(self, settings):
+        return (PYTHON, "-c", "import time; time.sleep(120)")
+
+    def worker_processes(self, settings, worker_id, node, gpus):
+        from pytest_bpsperf.backends import WorkerProcess
+
+        return (WorkerProcess(""),)
+
+
+def test_node_removed_before_the_run_fails_the_reservation_in_bounded_time(cluster, driver, tmp_path):
+    extra = cluster.add_node(num_cpus=1, node_ip_address="127.0.0.7", resources={"bpsperf_server": 1})
+    cluster.wait_for_nodes()
+    nodes = driver.nodes()  # read while the node is alive ...
+    plan = make_plan(settings(server_nodes=3), DEFAULT, nodes, backend=Sleepers(), run_id="gone")
+    assert "127.0.0.7" in {r.node.ip for r in plan.by_role("server")}
+    cluster.remove_node(extra)  # ... and gone when the run starts
+    t0 = time.monotonic()
+    with pytest.raises(RoleFailed) as excinfo:
+        run_roles(plan, str(tmp_path / "logs"), timeout=60, placement_timeout=5)
+    assert time.monotonic() - t0 < 60
+    msg = str(excinfo.value)
+    assert "could not reserve the run's nodes within 5s" in msg
+    assert "127.0.0.7" in msg and "bpsperf_server" in msg  # what was asked and what each node has
+    assert role_processes("gone") == []
+
+
+def test_node_lost_mid_run_fails_naming_the_node_and_its_roles(cluster, driver, tmp_path):
+    gpu = cluster.add_node(num_cpus=1, num_gpus=2, node_ip_address="127.0.0.8",
+                           resources={"accelerator_type:V100": 1})
+    cluster.wait_for_nodes()
+    nodes = [n for n in driver.nodes() if n.ip not in GPU_IPS]  # the new GPU node is the only one
+    plan = make_plan(settings(workers=1), DEFAULT, nodes, backend=Sleepers(), run_id="lost")
+    assert plan.by_role("worker")[0].node.ip == "127.0.0.8"
+
+    def remove_soon():
+        time.sleep(3)
+        cluster.remove_node(gpu, allow_graceful=False)
+
+    import threading
+
+    threading.Thread(target=remove_soon, daemon=True).start()
+    t0 = time.monotonic()
+    with pytest.raises(RoleFailed) as excinfo:
+        run_roles(plan, str(tmp_path / "logs"), timeout=90, placement_timeout=30)
+    assert time.monotonic() - t0 < 80
+    msg = str(excinfo.value)
+    assert "127.0.0.8" in msg and "worker-0" in msg
+    assert wait_until(lambda: role_processes("lost") == [], 30)
