@@ -156,6 +156,17 @@ def _trace_window(raw: Any) -> tuple:
     return window
 
 
+#: How the verdict judges throughput: as measured, or relative to this session's single-process img/s.
+NORMALIZE = ("off", "single")
+
+
+def _normalize(raw: Any) -> str:
+    text = str(raw).strip().lower()
+    if text not in NORMALIZE:
+        raise ValueError("expected off or single")
+    return text
+
+
 def _profile_id(raw: Any) -> str:
     return validate_profile_id(str(raw).strip())
 
@@ -217,6 +228,16 @@ OPTIONS: tuple = (
            "a percentage such as 20%", 0.2, False),
     Option("log_dir", "directory for role logs (default: under pytest's basetemp)", _path, "a directory path",
            None, False),
+    Option("max_repeats", "most runs a job may take to decide its verdict (repeats is the minimum)",
+           _int_at_least(1), "an integer >= 1", 4),
+    Option("confidence", "two-sided confidence of the verdict's interval (false alarms: half the rest)", _percent,
+           "a percentage such as 98%", 0.98),
+    Option("session_spread", "spread between sessions assumed while a baseline has one recorded session",
+           _percent, "a percentage such as 25%", 0.25),
+    Option("sessions", "recorded sessions a baseline entry keeps (--bpsperf-update-baselines adds one)",
+           _int_at_least(1), "an integer >= 1", 10, False),
+    Option("normalize", "judge img/s as measured (off) or relative to this session's single-process img/s",
+           _normalize, "off or single", "off"),
 )
 
 OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
@@ -293,6 +314,11 @@ class Settings:
     strict: bool
     max_spread: float
     log_dir: "str | None"
+    max_repeats: int = 4
+    confidence: float = 0.98
+    session_spread: float = 0.25
+    sessions: int = 10
+    normalize: str = "off"
     #: where each value came from, e.g. {"steps": "command line option --bpsperf-steps"}
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
