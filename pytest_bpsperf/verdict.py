@@ -87,7 +87,8 @@ class Verdict:
             text += f"{c.change_pct:+.1f}%, "
         return text + (
             f"tolerance -{100 * self.tolerance:.0f}%, noise margin ±{c.margin_pct:.1f}% ({spread}), "
-            f"smallest detectable drop {c.min_detectable_change_pct:.1f}%; decided after {runs}"
+            f"smallest detectable drop {c.min_detectable_change_pct:.1f}%; verdict after {runs}"
+            + ("" if c.decided else f" (not decided at {c.confidence:.0%})")
         )
 
     def message(self, *, update_command: str = "", bisect: str = "") -> str:

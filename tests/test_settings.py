@@ -255,6 +255,14 @@ INVALID = [
     ("trace", "0:5"),
     ("trace", "20:10"),
     ("log_dir", "   "),
+    ("max_repeats", "0"),
+    ("max_repeats", "many"),
+    ("confidence", "100%"),
+    ("confidence", "sure"),
+    ("session_spread", "0"),
+    ("session_spread", "wide"),
+    ("sessions", "0"),
+    ("normalize", "double"),
 ]
 
 
@@ -344,3 +352,11 @@ def test_blank_environment_variable_counts_as_unset():
     assert src.values == {"workers": "3"}
     resolved = resolve([src], CPU)
     assert resolved.steps == 20 and resolved.origins["steps"] == "default"
+
+
+def test_verdict_settings_defaults_and_spellings():
+    s = resolve([], Hardware(gpus=0, cores=2))
+    assert (s.max_repeats, s.confidence, s.session_spread, s.sessions, s.normalize) == (4, 0.98, 0.25, 10, "off")
+    s = resolve([Source("cli", "command line", {"max_repeats": "6", "confidence": "99%", "session_spread": "5",
+                                                "sessions": "3", "normalize": "Single"})], Hardware(gpus=0, cores=2))
+    assert (s.max_repeats, s.confidence, s.session_spread, s.sessions, s.normalize) == (6, 0.99, 0.05, 3, "single")

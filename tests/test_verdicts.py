@@ -3,8 +3,10 @@
 No distributed run here: the pytester project implements the public hook
 ``pytest_bpsperf_run`` and returns finished job outputs from synthetic step
 timings. ``FAKE_SPEED`` scales throughput (1.0 is what the baseline is recorded
-at); each repeat differs by about 1% (``FAKE_NOISY=1``: 40%), so that the
-recorded baselines have a known, small noise.
+at); each repeat differs by about 1% (``FAKE_NOISY=1``: 40%, ``FAKE_JITTER``:
+any), so that the recorded baselines have a known, small noise. The fake has
+no between-session noise, so the tests pin a small ``session_spread`` unless
+they test the assumed one.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ CALLS = {}
 
 
 def pytest_bpsperf_run(config, spec):
-    jitter = 0.4 if os.environ.get("FAKE_NOISY") == "1" else 0.01
+    jitter = 0.4 if os.environ.get("FAKE_NOISY") == "1" else float(os.environ.get("FAKE_JITTER", "0.01"))
     speed = float(os.environ.get("FAKE_SPEED", "1.0"))
     # FAKE_SLOW_CALLS=N: the first N jobs of each trick are an unlucky 40% slower
     CALLS[spec.trick.name] = CALLS.get(spec.trick.name, 0) + 1
@@ -61,9 +63,11 @@ def pytest_bpsperf_run(config, spec):
     )
     roles = tuple(RoleOutcome(w.name, "worker", w.node, 0, spec.log_dir + "/" + w.name + ".log")
                   for w in workers)
+    # FAKE_SINGLE: the single-process img/s of this session (scaling reference)
+    single = float(os.environ["FAKE_SINGLE"]) if os.environ.get("FAKE_SINGLE") else None
     return RunOutput(workers=workers, roles=roles, bringup_s=1.0, teardown_s=0.5, wall_s=8.0,
                      log_dir=spec.log_dir, topology={"workers": s.workers, "worker_processes": s.workers},
-                     backend="mxnet")
+                     backend="mxnet", single_img_per_sec=single)
 '''
 
 PERF_TEST = '''
@@ -89,7 +93,7 @@ TOPOLOGY = "server_nodes=1,servers_per_node=1,workers=2"
 WORKLOAD = "backend=mxnet,batch_size=8,image_size=32,model=resnet50_v2,omp_threads=2,steps=12"
 # The workload is pinned: on a GPU machine the defaults (and so the keys) would differ.
 PINNED = ("--bpsperf-steps=12", "--bpsperf-batch-size=8", "--bpsperf-image-size=32", "--bpsperf-omp-threads=2",
-          "--bpsperf-scaling=off")
+          "--bpsperf-scaling=off", "--bpsperf-session-spread=1%")
 
 
 @pytest.fixture
@@ -101,6 +105,8 @@ def ourtester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyt
     monkeypatch.delenv("FAKE_SPEED", raising=False)
     monkeypatch.delenv("FAKE_NOISY", raising=False)
     monkeypatch.delenv("FAKE_SLOW_CALLS", raising=False)
+    monkeypatch.delenv("FAKE_JITTER", raising=False)
+    monkeypatch.delenv("FAKE_SINGLE", raising=False)
     # pytest prints full (untruncated) summaries when CI is set: keep inner output the same everywhere
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
@@ -186,25 +192,31 @@ def test_update_writes_one_entry_per_trick_and_keeps_others(ourtester, monkeypat
     ))
     doc = record(ourtester, monkeypatch)
 
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert doc["profile"]["id"] == "testprof"
     assert set(doc["entries"]) == {key("default"), key("omp-passive"), "test_other.py::test_y|baseline|-|-"}
-    assert doc["entries"]["test_other.py::test_y|baseline|-|-"] == other
+    # the other test's entry is kept, migrated to one session
+    assert doc["entries"]["test_other.py::test_y|baseline|-|-"] == {
+        "test": "test_other.py::test_y", "trick": "default", "tolerance": 0.1,
+        "sessions": [{"samples": [10.0, 11.0], "host": None, "single_img_per_sec": None}]}
     for trick in TRICKS:
         entry = doc["entries"][key(trick)]
         assert (entry["test"], entry["trick"]) == ("test_x.py::test_x", trick)
-        samples = entry["samples"]
+        (session,) = entry["sessions"]
+        assert session["host"] == platform.node()
+        assert session["single_img_per_sec"] is None  # scaling off
+        samples = session["samples"]
         assert len(samples) == 3
         # The samples are the three repeats: 1.00, 1.01 and 0.99 times the same speed.
         assert sorted(s / samples[0] for s in samples) == pytest.approx([0.99, 1.0, 1.01], abs=1e-6)
         assert entry["summary"]["n"] == 3
         assert entry["summary"]["median"] == pytest.approx(statistics.median(samples))
-        assert entry["versions"]["python"] == platform.python_version()
-        assert {"mxnet", "ray", "byteps", "gluoncv"} <= set(entry["versions"])
-        assert "commit" in entry
-        assert entry["date"].endswith("Z")
-        assert datetime.fromisoformat(entry["date"].replace("Z", "+00:00")).tzinfo is not None
-    by_trick = {t: statistics.median(doc["entries"][key(t)]["samples"]) for t in TRICKS}
+        assert session["versions"]["python"] == platform.python_version()
+        assert {"mxnet", "ray", "byteps", "gluoncv"} <= set(session["versions"])
+        assert "commit" in session
+        assert session["date"].endswith("Z")
+        assert datetime.fromisoformat(session["date"].replace("Z", "+00:00")).tzinfo is not None
+    by_trick = {t: statistics.median(doc["entries"][key(t)]["sessions"][0]["samples"]) for t in TRICKS}
     assert by_trick["omp-passive"] == pytest.approx(1.25 * by_trick["default"], rel=1e-6)
     assert sorted(os.listdir(baselines_dir(ourtester))) == ["testprof.json"]
     text = baselines_file(ourtester).read_text()
@@ -214,18 +226,21 @@ def test_update_writes_one_entry_per_trick_and_keeps_others(ourtester, monkeypat
 def test_update_records_the_commit(ourtester, monkeypatch):
     sha = git_commit(ourtester.path)
     doc = record(ourtester, monkeypatch)
-    assert {doc["entries"][key(t)]["commit"] for t in TRICKS} == {sha}
+    assert {doc["entries"][key(t)]["sessions"][-1]["commit"] for t in TRICKS} == {sha}
 
 
 def test_noisy_runs_are_refused_unless_forced(ourtester, monkeypatch):
     monkeypatch.setenv("FAKE_NOISY", "1")
     result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats", "3")
-    assert result.ret == pytest.ExitCode.OK
+    # The tests pass, but a session that was asked to record and recorded nothing fails.
+    result.assert_outcomes(passed=6)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     for trick in TRICKS:
         result.stdout.fnmatch_lines([
             f"bpsperf: refused: test_x.py::test_x [[]{trick}[]]: the 3 runs spread *more than the allowed 20.0%*"
             "more repeats (--bpsperf-repeats)*(--bpsperf-force-update records it anyway)"
         ])
+    result.stdout.fnmatch_lines(["bpsperf: baseline update incomplete: 2 entries refused, so the session fails"])
     assert not baselines_file(ourtester).exists()
 
     result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats", "3", "--bpsperf-force-update")
@@ -260,7 +275,8 @@ def test_slowdown_fails_each_trick_naming_figures_and_bisect(ourtester, monkeypa
         result.stdout.fnmatch_lines([
             f"test_x.py::test_x[[]{trick}-r3[]] [[]profile testprof, trick {trick}[]]: REGRESSION: "
             # 3 repeats and 2 confirmation runs
-            "measured * img/s (n=5) vs baseline * img/s (n=3): -[23][09].*%, tolerance -15%*",
+            "measured * img/s (5 runs) vs baseline * img/s (n=3, 1 session): -[23][09].*%, tolerance -15%*"
+            "verdict after 5 runs",
         ])
         assert (f"git bisect start HEAD {sha[:12]} && git bisect run pytest -m perf --bpsperf-repeats 3 "
                 f"--bpsperf-tricks {trick} test_x.py::test_x") in out
@@ -432,8 +448,10 @@ def test_json_entries_carry_the_verdict(ourtester, monkeypatch):
         assert verdict["profile"] == "testprof"
         assert verdict["key"] == key(t["trick"])
         assert verdict["samples"] == [t["img_per_sec"]]
+        assert verdict["runs"] == 1
+        assert verdict["baseline_sessions"] == 1
         assert verdict["baseline_img_per_sec"] == pytest.approx(
-            statistics.median(doc["entries"][key(t["trick"])]["samples"]))
+            statistics.median(doc["entries"][key(t["trick"])]["sessions"][0]["samples"]))
 
 
 def test_profile_facts_hook_changes_the_detected_profile(ourtester):

@@ -86,8 +86,9 @@ class Comparison:
     since the baseline has one recorded session). ``decided`` is whether the
     interval settles the question "a drop of the tolerance or not" (it lies
     below no-change, or above a drop of the tolerance); ``more_runs_can_decide``
-    whether more runs of this session could still settle it (False when
-    between-session noise alone leaves an interval wider than the tolerance).
+    whether infinitely many more runs of this session, with the difference
+    measured so far, would settle it (False when between-session noise alone
+    leaves the interval across both).
     """
 
     verdict: str
@@ -198,7 +199,7 @@ def compare(
         between_sd_pct=100.0 * math.expm1(d.between_sd),
         between_assumed=d.between_assumed,
         decided=decided,
-        more_runs_can_decide=not decided and 2.0 * d.margin_limit < -drop,
+        more_runs_can_decide=not decided and (d.diff - d.margin_limit > drop or d.diff + d.margin_limit < 0.0),
     )
 
 

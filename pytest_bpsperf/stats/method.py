@@ -181,13 +181,13 @@ def session_difference(
     if not across:
         centre = stats[0][0]
         components = [(var_w * (1.0 / n1 + 1.0 / k), dof_w)]
-        var_limit = var_w / n1
+        limit = [(var_w / n1, math.inf)]
         between = ""
     elif n_sessions == 1:
         centre = stats[0][0]
         tau2, between_assumed = math.log1p(float(session_spread)) ** 2, True  # type: ignore[arg-type]
         components = [(2.0 * tau2, math.inf), (var_w * (1.0 / n1 + 1.0 / k), dof_w)]
-        var_limit = 2.0 * tau2 + var_w / n1
+        limit = [(2.0 * tau2 + var_w / n1, math.inf)]
         between = (f"between sessions: assumed SD of log {math.sqrt(tau2):.4f} (session_spread "
                    f"{session_spread:.0%}; the baseline has 1 recorded session)")
     else:
@@ -199,13 +199,15 @@ def session_difference(
         tau2 = max(0.0, var_m - var_w * h)
         if var_m + var_w * (1.0 / k - h) > var_w / k:  # tau^2 > 0
             components = [((1.0 + 1.0 / n_sessions) * var_m, df_m), ((1.0 / k - h) * var_w, dof_w)]
-            var_limit = (1.0 + 1.0 / n_sessions) * var_m - h * var_w
+            limit = [((1.0 + 1.0 / n_sessions) * var_m, df_m), (-h * var_w, math.inf)]
         else:
             components = [(var_m / n_sessions, df_m), (var_w / k, dof_w)]
-            var_limit = var_m / n_sessions
+            limit = [(var_m / n_sessions, df_m)]
         between = (f"between sessions: SD of log {math.sqrt(tau2):.4f} estimated from {n_sessions} recorded "
                    "sessions (session means as units)")
     var = max(0.0, math.fsum(c for c, _ in components))
+    # As the current session's runs grow without bound, the within-session dof do too.
+    var_limit = max(0.0, math.fsum(c for c, _ in limit))
     dof = satterthwaite_dof(components) if across else dof_w
     two_sided = 1.0 - (1.0 - confidence) / 2.0
     q = _quantile(two_sided, dof)
@@ -224,7 +226,8 @@ def session_difference(
     return LogDifference(
         diff=diff, margin=q * se, dof=dof, sd=math.sqrt(var_w), p_value=p_value, estimated=estimated,
         confidence=confidence, description=description, between_sd=math.sqrt(tau2),
-        between_assumed=between_assumed, sessions=n_sessions, margin_limit=q * math.sqrt(max(0.0, var_limit)),
+        between_assumed=between_assumed, sessions=n_sessions,
+        margin_limit=_quantile(two_sided, satterthwaite_dof(limit)) * math.sqrt(var_limit),
     )
 
 
