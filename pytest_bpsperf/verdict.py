@@ -95,7 +95,8 @@ class Verdict:
         """The text for a failure, a skip or a report line."""
         head = f"{self.nodeid} [profile {self.profile_id}, trick {self.trick}]"
         if self.status == NO_BASELINE:
-            return f"{head}: no baseline for this test, trick and workload; record one with: {update_command}"
+            note = f" ({self.note})" if self.note else ""
+            return f"{head}: no baseline for this test, trick and workload{note}; record one with: {update_command}"
         text = f"{head}: {self.status.upper()}: {self.figures()}"
         if self.status == REGRESSION and bisect:
             text += "\n" + bisect

@@ -504,3 +504,109 @@ def test_a_real_regression_survives_confirmation(ourtester, monkeypatch):
     result = run(ourtester)
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*confirmed: the regression held over 2 extra run(s) of this job*"])
+
+
+# --- verdicts across sessions, adaptive runs, normalization ------------------------------------------
+
+
+def test_one_recorded_session_assumes_the_between_session_spread(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)
+    monkeypatch.setenv("FAKE_SPEED", "0.7")
+    # The default spread between sessions (25%) is assumed: a 30% drop could be a slow day.
+    result = run(ourtester, "--bpsperf-session-spread=25%", "--bpsperf-json=perf.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: * -30.0%, tolerance -15%, noise margin ±*% "
+                                 "(between sessions ±25% assumed (1 recorded session))*"])
+    verdict = json.loads((ourtester.path / "perf.json").read_text())["tests"][0]["verdict"]
+    assert verdict["between_sessions_assumed"] is True
+    assert verdict["between_sessions_pct"] == pytest.approx(25.0)
+    assert verdict["margin_pct"] > 30.0
+    # With a quiet assumption the same drop fails.
+    result = run(ourtester, "--bpsperf-session-spread=2%")
+    result.assert_outcomes(failed=2)
+
+
+def test_update_adds_a_session_and_the_window_prunes_the_oldest(ourtester, monkeypatch):
+    for speed in ("1.0", "1.02", "0.98"):
+        monkeypatch.setenv("FAKE_SPEED", speed)
+        result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats", "2", "--bpsperf-sessions=2")
+        assert result.ret == 0, result.stdout.str()
+    entry = json.loads(baselines_file(ourtester).read_text())["entries"][key("default")]
+    assert len(entry["sessions"]) == 2
+    first = entry["sessions"][0]["samples"]
+    assert first[0] == pytest.approx(1.02 * entry["sessions"][1]["samples"][0] / 0.98, rel=1e-6)
+    assert entry["summary"]["n"] == 4
+    # The verdict estimates the spread between sessions from them (no longer assumed).
+    result = run(ourtester, "--bpsperf-session-spread=25%")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: * (n=4, 2 sessions)* "
+                                 "(between sessions ±*% from 2 sessions)*"])
+
+
+def test_undecided_job_runs_again_until_decided_and_says_how_many_runs(ourtester, monkeypatch):
+    monkeypatch.setenv("FAKE_JITTER", "0.05")
+    record(ourtester, monkeypatch)
+    result = run(ourtester, "--bpsperf-confidence=95%", "--bpsperf-json=perf.json", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=2)
+    tests = json.loads((ourtester.path / "perf.json").read_text())["tests"]
+    for trick in TRICKS:
+        runs = [t for t in tests if t["trick"] == trick]
+        # one run leaves the interval across both "no change" and "a 15% drop"; the second decides
+        assert len(runs) == 2
+        verdict = runs[-1]["verdict"]
+        assert (verdict["status"], verdict["runs"], verdict["decided"]) == ("ok", 2, True)
+    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: measured * (2 runs) * verdict after 2 runs"])
+    cases = ET.parse(ourtester.path / "junit.xml").getroot().iter("testcase")
+    props = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")} for c in cases}
+    assert props["test_x[default]"]["bpsperf_runs"] == "2"
+    assert props["test_x[default]"]["bpsperf_adaptive_runs"] == "1"
+    # max_repeats bounds the extra runs: with 1, the job stops undecided after one run
+    result = run(ourtester, "--bpsperf-confidence=95%", "--bpsperf-max-repeats=1")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: * verdict after 1 run (not decided at 95%)"])
+
+
+def test_clear_result_stops_after_one_run(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)
+    result = run(ourtester, "--bpsperf-json=perf.json")
+    result.assert_outcomes(passed=2)
+    tests = json.loads((ourtester.path / "perf.json").read_text())["tests"]
+    assert [t["verdict"]["runs"] for t in tests] == [1, 1]
+    assert all(t["verdict"]["decided"] for t in tests)
+
+
+def test_normalize_single_takes_the_machine_speed_out(ourtester, monkeypatch):
+    monkeypatch.setenv("FAKE_SINGLE", "10.0")
+    record(ourtester, monkeypatch, "--bpsperf-scaling=on")
+    entry = json.loads(baselines_file(ourtester).read_text())["entries"][key("default")]
+    assert entry["sessions"][0]["single_img_per_sec"] == 10.0
+    # A day 30% slower for everything, the single process too: raw img/s fails, normalized passes.
+    monkeypatch.setenv("FAKE_SPEED", "0.7")
+    monkeypatch.setenv("FAKE_SINGLE", "7.0")
+    result = run(ourtester, "--bpsperf-scaling=on")
+    result.assert_outcomes(failed=2)
+    result = run(ourtester, "--bpsperf-scaling=on", "--bpsperf-normalize=single", "--bpsperf-json=perf.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: measured * img/s (1 run) vs baseline *: "
+                                 "relative to single-process img/s (7.0 this session) +0.0%*"])
+    verdict = json.loads((ourtester.path / "perf.json").read_text())["tests"][0]["verdict"]
+    assert verdict["normalize"] == "single" and verdict["single_img_per_sec"] == 7.0
+    assert verdict["normalized_samples"] == [pytest.approx(verdict["samples"][0] / 7.0)]
+    # The code got slower, the machine did not: normalized, it still fails.
+    monkeypatch.setenv("FAKE_SINGLE", "10.0")
+    result = run(ourtester, "--bpsperf-scaling=on", "--bpsperf-normalize=single")
+    result.assert_outcomes(failed=2)
+
+
+def test_normalize_single_needs_scaling(ourtester):
+    result = run(ourtester, "--bpsperf-normalize=single")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*normalize=single*scaling is off*"])
+
+
+def test_normalize_single_without_a_recorded_reference_is_no_baseline(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)  # scaling off: no single-process figure recorded
+    monkeypatch.setenv("FAKE_SINGLE", "10.0")
+    result = run(ourtester, "--bpsperf-scaling=on", "--bpsperf-normalize=single", "-rs")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*no recorded session has a single-process img/s*"])
