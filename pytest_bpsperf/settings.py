@@ -231,7 +231,7 @@ OPTIONS: tuple = (
     Option("max_repeats", "most runs a job may take to decide its verdict (repeats is the minimum)",
            _int_at_least(1), "an integer >= 1", 4),
     Option("confidence", "two-sided confidence of the verdict's interval (false alarms: half the rest)", _percent,
-           "a percentage such as 98%", 0.98),
+           "a percentage such as 99%", 0.99),
     Option("session_spread", "spread between sessions assumed while a baseline has one recorded session",
            _percent, "a percentage such as 25%", 0.25),
     Option("sessions", "recorded sessions a baseline entry keeps (--bpsperf-update-baselines adds one)",
@@ -315,7 +315,7 @@ class Settings:
     max_spread: float
     log_dir: "str | None"
     max_repeats: int = 4
-    confidence: float = 0.98
+    confidence: float = 0.99
     session_spread: float = 0.25
     sessions: int = 10
     normalize: str = "off"

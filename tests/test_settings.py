@@ -356,7 +356,7 @@ def test_blank_environment_variable_counts_as_unset():
 
 def test_verdict_settings_defaults_and_spellings():
     s = resolve([], Hardware(gpus=0, cores=2))
-    assert (s.max_repeats, s.confidence, s.session_spread, s.sessions, s.normalize) == (4, 0.98, 0.25, 10, "off")
-    s = resolve([Source("cli", "command line", {"max_repeats": "6", "confidence": "99%", "session_spread": "5",
+    assert (s.max_repeats, s.confidence, s.session_spread, s.sessions, s.normalize) == (4, 0.99, 0.25, 10, "off")
+    s = resolve([Source("cli", "command line", {"max_repeats": "6", "confidence": "95%", "session_spread": "5",
                                                 "sessions": "3", "normalize": "Single"})], Hardware(gpus=0, cores=2))
-    assert (s.max_repeats, s.confidence, s.session_spread, s.sessions, s.normalize) == (6, 0.99, 0.05, 3, "single")
+    assert (s.max_repeats, s.confidence, s.session_spread, s.sessions, s.normalize) == (6, 0.95, 0.05, 3, "single")

@@ -22,13 +22,14 @@ recorded sessions of a baseline:
   session means (variance ``s_m^2 / S``) and the current session mean has
   variance ``tau^2 + sigma^2 / K`` with ``tau^2 = max(0, s_m^2 - sigma^2 * mean(1/n_j))``
   (the method-of-moments estimate of one-way ANOVA). With ``K`` equal to the
-  baseline's runs per session this is exactly the two-sample t test with
-  session means as units.
+  baseline's runs per session the variance is that of the two-sample t test
+  with session means as units.
 - With one recorded session ``tau`` cannot be estimated and is assumed
   (``session_spread``); the result says so.
 - The variance of the difference is a linear combination of independent mean
   squares; its degrees of freedom come from the Welch-Satterthwaite
-  approximation (Satterthwaite 1946), and the interval uses Student's t.
+  approximation (Satterthwaite 1946), ``tau^2`` counted with the ``S - 1``
+  dof of the session means, and the interval uses Student's t.
 
 With ``session_spread=None`` both groups come from the same session (the trick
 matrix): ``tau`` drops out and the method is the pooled-variance two-sample t
@@ -197,12 +198,10 @@ def session_difference(
         var_m = ss_m / df_m
         h = math.fsum(1.0 / len(g) for g in groups) / n_sessions
         tau2 = max(0.0, var_m - var_w * h)
-        if var_m + var_w * (1.0 / k - h) > var_w / k:  # tau^2 > 0
-            components = [((1.0 + 1.0 / n_sessions) * var_m, df_m), ((1.0 / k - h) * var_w, dof_w)]
-            limit = [((1.0 + 1.0 / n_sessions) * var_m, df_m), (-h * var_w, math.inf)]
-        else:
-            components = [(var_m / n_sessions, df_m), (var_w / k, dof_w)]
-            limit = [(var_m / n_sessions, df_m)]
+        # tau^2 counts with the S - 1 dof of the session means it comes from; with
+        # K equal to the runs of a recorded session this is the t test on session means.
+        components = [(tau2, df_m), (var_w / k, dof_w), (var_m / n_sessions, df_m)]
+        limit = [(tau2, df_m), (var_m / n_sessions, df_m)]
         between = (f"between sessions: SD of log {math.sqrt(tau2):.4f} estimated from {n_sessions} recorded "
                    "sessions (session means as units)")
     var = max(0.0, math.fsum(c for c, _ in components))
