@@ -3,7 +3,8 @@
 :class:`RunSpec` is what a test asks for (the argument of the hook
 ``pytest_bpsperf_run``), :class:`RunResult` what one run measured, and
 :class:`Job` holds the runs of one configuration (test, trick, topology,
-workload), decides its verdict and runs its own confirmation loop. Plain
+workload), decides its verdict and runs its own loop of extra runs (to
+confirm a regression, or until the verdict is decided). Plain
 Python: the pytest layer gives a job its baseline, a way to run again and a
 callback for the verdict; a notebook can give its own.
 """
@@ -18,7 +19,7 @@ from .measurement import Measurement, RunOutput, WorkerRecords
 from .settings import Settings
 from .store.baselines import entry_key
 from .tricks import Trick
-from .verdict import REGRESSION, Verdict, decide
+from .verdict import CONFIRM, REGRESSION, STOP, Verdict, decide, next_step
 
 
 @dataclass(frozen=True)
@@ -134,13 +135,15 @@ VerdictCallback = Callable[["Job", RunResult, "Verdict | None"], None]
 
 
 class Job:
-    """Every run of one configuration; decides its verdict, confirming a regression with more runs.
+    """Every run of one configuration; decides its verdict, running again until it is decided.
 
-    ``rerun(spec)`` runs the configuration once more (it adds the run to this
-    job); ``confirm`` is how many extra runs may confirm a regression before it
-    stands, so that one unlucky run on a noisy machine does not fail unchanged
-    code. ``on_verdict`` hears every decision; without it a regression raises
-    ``AssertionError``.
+    The job's first ``repeats`` runs are the test's parametrized items
+    (interleaved with other tricks). Then :func:`~pytest_bpsperf.verdict.next_step`
+    says whether to run again: ``rerun(spec)`` runs the configuration once
+    more (it adds the run to this job) to confirm a regression (up to
+    ``confirm`` times) or because the verdict is not decided yet (up to
+    ``max_repeats`` runs). ``on_verdict`` hears every decision; without it a
+    regression raises ``AssertionError``.
     """
 
     def __init__(self, key: str, *, profile_id: str, baseline: BaselineLookup,
@@ -151,6 +154,7 @@ class Job:
         self.runs: "list[RunResult]" = []
         self.verdict: "Verdict | None" = None
         self.confirmations = 0
+        self.adaptive_runs = 0
         self._baseline = baseline
         self._rerun = rerun
         self._confirm = confirm
@@ -170,24 +174,43 @@ class Job:
         """img/s of every run, in order."""
         return [r.img_per_sec for r in self.runs]
 
+    @property
+    def single_img_per_sec(self) -> "float | None":
+        """This session's single-process img/s for the job's workload (the latest run's), if measured."""
+        for run in reversed(self.runs):
+            if run.output.single_img_per_sec:
+                return run.output.single_img_per_sec
+        return None
+
     def decide(self) -> Verdict:
-        """The verdict over every run so far (a pure function of samples, baseline and tolerance)."""
+        """The verdict over every run so far (a pure function of samples, baseline and settings)."""
         last = self.runs[-1].spec
+        s = last.settings
         return decide(nodeid=last.nodeid, test=last.test, trick=last.trick.name, profile_id=self.profile_id,
-                      key=self.key, samples=self.samples, baseline=self._baseline(),
-                      tolerance=last.settings.tolerance)
+                      key=self.key, samples=self.samples, baseline=self._baseline(), tolerance=s.tolerance,
+                      confidence=s.confidence, session_spread=s.session_spread, normalize=s.normalize,
+                      single_img_per_sec=self.single_img_per_sec)
 
     def assert_within_baseline(self, run: RunResult) -> None:
-        """Decide once every repeat of ``run`` ran; confirm a regression; report the verdict."""
+        """Decide once every repeat of ``run`` ran; run again until decided; report the verdict."""
         settings = run.spec.settings
         if run.spec.repeat + 1 < settings.repeats:
             self._report(run, None)
             return
         verdict = self.decide()
-        while verdict.status == REGRESSION and self._rerun is not None and self.confirmations < self._confirm:
-            self.confirmations += 1
-            self._say(f"{run.spec.nodeid}: {verdict.figures()}; confirming with run {self.confirmations} "
-                      f"of {self._confirm}")
+        while self._rerun is not None:
+            step = next_step(verdict, confirmations=self.confirmations, confirm=self._confirm,
+                             max_repeats=max(settings.max_repeats, settings.repeats))
+            if step == STOP:
+                break
+            if step == CONFIRM:
+                self.confirmations += 1
+                why = f"confirming with run {self.confirmations} of {self._confirm}"
+            else:
+                self.adaptive_runs += 1
+                why = f"not decided at {settings.confidence:.0%}: run {len(self.runs) + 1} of at most " \
+                      f"{settings.max_repeats}"
+            self._say(f"{run.spec.nodeid}: {verdict.figures()}; {why}")
             self._rerun(replace(run.spec, repeat=len(self.runs)))
             verdict = self.decide()
         self.verdict = verdict

@@ -157,6 +157,17 @@ def _trace_window(raw: Any) -> tuple:
     return window
 
 
+#: How the verdict judges throughput: as measured, or relative to this session's single-process img/s.
+NORMALIZE = ("off", "single")
+
+
+def _normalize(raw: Any) -> str:
+    text = str(raw).strip().lower()
+    if text not in NORMALIZE:
+        raise ValueError("expected off or single")
+    return text
+
+
 def _profile_id(raw: Any) -> str:
     return validate_profile_id(str(raw).strip())
 
@@ -277,6 +288,16 @@ OPTIONS: tuple = (
            "worker:DMLC_ENABLE_RDMA=1'", _role_env, "space-separated ROLES:VAR=VALUE items", None),
     Option("placement_timeout", "seconds to wait for Ray to reserve a run's nodes", _positive_float,
            "a number of seconds > 0", 60.0, False),
+    Option("max_repeats", "most runs a job may take to decide its verdict (repeats is the minimum)",
+           _int_at_least(1), "an integer >= 1", 4),
+    Option("confidence", "two-sided confidence of the verdict's interval (false alarms: half the rest)", _percent,
+           "a percentage such as 99%", 0.99),
+    Option("session_spread", "spread between sessions assumed while a baseline has one recorded session",
+           _percent, "a percentage such as 25%", 0.25),
+    Option("sessions", "recorded sessions a baseline entry keeps (--bpsperf-update-baselines adds one)",
+           _int_at_least(1), "an integer >= 1", 10, False),
+    Option("normalize", "judge img/s as measured (off) or relative to this session's single-process img/s",
+           _normalize, "off or single", "off"),
 )
 
 OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
@@ -358,6 +379,11 @@ class Settings:
     gpus_per_worker: int  # 0: every GPU of each worker node
     role_env: "tuple | None"  # ((role, VAR, VALUE), ...)
     placement_timeout: float
+    max_repeats: int
+    confidence: float
+    session_spread: float
+    sessions: int
+    normalize: str
     #: where each value came from, e.g. {"steps": "command line option --bpsperf-steps"}
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 

@@ -2,8 +2,14 @@
 
 ``ok``, ``regression`` (the test fails), ``improvement`` (passes; the report
 suggests updating) or ``no-baseline`` (skipped unless strict). The decision is
-:func:`pytest_bpsperf.stats.compare`: beyond the tolerance *and* beyond the
-noise of both the baseline's samples and the new ones.
+:func:`pytest_bpsperf.stats.compare` on this session's runs against the
+baseline's recorded sessions: a drop beyond the noise of runs *and* of
+sessions, not shown to be smaller than the tolerance. With ``normalize``
+``single`` each run's img/s is first divided by its session's single-process
+img/s, which takes the machine's speed of the day out.
+
+:func:`next_step` is the job's stopping rule: run again to confirm a
+regression, run again because the verdict is not decided yet, or stop.
 """
 
 from __future__ import annotations
@@ -13,8 +19,11 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from .stats import Comparison, compare, summarize
+from .store.entries import entry_samples, entry_sessions, latest_session
 
 OK, REGRESSION, IMPROVEMENT, NO_BASELINE = "ok", "regression", "improvement", "no-baseline"
+#: What a job does after a verdict (:func:`next_step`).
+STOP, CONFIRM, MORE = "stop", "confirm", "more"
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,16 @@ class Verdict:
     tolerance: float
     comparison: "Comparison | None" = None
     baseline: Mapping[str, object] = field(default_factory=dict, hash=False)
+    normalize: str = "off"
+    #: this session's single-process img/s (the reference of ``normalize=single``)
+    single_img_per_sec: "float | None" = None
+    #: why there is no comparison although an entry exists (e.g. nothing to normalize by)
+    note: str = ""
+
+    @property
+    def runs(self) -> int:
+        """How many runs this verdict was decided on."""
+        return len(self.samples)
 
     @property
     def measured(self) -> float:
@@ -39,27 +58,45 @@ class Verdict:
 
     @property
     def baseline_median(self) -> "float | None":
-        """Median img/s of the baseline's samples."""
-        samples = self.baseline.get("samples") or []
+        """Median img/s of the baseline's samples (every recorded session)."""
+        samples = entry_samples(self.baseline)
         return summarize(samples).median if samples else None
 
+    @property
+    def baseline_sessions(self) -> int:
+        """How many recorded sessions the baseline holds."""
+        return len(entry_sessions(self.baseline))
+
     def figures(self) -> str:
-        """Measured against baseline against tolerance, in one phrase."""
+        """Measured against baseline against tolerance, in one phrase; how many runs and sessions."""
+        runs = f"{self.runs} run{'s' if self.runs != 1 else ''}"
         if self.comparison is None:
-            return f"measured {self.measured:.1f} img/s (n={len(self.samples)}), no baseline"
+            return f"measured {self.measured:.1f} img/s ({runs}), no baseline" + (f" ({self.note})" if self.note else "")
         c = self.comparison
-        return (
-            f"measured {self.measured:.1f} img/s (n={len(self.samples)}) vs baseline "
-            f"{self.baseline_median:.1f} img/s (n={c.baseline_summary.n}): {c.change_pct:+.1f}%, "
-            f"tolerance -{100 * self.tolerance:.0f}%, noise margin ±{c.margin_pct:.1f}%, "
-            f"smallest detectable drop {c.min_detectable_change_pct:.1f}%"
+        n_sessions = self.baseline_sessions
+        spread = (f"between sessions ±{c.between_sd_pct:.0f}% "
+                  f"{'assumed (1 recorded session)' if c.between_assumed else f'from {n_sessions} sessions'}")
+        text = (
+            f"measured {self.measured:.1f} img/s ({runs}) vs baseline {self.baseline_median:.1f} img/s "
+            f"(n={c.baseline_summary.n}, {n_sessions} session{'s' if n_sessions != 1 else ''}): "
+        )
+        if self.normalize == "single":
+            text += (f"relative to single-process img/s ({self.single_img_per_sec:.1f} this session) "
+                     f"{c.change_pct:+.1f}%, ")
+        else:
+            text += f"{c.change_pct:+.1f}%, "
+        return text + (
+            f"tolerance -{100 * self.tolerance:.0f}%, noise margin ±{c.margin_pct:.1f}% ({spread}), "
+            f"smallest detectable drop {c.min_detectable_change_pct:.1f}%; verdict after {runs}"
+            + ("" if c.decided else f" (not decided at {c.confidence:.0%})")
         )
 
     def message(self, *, update_command: str = "", bisect: str = "") -> str:
         """The text for a failure, a skip or a report line."""
         head = f"{self.nodeid} [profile {self.profile_id}, trick {self.trick}]"
         if self.status == NO_BASELINE:
-            return f"{head}: no baseline for this test, trick and workload; record one with: {update_command}"
+            note = f" ({self.note})" if self.note else ""
+            return f"{head}: no baseline for this test, trick and workload{note}; record one with: {update_command}"
         text = f"{head}: {self.status.upper()}: {self.figures()}"
         if self.status == REGRESSION and bisect:
             text += "\n" + bisect
@@ -69,17 +106,24 @@ class Verdict:
 
     def as_dict(self) -> dict:
         """JSON view (also the JUnit properties)."""
+        latest = latest_session(self.baseline)
         out = {
             "status": self.status,
             "profile": self.profile_id,
             "key": self.key,
             "samples": list(self.samples),
+            "runs": self.runs,
             "measured_img_per_sec": self.measured,
             "baseline_img_per_sec": self.baseline_median,
-            "baseline_commit": self.baseline.get("commit"),
-            "baseline_date": self.baseline.get("date"),
+            "baseline_commit": latest.get("commit"),
+            "baseline_date": latest.get("date"),
+            "baseline_sessions": self.baseline_sessions,
             "tolerance": self.tolerance,
+            "normalize": self.normalize,
+            "single_img_per_sec": self.single_img_per_sec,
         }
+        if self.note:
+            out["note"] = self.note
         if self.comparison is not None:
             c = self.comparison
             out.update(
@@ -89,8 +133,14 @@ class Verdict:
                 ci_low=c.ci_low,
                 ci_high=c.ci_high,
                 p_value=c.p_value,
+                confidence=c.confidence,
+                between_sessions_pct=c.between_sd_pct,
+                between_sessions_assumed=c.between_assumed,
+                decided=c.decided,
                 method=c.method,
             )
+            if self.normalize == "single":
+                out["normalized_samples"] = [x / self.single_img_per_sec for x in self.samples]  # type: ignore[operator]
         return out
 
 
@@ -105,14 +155,64 @@ def decide(
     baseline: "Mapping[str, object] | None",
     tolerance: float,
     confidence: float = 0.95,
+    session_spread: "float | None" = 0.25,
+    normalize: str = "off",
+    single_img_per_sec: "float | None" = None,
 ) -> Verdict:
-    """Compare ``samples`` (img/s per run) with ``baseline`` (a stored entry or None)."""
+    """Compare ``samples`` (img/s per run of this session) with ``baseline`` (a stored entry or None).
+
+    ``session_spread`` is the spread between sessions assumed while the
+    baseline has one recorded session (None: compare as if within one
+    session). ``normalize="single"`` divides every run by its session's
+    single-process img/s (``single_img_per_sec`` here, ``single_img_per_sec``
+    of each recorded session there); recorded sessions without one are left
+    out, and without any the verdict is ``no-baseline`` with a note.
+    """
+    if normalize not in ("off", "single"):
+        raise ValueError(f"normalize is {normalize!r}, expected off or single")
     common = dict(nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key,
-                  samples=tuple(float(s) for s in samples), tolerance=tolerance)
-    if not baseline or not baseline.get("samples"):
-        return Verdict(status=NO_BASELINE, **common)
-    comparison = compare(baseline["samples"], samples, tolerance=tolerance, confidence=confidence)
-    return Verdict(status=comparison.verdict, comparison=comparison, baseline=dict(baseline), **common)
+                  samples=tuple(float(s) for s in samples), tolerance=tolerance, normalize=normalize,
+                  single_img_per_sec=single_img_per_sec)
+    sessions = entry_sessions(baseline)
+    if not sessions:
+        return Verdict(status=NO_BASELINE, **common)  # type: ignore[arg-type]
+    groups = [[float(x) for x in s["samples"]] for s in sessions]  # type: ignore[union-attr]
+    current = list(common["samples"])  # type: ignore[call-overload]
+    if normalize == "single":
+        refs = [s.get("single_img_per_sec") for s in sessions]
+        groups = [[x / float(r) for x in g] for g, r in zip(groups, refs) if isinstance(r, (int, float)) and r > 0]
+        if single_img_per_sec is None or not groups:
+            note = ("normalize=single needs this session's single-process img/s (scaling on)"
+                    if single_img_per_sec is None else
+                    "normalize=single: no recorded session has a single-process img/s; record one with "
+                    "scaling on")
+            return Verdict(status=NO_BASELINE, baseline=dict(baseline or {}), note=note, **common)  # type: ignore
+        current = [x / single_img_per_sec for x in current]
+    comparison = compare(groups, current, tolerance=tolerance, confidence=confidence,
+                         session_spread=session_spread)
+    return Verdict(status=comparison.verdict, comparison=comparison, baseline=dict(baseline or {}),
+                   **common)  # type: ignore[arg-type]
+
+
+def next_step(verdict: Verdict, *, confirmations: int, confirm: int, max_repeats: int) -> str:
+    """What a job does after ``verdict``: :data:`CONFIRM`, :data:`MORE` or :data:`STOP`.
+
+    One loop serves both kinds of extra run. A ``regression`` is run again up
+    to ``confirm`` times, each time decided on all runs together, so that one
+    unlucky run does not fail unchanged code. Any other verdict that is not
+    decided (its interval holds both "no change" and "a drop of the
+    tolerance") is run again while the job has fewer than ``max_repeats``
+    runs and more runs of this session could still decide it; a clear result
+    stops at once.
+    """
+    c = verdict.comparison
+    if c is None:
+        return STOP
+    if verdict.status == REGRESSION:
+        return CONFIRM if confirmations < confirm else STOP
+    if c.decided or not c.more_runs_can_decide or verdict.runs >= max_repeats:
+        return STOP
+    return MORE
 
 
 def bisect_hint(baseline_commit: "str | None", head: "str | None", pytest_args: Sequence[str]) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import json
+import platform
 import os
 import shutil
 import subprocess
@@ -20,6 +22,7 @@ from pytest_bpsperf.store.baselines import (
     make_entry,
     software_versions,
 )
+from pytest_bpsperf.store.entries import add_session, make_session, migrate_entry, session_samples
 
 PROFILE_ID = "cpu-amd-epyc-2c-24g-x86-64-66422873"
 PROFILE = {"id": PROFILE_ID, "name": "cpu-amd-epyc-2c-24g-x86-64", "hash": "66422873aa",
@@ -93,7 +96,7 @@ def test_round_trip_and_file_format(tmp_path):
     text = path.read_text()
     assert text.endswith("}\n")
     data = json.loads(text)
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert data["profile"] == PROFILE
     # Stable, reviewable form: exactly what sorted, indented dumping gives.
     assert text == json.dumps(data, sort_keys=True, indent=2) + "\n"
@@ -110,17 +113,19 @@ def test_update_merges_and_never_drops_entries(tmp_path):
     entries = store.load(PROFILE_ID).entries
     assert set(entries) == {_key("default"), _key("omp-passive"), _key("extra-servers")}
     assert entries[_key("default")] == _entry("default")
-    assert entries[_key("omp-passive")]["samples"] == [300.0, 310.0]
+    assert session_samples(entries[_key("omp-passive")]) == [[300.0, 310.0]]
 
 
 def test_update_keeps_entries_written_by_hand(tmp_path):
+    # A schema_version 1 entry written by hand: kept, its note too, its samples become one session.
     path = tmp_path / f"{PROFILE_ID}.json"
     hand = {"samples": [1.0, 2.0], "note": "x"}
     path.write_text(json.dumps({"schema_version": 1, "profile": PROFILE,
                                 "entries": {"hand|made|-|-": hand}}))
     BaselineStore(tmp_path).update(PROFILE_ID, PROFILE, {_key("default"): _entry("default")})
     entries = json.loads(path.read_text())["entries"]
-    assert entries["hand|made|-|-"] == {"samples": [1.0, 2.0], "note": "x"}
+    assert entries["hand|made|-|-"] == {"note": "x", "sessions": [
+        {"samples": [1.0, 2.0], "host": None, "single_img_per_sec": None}]}
 
 
 def test_unserializable_entry_leaves_file_untouched(tmp_path):
@@ -195,7 +200,7 @@ def test_corrupt_file_raises_and_is_never_overwritten(tmp_path, content, problem
     assert _leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize("version", [2, 0, "1", None])
+@pytest.mark.parametrize("version", [3, 0, "1", True, None])
 def test_schema_mismatch_raises(tmp_path, version):
     path = tmp_path / f"{PROFILE_ID}.json"
     doc = {"profile": PROFILE, "entries": {}}
@@ -229,11 +234,14 @@ def test_new_file_is_not_private(tmp_path):
 
 def test_make_entry_records_provenance():
     entry = make_entry(test="t", trick="default", topology={"workers": 1}, workload={},
-                       samples=[10.0, 11.0], extra={"steady_steps": 17})
-    assert set(entry) >= {"test", "trick", "topology", "workload", "samples", "summary",
-                          "versions", "commit", "date", "extra"}
-    assert entry["versions"]["python"]
-    assert datetime.strptime(entry["date"], "%Y-%m-%dT%H:%M:%SZ")
+                       samples=[10.0, 11.0], extra={"steady_steps": 17}, single_img_per_sec=6.0)
+    assert set(entry) == {"test", "trick", "topology", "workload", "summary", "sessions"}
+    (session,) = entry["sessions"]
+    assert set(session) == {"samples", "versions", "commit", "date", "host", "single_img_per_sec", "extra"}
+    assert session["versions"]["python"]
+    assert datetime.strptime(session["date"], "%Y-%m-%dT%H:%M:%SZ")
+    assert session["host"] == platform.node()
+    assert session["single_img_per_sec"] == 6.0
     assert entry["summary"]["n"] == 2
 
 
@@ -297,3 +305,83 @@ def test_quality_rejects_noisy_samples():
     reason = check_baseline_quality([100.0, 160.0, 60.0], max_rel_spread=0.1)
     assert reason is not None
     assert "--bpsperf-repeats" in reason and "10.0%" in reason and "47.2%" in reason
+
+
+# --- sessions -----------------------------------------------------------------------
+
+
+def _session(samples, day: int, single=None) -> dict:
+    return make_session(samples=samples, commit=f"{day:040d}", date=f"2024-05-{day:02d}T12:00:00Z",
+                        versions={"python": "3.11.7"}, single_img_per_sec=single, host="ci-1")
+
+
+_HEAD = {"test": "test_resnet50_throughput", "trick": "default", "topology": TOPOLOGY, "workload": WORKLOAD}
+
+
+def test_adding_sessions_keeps_the_window_and_the_oldest_leave(tmp_path):
+    store = BaselineStore(tmp_path)
+    for day in range(1, 5):
+        store.add_sessions(PROFILE_ID, PROFILE, {_key("default"): (_HEAD, _session([100.0 + day, 99.0], day))},
+                           window=3)
+    entry = store.get(PROFILE_ID, _key("default"))
+    assert [s["date"][:10] for s in entry["sessions"]] == ["2024-05-02", "2024-05-03", "2024-05-04"]
+    assert session_samples(entry) == [[102.0, 99.0], [103.0, 99.0], [104.0, 99.0]]
+    assert entry["summary"]["n"] == 6
+    assert {s["host"] for s in entry["sessions"]} == {"ci-1"}
+
+
+def test_adding_a_session_changes_few_lines(tmp_path):
+    store = BaselineStore(tmp_path)
+    path = store.add_sessions(PROFILE_ID, PROFILE, {_key("default"): (_HEAD, _session([100.0, 99.0], 1))}, window=10)
+    before = path.read_text().splitlines()
+    store.add_sessions(PROFILE_ID, PROFILE, {_key("default"): (_HEAD, _session([101.0, 98.0], 2))}, window=10)
+    after = path.read_text().splitlines()
+    changed = [line for line in difflib.unified_diff(before, after, lineterm="", n=0)
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    # the new session (about 20 lines) and the summary's figures; nothing else moves
+    removed = [line for line in changed if line.startswith("-")]
+    assert len(changed) < 40
+    assert all('"' in line and any(k in line for k in ("max", "mean", "median", "min", "n", "rel_spread", "stdev",
+                                                       "}", "]")) for line in removed)
+
+
+def test_version_1_file_is_read_as_one_session_and_written_as_version_2(tmp_path):
+    path = tmp_path / f"{PROFILE_ID}.json"
+    old = {"test": "t", "trick": "default", "topology": {}, "workload": {}, "samples": [10.0, 11.0],
+           "summary": {"n": 2}, "versions": {"python": "3.9"}, "commit": "a" * 40, "date": "2024-01-01T00:00:00Z",
+           "extra": {"steps_per_run": 20}}
+    path.write_text(json.dumps({"schema_version": 1, "profile": PROFILE, "entries": {_key("default"): old}}))
+    store = BaselineStore(tmp_path)
+    loaded = store.load(PROFILE_ID)
+    assert loaded.schema_version == 1
+    entry = loaded.get(_key("default"))
+    assert session_samples(entry) == [[10.0, 11.0]]
+    assert entry["sessions"][0]["commit"] == "a" * 40 and "samples" not in entry
+    store.add_sessions(PROFILE_ID, PROFILE, {_key("default"): (_HEAD, _session([12.0, 13.0], 9))}, window=10)
+    data = json.loads(path.read_text())
+    assert data["schema_version"] == 2
+    written = data["entries"][_key("default")]
+    assert session_samples(written) == [[10.0, 11.0], [12.0, 13.0]]
+    assert written["sessions"][0] == {"samples": [10.0, 11.0], "commit": "a" * 40, "date": "2024-01-01T00:00:00Z",
+                                      "versions": {"python": "3.9"}, "extra": {"steps_per_run": 20},
+                                      "host": None, "single_img_per_sec": None}
+    assert written["summary"]["n"] == 4
+
+
+def test_migrate_keeps_unknown_keys_and_leaves_version_2_alone():
+    v2 = add_session(None, _HEAD, _session([1.0, 2.0], 1), window=5)
+    assert migrate_entry(v2) == v2
+    assert migrate_entry({"note": "x"}) == {"note": "x"}
+    with pytest.raises(ValueError):
+        add_session(None, _HEAD, _session([1.0], 1), window=0)
+
+
+def test_session_with_bad_samples_is_an_error_naming_the_file(tmp_path):
+    path = tmp_path / f"{PROFILE_ID}.json"
+    content = json.dumps({"schema_version": 2, "profile": PROFILE,
+                          "entries": {"k": {"sessions": [{"samples": ["fast"]}]}}}).encode()
+    path.write_bytes(content)
+    with pytest.raises(BaselineError, match="samples") as info:
+        BaselineStore(tmp_path).add_sessions(PROFILE_ID, PROFILE, {"k": (_HEAD, _session([1.0, 2.0], 1))}, window=3)
+    assert str(path) in str(info.value)
+    assert path.read_bytes() == content

@@ -264,6 +264,14 @@ INVALID = [
     ("role_env", "gpu:DMLC_INTERFACE=eth0"),
     ("role_env", "worker:DMLC_WORKER_ID=3"),
     ("placement_timeout", "0"),
+    ("max_repeats", "0"),
+    ("max_repeats", "many"),
+    ("confidence", "100%"),
+    ("confidence", "sure"),
+    ("session_spread", "0"),
+    ("session_spread", "wide"),
+    ("sessions", "0"),
+    ("normalize", "double"),
 ]
 
 
@@ -361,3 +369,11 @@ def test_role_env_items_and_planner_owned_variables():
                           ("worker", "DMLC_ENABLE_RDMA", "1"))
     with pytest.raises(SettingsError, match="DMLC_PS_ROOT_URI is set by the planner"):
         resolve([cli(role_env="all:DMLC_PS_ROOT_URI=10.0.0.1")], CPU)
+
+
+def test_verdict_settings_defaults_and_spellings():
+    s = resolve([], Hardware(gpus=0, cores=2))
+    assert (s.max_repeats, s.confidence, s.session_spread, s.sessions, s.normalize) == (4, 0.99, 0.25, 10, "off")
+    s = resolve([Source("cli", "command line", {"max_repeats": "6", "confidence": "95%", "session_spread": "5",
+                                                "sessions": "3", "normalize": "Single"})], Hardware(gpus=0, cores=2))
+    assert (s.max_repeats, s.confidence, s.session_spread, s.sessions, s.normalize) == (6, 0.95, 0.05, 3, "single")

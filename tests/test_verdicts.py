@@ -3,8 +3,10 @@
 No distributed run here: the pytester project implements the public hook
 ``pytest_bpsperf_run`` and returns finished job outputs from synthetic step
 timings. ``FAKE_SPEED`` scales throughput (1.0 is what the baseline is recorded
-at); each repeat differs by about 1% (``FAKE_NOISY=1``: 40%), so that the
-recorded baselines have a known, small noise.
+at); each repeat differs by about 1% (``FAKE_NOISY=1``: 40%, ``FAKE_JITTER``:
+any), so that the recorded baselines have a known, small noise. The fake has
+no between-session noise, so the tests pin a small ``session_spread`` unless
+they test the assumed one.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ CALLS = {}
 
 
 def pytest_bpsperf_run(config, spec):
-    jitter = 0.4 if os.environ.get("FAKE_NOISY") == "1" else 0.01
+    jitter = 0.4 if os.environ.get("FAKE_NOISY") == "1" else float(os.environ.get("FAKE_JITTER", "0.01"))
     speed = float(os.environ.get("FAKE_SPEED", "1.0"))
     # FAKE_SLOW_CALLS=N: the first N jobs of each trick are an unlucky 40% slower
     CALLS[spec.trick.name] = CALLS.get(spec.trick.name, 0) + 1
@@ -61,9 +63,11 @@ def pytest_bpsperf_run(config, spec):
     )
     roles = tuple(RoleOutcome(w.name, "worker", w.node, 0, spec.log_dir + "/" + w.name + ".log")
                   for w in workers)
+    # FAKE_SINGLE: the single-process img/s of this session (scaling reference)
+    single = float(os.environ["FAKE_SINGLE"]) if os.environ.get("FAKE_SINGLE") else None
     return RunOutput(workers=workers, roles=roles, bringup_s=1.0, teardown_s=0.5, wall_s=8.0,
                      log_dir=spec.log_dir, topology={"workers": s.workers, "worker_processes": s.workers},
-                     backend="mxnet")
+                     backend="mxnet", single_img_per_sec=single)
 '''
 
 PERF_TEST = '''
@@ -89,7 +93,7 @@ TOPOLOGY = "server_nodes=1,servers_per_node=1,workers=2"
 WORKLOAD = "backend=mxnet,batch_size=8,image_size=32,model=resnet50_v2,omp_threads=2,steps=12"
 # The workload is pinned: on a GPU machine the defaults (and so the keys) would differ.
 PINNED = ("--bpsperf-steps=12", "--bpsperf-batch-size=8", "--bpsperf-image-size=32", "--bpsperf-omp-threads=2",
-          "--bpsperf-scaling=off")
+          "--bpsperf-scaling=off", "--bpsperf-session-spread=1%")
 
 
 @pytest.fixture
@@ -101,6 +105,8 @@ def ourtester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyt
     monkeypatch.delenv("FAKE_SPEED", raising=False)
     monkeypatch.delenv("FAKE_NOISY", raising=False)
     monkeypatch.delenv("FAKE_SLOW_CALLS", raising=False)
+    monkeypatch.delenv("FAKE_JITTER", raising=False)
+    monkeypatch.delenv("FAKE_SINGLE", raising=False)
     # pytest prints full (untruncated) summaries when CI is set: keep inner output the same everywhere
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
@@ -186,25 +192,31 @@ def test_update_writes_one_entry_per_trick_and_keeps_others(ourtester, monkeypat
     ))
     doc = record(ourtester, monkeypatch)
 
-    assert doc["schema_version"] == 1
+    assert doc["schema_version"] == 2
     assert doc["profile"]["id"] == "testprof"
     assert set(doc["entries"]) == {key("default"), key("omp-passive"), "test_other.py::test_y|baseline|-|-"}
-    assert doc["entries"]["test_other.py::test_y|baseline|-|-"] == other
+    # the other test's entry is kept, migrated to one session
+    assert doc["entries"]["test_other.py::test_y|baseline|-|-"] == {
+        "test": "test_other.py::test_y", "trick": "default", "tolerance": 0.1,
+        "sessions": [{"samples": [10.0, 11.0], "host": None, "single_img_per_sec": None}]}
     for trick in TRICKS:
         entry = doc["entries"][key(trick)]
         assert (entry["test"], entry["trick"]) == ("test_x.py::test_x", trick)
-        samples = entry["samples"]
+        (session,) = entry["sessions"]
+        assert session["host"] == platform.node()
+        assert session["single_img_per_sec"] is None  # scaling off
+        samples = session["samples"]
         assert len(samples) == 3
         # The samples are the three repeats: 1.00, 1.01 and 0.99 times the same speed.
         assert sorted(s / samples[0] for s in samples) == pytest.approx([0.99, 1.0, 1.01], abs=1e-6)
         assert entry["summary"]["n"] == 3
         assert entry["summary"]["median"] == pytest.approx(statistics.median(samples))
-        assert entry["versions"]["python"] == platform.python_version()
-        assert {"mxnet", "ray", "byteps", "gluoncv"} <= set(entry["versions"])
-        assert "commit" in entry
-        assert entry["date"].endswith("Z")
-        assert datetime.fromisoformat(entry["date"].replace("Z", "+00:00")).tzinfo is not None
-    by_trick = {t: statistics.median(doc["entries"][key(t)]["samples"]) for t in TRICKS}
+        assert session["versions"]["python"] == platform.python_version()
+        assert {"mxnet", "ray", "byteps", "gluoncv"} <= set(session["versions"])
+        assert "commit" in session
+        assert session["date"].endswith("Z")
+        assert datetime.fromisoformat(session["date"].replace("Z", "+00:00")).tzinfo is not None
+    by_trick = {t: statistics.median(doc["entries"][key(t)]["sessions"][0]["samples"]) for t in TRICKS}
     assert by_trick["omp-passive"] == pytest.approx(1.25 * by_trick["default"], rel=1e-6)
     assert sorted(os.listdir(baselines_dir(ourtester))) == ["testprof.json"]
     text = baselines_file(ourtester).read_text()
@@ -214,18 +226,21 @@ def test_update_writes_one_entry_per_trick_and_keeps_others(ourtester, monkeypat
 def test_update_records_the_commit(ourtester, monkeypatch):
     sha = git_commit(ourtester.path)
     doc = record(ourtester, monkeypatch)
-    assert {doc["entries"][key(t)]["commit"] for t in TRICKS} == {sha}
+    assert {doc["entries"][key(t)]["sessions"][-1]["commit"] for t in TRICKS} == {sha}
 
 
 def test_noisy_runs_are_refused_unless_forced(ourtester, monkeypatch):
     monkeypatch.setenv("FAKE_NOISY", "1")
     result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats", "3")
-    assert result.ret == pytest.ExitCode.OK
+    # The tests pass, but a session that was asked to record and recorded nothing fails.
+    result.assert_outcomes(passed=6)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     for trick in TRICKS:
         result.stdout.fnmatch_lines([
             f"bpsperf: refused: test_x.py::test_x [[]{trick}[]]: the 3 runs spread *more than the allowed 20.0%*"
             "more repeats (--bpsperf-repeats)*(--bpsperf-force-update records it anyway)"
         ])
+    result.stdout.fnmatch_lines(["bpsperf: baseline update incomplete: 2 entries refused, so the session fails"])
     assert not baselines_file(ourtester).exists()
 
     result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats", "3", "--bpsperf-force-update")
@@ -260,7 +275,8 @@ def test_slowdown_fails_each_trick_naming_figures_and_bisect(ourtester, monkeypa
         result.stdout.fnmatch_lines([
             f"test_x.py::test_x[[]{trick}-r3[]] [[]profile testprof, trick {trick}[]]: REGRESSION: "
             # 3 repeats and 2 confirmation runs
-            "measured * img/s (n=5) vs baseline * img/s (n=3): -[23][09].*%, tolerance -15%*",
+            "measured * img/s (5 runs) vs baseline * img/s (n=3, 1 session): -[23][09].*%, tolerance -15%*"
+            "verdict after 5 runs",
         ])
         assert (f"git bisect start HEAD {sha[:12]} && git bisect run pytest -m perf --bpsperf-repeats 3 "
                 f"--bpsperf-tricks {trick} test_x.py::test_x") in out
@@ -432,8 +448,10 @@ def test_json_entries_carry_the_verdict(ourtester, monkeypatch):
         assert verdict["profile"] == "testprof"
         assert verdict["key"] == key(t["trick"])
         assert verdict["samples"] == [t["img_per_sec"]]
+        assert verdict["runs"] == 1
+        assert verdict["baseline_sessions"] == 1
         assert verdict["baseline_img_per_sec"] == pytest.approx(
-            statistics.median(doc["entries"][key(t["trick"])]["samples"]))
+            statistics.median(doc["entries"][key(t["trick"])]["sessions"][0]["samples"]))
 
 
 def test_profile_facts_hook_changes_the_detected_profile(ourtester):
@@ -486,3 +504,109 @@ def test_a_real_regression_survives_confirmation(ourtester, monkeypatch):
     result = run(ourtester)
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*confirmed: the regression held over 2 extra run(s) of this job*"])
+
+
+# --- verdicts across sessions, adaptive runs, normalization ------------------------------------------
+
+
+def test_one_recorded_session_assumes_the_between_session_spread(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)
+    monkeypatch.setenv("FAKE_SPEED", "0.7")
+    # The default spread between sessions (25%) is assumed: a 30% drop could be a slow day.
+    result = run(ourtester, "--bpsperf-session-spread=25%", "--bpsperf-json=perf.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: * -30.0%, tolerance -15%, noise margin ±*% "
+                                 "(between sessions ±25% assumed (1 recorded session))*"])
+    verdict = json.loads((ourtester.path / "perf.json").read_text())["tests"][0]["verdict"]
+    assert verdict["between_sessions_assumed"] is True
+    assert verdict["between_sessions_pct"] == pytest.approx(25.0)
+    assert verdict["margin_pct"] > 30.0
+    # With a quiet assumption the same drop fails.
+    result = run(ourtester, "--bpsperf-session-spread=2%")
+    result.assert_outcomes(failed=2)
+
+
+def test_update_adds_a_session_and_the_window_prunes_the_oldest(ourtester, monkeypatch):
+    for speed in ("1.0", "1.02", "0.98"):
+        monkeypatch.setenv("FAKE_SPEED", speed)
+        result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats", "2", "--bpsperf-sessions=2")
+        assert result.ret == 0, result.stdout.str()
+    entry = json.loads(baselines_file(ourtester).read_text())["entries"][key("default")]
+    assert len(entry["sessions"]) == 2
+    first = entry["sessions"][0]["samples"]
+    assert first[0] == pytest.approx(1.02 * entry["sessions"][1]["samples"][0] / 0.98, rel=1e-6)
+    assert entry["summary"]["n"] == 4
+    # The verdict estimates the spread between sessions from them (no longer assumed).
+    result = run(ourtester, "--bpsperf-session-spread=25%")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: * (n=4, 2 sessions)* "
+                                 "(between sessions ±*% from 2 sessions)*"])
+
+
+def test_undecided_job_runs_again_until_decided_and_says_how_many_runs(ourtester, monkeypatch):
+    monkeypatch.setenv("FAKE_JITTER", "0.05")
+    record(ourtester, monkeypatch)
+    result = run(ourtester, "--bpsperf-confidence=95%", "--bpsperf-json=perf.json", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=2)
+    tests = json.loads((ourtester.path / "perf.json").read_text())["tests"]
+    for trick in TRICKS:
+        runs = [t for t in tests if t["trick"] == trick]
+        # one run leaves the interval across both "no change" and "a 15% drop"; the second decides
+        assert len(runs) == 2
+        verdict = runs[-1]["verdict"]
+        assert (verdict["status"], verdict["runs"], verdict["decided"]) == ("ok", 2, True)
+    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: measured * (2 runs) * verdict after 2 runs"])
+    cases = ET.parse(ourtester.path / "junit.xml").getroot().iter("testcase")
+    props = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")} for c in cases}
+    assert props["test_x[default]"]["bpsperf_runs"] == "2"
+    assert props["test_x[default]"]["bpsperf_adaptive_runs"] == "1"
+    # max_repeats bounds the extra runs: with 1, the job stops undecided after one run
+    result = run(ourtester, "--bpsperf-confidence=95%", "--bpsperf-max-repeats=1")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: * verdict after 1 run (not decided at 95%)"])
+
+
+def test_clear_result_stops_after_one_run(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)
+    result = run(ourtester, "--bpsperf-json=perf.json")
+    result.assert_outcomes(passed=2)
+    tests = json.loads((ourtester.path / "perf.json").read_text())["tests"]
+    assert [t["verdict"]["runs"] for t in tests] == [1, 1]
+    assert all(t["verdict"]["decided"] for t in tests)
+
+
+def test_normalize_single_takes_the_machine_speed_out(ourtester, monkeypatch):
+    monkeypatch.setenv("FAKE_SINGLE", "10.0")
+    record(ourtester, monkeypatch, "--bpsperf-scaling=on")
+    entry = json.loads(baselines_file(ourtester).read_text())["entries"][key("default")]
+    assert entry["sessions"][0]["single_img_per_sec"] == 10.0
+    # A day 30% slower for everything, the single process too: raw img/s fails, normalized passes.
+    monkeypatch.setenv("FAKE_SPEED", "0.7")
+    monkeypatch.setenv("FAKE_SINGLE", "7.0")
+    result = run(ourtester, "--bpsperf-scaling=on")
+    result.assert_outcomes(failed=2)
+    result = run(ourtester, "--bpsperf-scaling=on", "--bpsperf-normalize=single", "--bpsperf-json=perf.json")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: measured * img/s (1 run) vs baseline *: "
+                                 "relative to single-process img/s (7.0 this session) +0.0%*"])
+    verdict = json.loads((ourtester.path / "perf.json").read_text())["tests"][0]["verdict"]
+    assert verdict["normalize"] == "single" and verdict["single_img_per_sec"] == 7.0
+    assert verdict["normalized_samples"] == [pytest.approx(verdict["samples"][0] / 7.0)]
+    # The code got slower, the machine did not: normalized, it still fails.
+    monkeypatch.setenv("FAKE_SINGLE", "10.0")
+    result = run(ourtester, "--bpsperf-scaling=on", "--bpsperf-normalize=single")
+    result.assert_outcomes(failed=2)
+
+
+def test_normalize_single_needs_scaling(ourtester):
+    result = run(ourtester, "--bpsperf-normalize=single")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*normalize=single*scaling is off*"])
+
+
+def test_normalize_single_without_a_recorded_reference_is_no_baseline(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)  # scaling off: no single-process figure recorded
+    monkeypatch.setenv("FAKE_SINGLE", "10.0")
+    result = run(ourtester, "--bpsperf-scaling=on", "--bpsperf-normalize=single", "-rs")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*no recorded session has a single-process img/s*"])

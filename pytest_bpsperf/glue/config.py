@@ -128,6 +128,12 @@ class SettingsPlugin:
                 f"{settings.origins['backend']}: expected auto or a registered backend "
                 f"({', '.join(backends.names())})"
             )
+        if settings.normalize == "single" and not settings.scaling:
+            raise pytest.UsageError(
+                f"bpsperf: normalize=single (from {settings.origins.get('normalize')}) judges img/s relative to "
+                f"the single-process run that scaling measures, but scaling is off (from "
+                f"{settings.origins.get('scaling')}); turn scaling on or normalize off"
+            )
         return settings
 
     def _build_registry(self) -> TrickRegistry:

@@ -9,7 +9,9 @@ import pytest
 
 from ..job import Job, Ledger, RunResult
 from ..profile import Profile, collect_facts, make_profile
-from ..store.baselines import BaselineError, BaselineStore, check_baseline_quality, current_commit, make_entry
+from ..store.baselines import (BaselineError, BaselineStore, check_baseline_quality, current_commit,
+                               software_versions, utc_now_iso)
+from ..store.entries import latest_session, make_session
 from ..verdict import IMPROVEMENT, NO_BASELINE, REGRESSION, Verdict, bisect_hint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,8 +83,9 @@ class BaselineGate:
             key,
             profile_id=self.profile().id,
             baseline=lambda: self._baseline(key),
-            rerun=lambda spec: self.admit(self.runner.run(spec)),
-            confirm=0 if self.updating else first.spec.settings.confirm,
+            # recording: the session's runs are the repeats asked for, no verdict needs deciding
+            rerun=None if self.updating else (lambda spec: self.admit(self.runner.run(spec))),
+            confirm=first.spec.settings.confirm,
             on_verdict=self._on_verdict,
             say=self.runner.say,
         )
@@ -106,9 +109,10 @@ class BaselineGate:
             if name not in ("method", "samples", "key"):
                 props.append((f"bpsperf_{name}", value))
         props.append(("bpsperf_confirmation_runs", job.confirmations))
+        props.append(("bpsperf_adaptive_runs", job.adaptive_runs))
         text = verdict.message(
             update_command=self.update_command(run.spec.test),
-            bisect=bisect_hint(verdict.baseline.get("commit"), current_commit(str(self.config.rootpath)),
+            bisect=bisect_hint(latest_session(verdict.baseline).get("commit"), current_commit(str(self.config.rootpath)),
                                ["-m", "perf", "--bpsperf-repeats", str(max(3, settings.repeats)),
                                 "--bpsperf-tricks", run.spec.trick.name, run.spec.test]),
         )
@@ -127,7 +131,13 @@ class BaselineGate:
 
     # -- recording --------------------------------------------------------------
     def update_baselines(self, interrupted: bool) -> None:
-        """--bpsperf-update-baselines: write an entry per job that ran (not after an interruption)."""
+        """--bpsperf-update-baselines: add this session to the entry of every job that ran.
+
+        Each entry keeps its last ``sessions`` recorded sessions. An entry that
+        is refused (too few runs, too much spread) or a file that cannot be
+        written fails the session: a job that records baselines must never
+        pass while recording nothing.
+        """
         if not self.updating or not self.ledger.jobs:
             return
         if interrupted:
@@ -135,7 +145,9 @@ class BaselineGate:
             return
         force = self.config.getoption("bpsperf_force_update")
         commit = current_commit(str(self.config.rootpath))
-        entries, refused = {}, []
+        date, versions = utc_now_iso(), software_versions()
+        sessions, refused = {}, []
+        window = self.settings.sessions
         for key, job in self.ledger.jobs.items():
             first = job.runs[0]
             settings = first.spec.settings
@@ -144,19 +156,27 @@ class BaselineGate:
                 refused.append(f"{first.spec.test} [{first.trick}]: {problem} "
                                "(--bpsperf-force-update records it anyway)")
                 continue
-            entries[key] = make_entry(
-                test=first.spec.test, trick=first.trick, topology=settings.topology(),
-                workload=settings.workload(first.backend), samples=job.samples, commit=commit,
+            head = {"test": first.spec.test, "trick": first.trick, "topology": settings.topology(),
+                    "workload": settings.workload(first.backend)}
+            sessions[key] = (head, make_session(
+                samples=job.samples, commit=commit, date=date, versions=versions,
+                single_img_per_sec=job.single_img_per_sec,
                 extra={"steps_per_run": settings.steps, "median_step_s": [r.measurement.step_s for r in job.runs]},
-            )
+            ))
         profile = self.profile()
-        if entries:
+        if sessions:
             try:
-                path = self.store().update(profile.id, profile.as_dict(), entries)
+                path = self.store().add_sessions(profile.id, profile.as_dict(), sessions, window=window)
             except BaselineError as exc:
                 self.lines.append(f"baselines NOT written: {exc}")
                 self.update_failed = True
                 return
-            self.lines.append(f"recorded {len(entries)} baseline entr{'y' if len(entries) == 1 else 'ies'} in {path}")
+            n = len(sessions)
+            self.lines.append(f"recorded a session in {n} baseline entr{'y' if n == 1 else 'ies'} in {path} "
+                              f"(each keeps its last {window} sessions)")
         for line in refused:
             self.lines.append("refused: " + line)
+        if refused:
+            self.update_failed = True
+            self.lines.append(f"baseline update incomplete: {len(refused)} entr{'y' if len(refused) == 1 else 'ies'} "
+                              "refused, so the session fails")

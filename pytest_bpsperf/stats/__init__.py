@@ -2,13 +2,16 @@
 
 Pure standard-library Python so that a CLI, a notebook or the pytest glue can
 use it without numpy or scipy. The modules: :mod:`.steady` (warm-up
-detection), :mod:`.compare` (summaries, :func:`log_difference`, the verdict's
-:func:`compare` and the matrix's :func:`significance`), :mod:`.tdist`
+detection), :mod:`.method` (the one method: a t interval on log img/s
+that includes between-session noise, :func:`session_difference`, and its
+one-session form :func:`log_difference`), :mod:`.compare` (summaries, the
+verdict's :func:`compare`, the matrix's :func:`significance`), :mod:`.tdist`
 (Student's t).
 """
 
 from .compare import (
     Comparison,
+    as_sessions,
     LogDifference,
     Significance,
     Summary,
@@ -19,11 +22,13 @@ from .compare import (
     significance,
     summarize,
 )
+from .method import satterthwaite_dof, session_difference
 from .steady import SteadyState, detect_steady_state
 from .tdist import normal_quantile, t_cdf, t_quantile, t_sf
 
 __all__ = [
     "Comparison",
+    "as_sessions",
     "LogDifference",
     "Significance",
     "SteadyState",
@@ -35,6 +40,8 @@ __all__ = [
     "normal_quantile",
     "scaling_efficiency",
     "significance",
+    "satterthwaite_dof",
+    "session_difference",
     "summarize",
     "t_cdf",
     "t_quantile",

@@ -1,10 +1,10 @@
-"""Summaries and the one statistical method: throughput of b against a on log(img/s).
+"""Summaries and decisions on the one statistical method (:mod:`.method`).
 
-A slowdown multiplies throughput, so noise and change are both relative; on a
-log scale a 2x drop and a 2x gain are symmetric. :func:`log_difference` is the
-only test in the package: the baseline verdict (:func:`compare`) and the
-trick matrix (:func:`significance`) both use it, so the figure shown beside a
-decision is the one that made it. Pure standard-library Python.
+:func:`~.method.session_difference` (and its one-session form
+:func:`~.method.log_difference`) is the only test in the package: the
+baseline verdict (:func:`compare`, across sessions) and the trick matrix
+(:func:`significance`, within one session) both use it, so the figure shown
+beside a decision is the one that made it. Pure standard-library Python.
 """
 
 from __future__ import annotations
@@ -12,10 +12,17 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Union
 
-from .tdist import normal_quantile, t_quantile, t_sf
+from .method import LogDifference, log_difference, session_difference
+
+__all__ = ["BaselineSamples", "Comparison", "LogDifference", "Significance", "Summary", "as_sessions",
+           "change_pct", "compare", "log_difference", "scaling_efficiency", "session_difference",
+           "significance", "summarize"]
 from .validate import as_floats as _as_floats
+
+#: Samples of a baseline: one sequence of img/s, or one per recorded session.
+BaselineSamples = Union[Sequence[float], Sequence[Sequence[float]]]
 
 @dataclass(frozen=True)
 class Summary:
@@ -65,100 +72,23 @@ def change_pct(reference: Sequence[float], samples: Sequence[float]) -> float:
     return 100.0 * math.expm1(math.fsum(lb) / len(lb) - math.fsum(la) / len(la))
 
 
-def _mean_and_ss(xs: Sequence[float]) -> "tuple[float, float]":
-    mean = math.fsum(xs) / len(xs)
-    return mean, math.fsum((x - mean) ** 2 for x in xs)
-
-
-@dataclass(frozen=True)
-class LogDifference:
-    """``b`` against ``a``: difference of mean log throughput with its interval.
-
-    ``diff`` is ``mean(log b) - mean(log a)``; ``margin`` the half-width of the
-    two-sided ``confidence`` interval around it; ``p_value`` the two-sided p of
-    the same statistic (t with ``dof`` degrees of freedom, or normal when the
-    noise is assumed). ``beyond_noise`` is ``|diff| > margin``, which is
-    ``p_value < 1 - confidence``.
-    """
-
-    diff: float
-    margin: float
-    dof: int
-    sd: float
-    p_value: float
-    estimated: bool
-    confidence: float
-    description: str
-
-    @property
-    def beyond_noise(self) -> bool:
-        """Whether the interval excludes 0."""
-        return abs(self.diff) > self.margin
-
-
-def log_difference(
-    a: Sequence[float],
-    b: Sequence[float],
-    *,
-    confidence: float = 0.95,
-    default_rel_noise: float = 0.25,
-    names: "tuple[str, str]" = ("a", "b"),
-) -> LogDifference:
-    """The method: pooled-variance t interval on the difference of mean log throughput.
-
-    The standard deviation of the logs is pooled from both groups
-    (``n_a + n_b - 2`` dof); with fewer than 2 dof it is not estimated but
-    assumed to be ``log(1 + default_rel_noise)`` per sample, with a normal
-    quantile.
-    """
-    confidence = float(confidence)
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence is {confidence!r}, expected 0 < confidence < 1")
-    default_rel_noise = float(default_rel_noise)
-    if not default_rel_noise > 0.0 or not math.isfinite(default_rel_noise):
-        raise ValueError(f"default_rel_noise is {default_rel_noise!r}, expected a number > 0")
-    la = [math.log(x) for x in _as_floats(a, names[0], positive=True)]
-    lb = [math.log(x) for x in _as_floats(b, names[1], positive=True)]
-    na, nb = len(la), len(lb)
-    ma, ssa = _mean_and_ss(la)
-    mb, ssb = _mean_and_ss(lb)
-    dof = na + nb - 2
-    two_sided = 1.0 - (1.0 - confidence) / 2.0
-    if dof >= 2:
-        sd = math.sqrt((ssa + ssb) / dof)
-        q = t_quantile(two_sided, dof)
-        tail_dof: float = dof
-        description = f"pooled SD of log img/s {sd:.4f} from both groups ({dof} dof), t={q:.3f}"
-        estimated = True
-    else:
-        sd = math.log1p(default_rel_noise)
-        q = normal_quantile(two_sided)
-        tail_dof = math.inf
-        description = (
-            f"too few runs to estimate noise ({dof} dof): assumed default relative noise "
-            f"{default_rel_noise:.0%} per run (SD of log {sd:.4f}), z={q:.3f}"
-        )
-        estimated = False
-    se = sd * math.sqrt(1.0 / na + 1.0 / nb)
-    diff = mb - ma
-    if se == 0.0:
-        p_value = 1.0 if diff == 0.0 else 0.0
-    else:
-        p_value = min(1.0, 2.0 * t_sf(abs(diff) / se, tail_dof))
-    return LogDifference(diff=diff, margin=q * se, dof=dof, sd=sd, p_value=p_value, estimated=estimated,
-                         confidence=confidence, description=description)
-
-
 @dataclass(frozen=True)
 class Comparison:
     """The regression decision for one test against its baseline.
 
-    ``ratio`` is current / baseline throughput (geometric means). ``margin_pct``
-    is the noise margin expressed as a drop in percent: a drop smaller than
-    that cannot be told apart from noise. ``min_detectable_change_pct`` is the
-    smallest drop this comparison could call a regression (tolerance and noise
-    both considered). ``ci_low``/``ci_high`` bound the ratio at ``confidence``;
-    ``p_value`` is the same test's two-sided p.
+    ``ratio`` is current / baseline throughput (geometric means; the baseline's
+    centre is the mean over its recorded sessions). ``ci_low``/``ci_high``
+    bound the ratio at ``confidence``; ``p_value`` is the same test's two-sided
+    p. ``margin_pct`` is the noise margin as a drop in percent.
+    ``min_detectable_change_pct`` is the smallest measured drop this
+    comparison would call a regression. ``between_sd_pct`` is the spread
+    between sessions that the margin includes (``between_assumed``: assumed,
+    since the baseline has one recorded session). ``decided`` is whether the
+    interval settles the question "a drop of the tolerance or not" (it lies
+    below no-change, or above a drop of the tolerance); ``more_runs_can_decide``
+    whether infinitely many more runs of this session, with the difference
+    measured so far, would settle it (False when between-session noise alone
+    leaves the interval across both).
     """
 
     verdict: str
@@ -173,69 +103,103 @@ class Comparison:
     ci_low: float
     ci_high: float
     p_value: float
-    dof: int
+    dof: float
     noise_estimated: bool
     method: str
+    sessions: int = 1
+    between_sd_pct: float = 0.0
+    between_assumed: bool = False
+    decided: bool = True
+    more_runs_can_decide: bool = False
 
     def as_dict(self) -> Dict[str, Any]:
-        """Return a JSON-ready dict (summaries nested as dicts)."""
+        """Return a JSON-ready dict (summaries nested as dicts; infinite dof as None)."""
         d = asdict(self)
         d["baseline_summary"] = self.baseline_summary.as_dict()
         d["current_summary"] = self.current_summary.as_dict()
+        d["dof"] = self.dof if math.isfinite(self.dof) else None
         return d
 
 
+def as_sessions(baseline: BaselineSamples) -> "List[List[float]]":
+    """A baseline's samples as a list of sessions (a flat sequence is one session)."""
+    items = list(baseline)
+    if items and all(isinstance(s, (list, tuple)) for s in items):
+        return [list(s) for s in items]
+    return [items]
+
+
 def compare(
-    baseline: Sequence[float],
+    baseline: BaselineSamples,
     current: Sequence[float],
     *,
     tolerance: float,
     confidence: float = 0.95,
     default_rel_noise: float = 0.25,
+    session_spread: Optional[float] = None,
 ) -> Comparison:
     """Decide whether ``current`` throughput regressed from ``baseline``.
 
-    Each sample is one run's aggregate img/s (higher is better). The verdict
-    is ``"regression"`` only when the drop is both beyond ``tolerance`` and
-    beyond the noise margin of :func:`log_difference`, ``"improvement"``
-    symmetrically, ``"ok"`` otherwise, so unchanged code on a noisy machine
-    passes and a real slowdown on a quiet one fails.
+    Each sample is one run's img/s (higher is better); ``baseline`` is one
+    sequence, or one sequence per recorded session. ``session_spread`` None
+    compares as if both came from one session; a number includes the spread
+    between sessions (assumed to be that much when the baseline has one
+    recorded session, estimated from the sessions otherwise), see
+    :func:`~.method.session_difference`.
+
+    With the interval ``[lo, hi]`` on the ratio: ``"regression"`` when
+    ``hi < 1`` (a drop beyond noise) and ``lo < 1 - tolerance`` (the drop is
+    not shown to be smaller than the tolerance); ``"improvement"``
+    symmetrically; ``"ok"`` otherwise. A drop beyond noise that the interval
+    shows to be smaller than the tolerance is ok; so is a drop within noise.
+    The tolerance is the drop that must not go unnoticed, the confidence sets
+    the false-alarm rate (one-sided ``(1 - confidence) / 2`` per decision).
     """
     tolerance = float(tolerance)
     if not 0.0 <= tolerance < 1.0:
         raise ValueError(f"tolerance is {tolerance!r}, expected 0 <= tolerance < 1 (0.1 = 10%)")
-    d = log_difference(baseline, current, confidence=confidence, default_rel_noise=default_rel_noise,
-                       names=("baseline", "current"))
-    ratio = math.exp(d.diff)
-    if ratio < 1.0 - tolerance and d.diff < -d.margin:
+    sessions = as_sessions(baseline)
+    d = session_difference(sessions, current, confidence=confidence, default_rel_noise=default_rel_noise,
+                           session_spread=session_spread)
+    low, high = d.diff - d.margin, d.diff + d.margin
+    drop, gain = math.log1p(-tolerance), math.log1p(tolerance)
+    if high < 0.0 and low < drop:
         verdict = "regression"
-    elif ratio > 1.0 + tolerance and d.diff > d.margin:
+    elif low > 0.0 and high > gain:
         verdict = "improvement"
     else:
         verdict = "ok"
-    noise_drop = -math.expm1(-d.margin)
+    decided = high < 0.0 or low > drop
+    # The smallest measured drop (in log) that is called a regression: beyond the
+    # margin, and with the interval reaching a drop of the tolerance.
+    smallest = max(d.margin, -drop - d.margin)
     method = (
         "compare mean log(img/s): ratio = exp(mean log current - mean log baseline); "
         f"{d.description}; {d.confidence:.0%} two-sided interval on the log difference is +-{d.margin:.4f}; "
-        f"regression iff ratio < {1.0 - tolerance:.4g} (tolerance {tolerance:.1%}) and the "
-        "interval lies below 0, improvement symmetrically"
+        f"regression iff the interval lies below 0 and reaches below log({1.0 - tolerance:.4g}) (tolerance "
+        f"{tolerance:.1%}), improvement symmetrically"
     )
     return Comparison(
         verdict=verdict,
-        ratio=ratio,
+        ratio=math.exp(d.diff),
         change_pct=100.0 * math.expm1(d.diff),
-        baseline_summary=summarize(baseline),
+        baseline_summary=summarize([x for s in sessions for x in s]),
         current_summary=summarize(current),
         tolerance=tolerance,
         confidence=d.confidence,
-        margin_pct=100.0 * noise_drop,
-        min_detectable_change_pct=100.0 * max(tolerance, noise_drop),
-        ci_low=math.exp(d.diff - d.margin),
-        ci_high=math.exp(d.diff + d.margin),
+        margin_pct=-100.0 * math.expm1(-d.margin),
+        min_detectable_change_pct=-100.0 * math.expm1(-smallest),
+        ci_low=math.exp(low),
+        ci_high=math.exp(high),
         p_value=d.p_value,
         dof=d.dof,
         noise_estimated=d.estimated,
         method=method,
+        sessions=d.sessions,
+        between_sd_pct=100.0 * math.expm1(d.between_sd),
+        between_assumed=d.between_assumed,
+        decided=decided,
+        more_runs_can_decide=not decided and (d.diff - d.margin_limit > drop or d.diff + d.margin_limit < 0.0),
     )
 
 

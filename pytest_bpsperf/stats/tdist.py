@@ -7,6 +7,7 @@ p-value of :func:`pytest_bpsperf.stats.compare.log_difference`.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from typing import Tuple
 
 
@@ -111,10 +112,34 @@ def t_cdf(t: float, df: float) -> float:
     return t_sf(-float(t), df)
 
 
+def _t_pdf(t: float, df: float) -> float:
+    log_c = math.lgamma((df + 1.0) / 2.0) - math.lgamma(df / 2.0) - 0.5 * math.log(df * math.pi)
+    return math.exp(log_c - (df + 1.0) / 2.0 * math.log1p(t * t / df))
+
+
+def _t_quantile_newton(p: float, df: float) -> "float | None":
+    """Upper quantile (p > 0.5) by Newton's method on P(T > t) = 1 - p, or None if it is slow to converge.
+
+    Starts at the normal quantile, which lies below the t quantile; P(T > t)
+    is decreasing and convex for t > 0, so every Newton step stays below the
+    root and the iteration rises to it monotonically.
+    """
+    target = 1.0 - p
+    t = NormalDist().inv_cdf(p)
+    for _ in range(60):
+        tail, _central = _t_tail_and_central(t, df)
+        step = (tail - target) / _t_pdf(t, df)
+        t += step
+        if abs(step) <= 1e-13 * max(1.0, abs(t)):
+            return t
+    return None
+
+
 def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` dof (e.g. 0.975, 4 -> 2.776).
 
-    Found by bisection, which needs no derivative and cannot diverge; 200
+    Newton's method from the normal quantile (a few steps; see
+    :func:`_t_quantile_newton`), else found by bisection, which needs no derivative and cannot diverge; 200
     halvings reach the limit of double precision. Near the median the
     bisection matches ``P(0 < T < t)`` to ``p - 0.5`` and in the upper half
     ``P(T > t)`` to ``1 - p``: both targets are exact in floating point.
@@ -128,6 +153,11 @@ def t_quantile(p: float, df: float) -> float:
     if p < 0.5:
         return -t_quantile(1.0 - p, df)
     normal = math.isinf(df)
+    if normal:
+        return NormalDist().inv_cdf(p)
+    fast = _t_quantile_newton(p, df)
+    if fast is not None:
+        return fast
     use_central = p < 0.75
     target = p - 0.5 if use_central else 1.0 - p
 

@@ -2,15 +2,17 @@
 
 ``DIR/<profile_id>.json`` holds::
 
-    {"schema_version": 1,
+    {"schema_version": 2,
      "profile": {"id": ..., "name": ..., "hash": ..., "facts": {...}},
      "entries": {KEY: ENTRY, ...}}
 
 where KEY comes from :func:`entry_key` and ENTRY records what produced the
-baseline (test, trick, topology, workload, samples, summary,
-software versions, commit, date, optional ``extra``). The files are meant to
-be committed and reviewed, so they are sorted, pretty-printed and written
-atomically; a file this code cannot read is reported and never overwritten.
+baseline: test, trick, topology, workload, a summary, and its samples grouped
+by the session that measured them (:mod:`.entries`). Files of
+schema_version 1 (flat samples per entry) are read as entries of one session
+and written as version 2. The files are meant to be committed and reviewed,
+so they are sorted, pretty-printed and written atomically; a file this code
+cannot read is reported and never overwritten.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple, Union
 
 from ..profile import validate_profile_id
 from ..stats import summarize
+from .entries import add_session, make_session, migrate_entry
 from .files import atomic_write_text
 
 __all__ = [
@@ -41,11 +44,14 @@ __all__ = [
     "current_commit",
     "entry_key",
     "make_entry",
+    "make_session",
     "software_versions",
     "utc_now_iso",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Versions this code reads; older ones are migrated when the file is next written.
+READABLE_VERSIONS = (1, 2)
 
 _UNTOUCHED = "it was left untouched; fix it by hand, restore it from version control, or delete it"
 
@@ -102,25 +108,20 @@ def make_entry(
     commit: Optional[str] = None,
     date: Optional[str] = None,
     extra: Optional[Mapping[str, object]] = None,
+    single_img_per_sec: Optional[float] = None,
+    host: Optional[str] = None,
 ) -> Dict[str, object]:
-    """Build one ENTRY dict with its summary; ``versions`` and ``date`` default to now.
+    """Build one ENTRY dict holding one recorded session; ``versions`` and ``date`` default to now.
 
     No tolerance is stored: the verdict uses the tolerance of the test that compares.
     """
-    entry: Dict[str, object] = {
-        "test": test,
-        "trick": trick,
-        "topology": dict(topology),
-        "workload": dict(workload),
-        "samples": [float(s) for s in samples],
-        "summary": summarize(samples).as_dict(),
-        "versions": dict(versions) if versions is not None else software_versions(),
-        "commit": commit,
-        "date": date or utc_now_iso(),
-    }
-    if extra:
-        entry["extra"] = dict(extra)
-    return entry
+    session = make_session(
+        samples=samples, commit=commit, date=date or utc_now_iso(),
+        versions=versions if versions is not None else software_versions(),
+        single_img_per_sec=single_img_per_sec, host=host, extra=extra,
+    )
+    head = {"test": test, "trick": trick, "topology": dict(topology), "workload": dict(workload)}
+    return add_session(None, head, session, window=1)
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,8 @@ class BaselineFile:
     exists: bool
     profile: Optional[Dict[str, object]] = field(default=None, hash=False)
     entries: Dict[str, Dict[str, object]] = field(default_factory=dict, hash=False)
+    #: the version the file was written in (entries are always given in the current form)
+    schema_version: int = SCHEMA_VERSION
 
     def get(self, key: str) -> Optional[Dict[str, object]]:
         """The entry stored under ``key``, or None."""
@@ -154,11 +157,11 @@ def _parse(path: Path, raw: bytes) -> BaselineFile:
             f"'schema_version', 'profile' and 'entries'; {_UNTOUCHED}"
         )
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise BaselineError(
             f"baselines file {path} has schema_version {version!r}, but this pytest-bpsperf "
-            f"reads schema_version {SCHEMA_VERSION} only (a newer or older plugin wrote it?); "
-            f"{_UNTOUCHED}"
+            f"reads schema_version {' or '.join(map(str, READABLE_VERSIONS))} only (a newer or older "
+            f"plugin wrote it?); {_UNTOUCHED}"
         )
     profile = data.get("profile")
     if profile is not None and not isinstance(profile, dict):
@@ -178,16 +181,30 @@ def _parse(path: Path, raw: bytes) -> BaselineFile:
                 f"baselines file {path}: entry {key!r} is a {type(entry).__name__}, expected an "
                 f"object; {_UNTOUCHED}"
             )
-        samples = entry.get("samples")
-        if samples is not None and (
-            not isinstance(samples, list)
-            or not all(isinstance(s, (int, float)) and not isinstance(s, bool) for s in samples)
+        _check_samples(path, key, entry.get("samples"))
+        sessions = entry.get("sessions")
+        if sessions is not None and (
+            not isinstance(sessions, list) or not all(isinstance(x, dict) for x in sessions)
         ):
             raise BaselineError(
-                f"baselines file {path}: entry {key!r} has 'samples' {samples!r}, expected a list "
-                f"of numbers; {_UNTOUCHED}"
+                f"baselines file {path}: entry {key!r} has 'sessions' {sessions!r}, expected a list "
+                f"of objects; {_UNTOUCHED}"
             )
-    return BaselineFile(path=path, exists=True, profile=profile, entries=entries)
+        for session in sessions or []:
+            _check_samples(path, key, session.get("samples"))
+    entries = {key: migrate_entry(entry) for key, entry in entries.items()}
+    return BaselineFile(path=path, exists=True, profile=profile, entries=entries, schema_version=version)
+
+
+def _check_samples(path: Path, key: str, samples: object) -> None:
+    if samples is not None and (
+        not isinstance(samples, list)
+        or not all(isinstance(s, (int, float)) and not isinstance(s, bool) for s in samples)
+    ):
+        raise BaselineError(
+            f"baselines file {path}: entry {key!r} has 'samples' {samples!r}, expected a list "
+            f"of numbers; {_UNTOUCHED}"
+        )
 
 
 @contextlib.contextmanager
@@ -255,27 +272,56 @@ class BaselineStore:
     ) -> Path:
         """Merge ``entries`` into the file of ``profile_id`` and write it atomically.
 
-        Entries not named in ``entries`` are kept as they are; named ones are
-        replaced whole. The profile header is replaced by ``profile_dict``,
+        Entries not named in ``entries`` are kept as they are (schema_version 1
+        entries are migrated to sessions); named ones are replaced whole. The profile header is replaced by ``profile_dict``,
         since the new entries were measured on that profile. A file that
         cannot be parsed raises BaselineError and is not overwritten.
         Returns the path written.
         """
+        def merge(current: BaselineFile) -> Dict[str, Dict[str, object]]:
+            merged = dict(current.entries)
+            for key, entry in entries.items():
+                if not isinstance(entry, Mapping):
+                    raise TypeError(f"entry {key!r} is a {type(entry).__name__}, expected a mapping")
+                merged[str(key)] = migrate_entry(entry)
+            return merged
+
+        return self._rewrite(profile_id, profile_dict, merge)
+
+    def add_sessions(
+        self,
+        profile_id: str,
+        profile_dict: Mapping[str, object],
+        sessions: Mapping[str, "tuple[Mapping[str, object], Mapping[str, object]]"],
+        *,
+        window: int,
+    ) -> Path:
+        """Add one recorded session to each named entry, keeping the last ``window`` sessions.
+
+        ``sessions`` maps KEY to ``(head, session)``: the entry's identity
+        (test, trick, topology, workload) and the session
+        (:func:`~.entries.make_session`). Entries not named are kept as they
+        are; a named entry that does not exist yet is created. Read, merge
+        and write happen under one lock; the write is atomic.
+        """
+        def merge(current: BaselineFile) -> Dict[str, Dict[str, object]]:
+            merged = dict(current.entries)
+            for key, (head, session) in sessions.items():
+                merged[str(key)] = add_session(current.get(str(key)), head, session, window=window)
+            return merged
+
+        return self._rewrite(profile_id, profile_dict, merge)
+
+    def _rewrite(self, profile_id: str, profile_dict: Mapping[str, object],
+                 merge: "Callable[[BaselineFile], Dict[str, Dict[str, object]]]") -> Path:
         path = self.path_for(profile_id)
         self.directory.mkdir(parents=True, exist_ok=True)
         with _directory_lock(self.directory):
             current = self.load(profile_id)
-            merged = dict(current.entries)
-            for key, entry in entries.items():
-                if not isinstance(entry, Mapping):
-                    raise TypeError(
-                        f"entry {key!r} is a {type(entry).__name__}, expected a mapping"
-                    )
-                merged[str(key)] = dict(entry)
             document = {
                 "schema_version": SCHEMA_VERSION,
                 "profile": dict(profile_dict),
-                "entries": merged,
+                "entries": merge(current),
             }
             try:
                 # allow_nan=False: NaN/Infinity are not JSON and other tools

@@ -1,0 +1,249 @@
+"""The one statistical method: a t interval on the difference of mean log throughput.
+
+A slowdown multiplies throughput, so noise and change are both relative; on a
+log scale a 2x drop and a 2x gain are symmetric. Runs of one session share
+that session's luck (the machine's load that day, its clock, its neighbours),
+so throughput is modelled as a one-way random-effects model on log img/s::
+
+    log y[session j, run i] = mu + s_j + e_ij,  s_j ~ N(0, tau^2),  e_ij ~ N(0, sigma^2)
+
+(Searle, Casella and McCulloch, *Variance Components*, ch. 3). ``sigma`` is
+the spread between runs of one session, ``tau`` the spread between sessions.
+
+:func:`session_difference` compares the current session's runs with the
+recorded sessions of a baseline:
+
+- ``sigma^2`` is pooled from the runs within every session (baseline and
+  current); with fewer than 2 degrees of freedom it is assumed
+  (``default_rel_noise``).
+- With several recorded sessions the session means are the units (the
+  textbook remedy for pseudo-replication): their sample variance ``s_m^2``
+  estimates ``tau^2 + sigma^2/n``; the baseline's centre is the mean of the
+  session means (variance ``s_m^2 / S``) and the current session mean has
+  variance ``tau^2 + sigma^2 / K`` with ``tau^2 = max(0, s_m^2 - sigma^2 * mean(1/n_j))``
+  (the method-of-moments estimate of one-way ANOVA). With ``K`` equal to the
+  baseline's runs per session the variance is that of the two-sample t test
+  with session means as units.
+- With one recorded session ``tau`` cannot be estimated and is assumed
+  (``session_spread``); the result says so.
+- The variance of the difference is a linear combination of independent mean
+  squares; its degrees of freedom come from the Welch-Satterthwaite
+  approximation (Satterthwaite 1946), ``tau^2`` counted with the ``S - 1``
+  dof of the session means, and the interval uses Student's t.
+
+With ``session_spread=None`` both groups come from the same session (the trick
+matrix): ``tau`` drops out and the method is the pooled-variance two-sample t
+interval. The verdict (:func:`~.compare.compare`) and the matrix
+(:func:`~.compare.significance`) both use this module, so the figure shown
+beside a decision is the one that made it. Pure standard-library Python.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+from .tdist import t_quantile, t_sf
+from .validate import as_floats
+
+__all__ = ["LogDifference", "log_difference", "satterthwaite_dof", "session_difference"]
+
+
+@dataclass(frozen=True)
+class LogDifference:
+    """``b`` (current) against ``a`` (baseline): difference of mean log throughput with its interval.
+
+    ``diff`` is ``mean log b - mean log a``; ``margin`` the half-width of the
+    two-sided ``confidence`` interval around it; ``p_value`` the two-sided p
+    of the same statistic (t with ``dof`` degrees of freedom, normal when
+    ``dof`` is infinite). ``sd`` is the spread of runs within a session (SD
+    of log img/s), ``estimated`` whether it was estimated (else assumed).
+    ``between_sd`` is the spread between sessions (0 within one session),
+    ``between_assumed`` whether it was assumed because the baseline holds one
+    recorded session, ``sessions`` how many recorded sessions the baseline
+    holds. ``margin_limit`` is the margin that infinitely many runs of the
+    current session would leave: what between-session noise alone costs.
+    """
+
+    diff: float
+    margin: float
+    dof: float
+    sd: float
+    p_value: float
+    estimated: bool
+    confidence: float
+    description: str
+    between_sd: float = 0.0
+    between_assumed: bool = False
+    sessions: int = 1
+    margin_limit: float = 0.0
+
+    @property
+    def beyond_noise(self) -> bool:
+        """Whether the interval excludes 0."""
+        return abs(self.diff) > self.margin
+
+
+def satterthwaite_dof(components: Sequence[Tuple[float, float]]) -> float:
+    """Welch-Satterthwaite degrees of freedom of a sum of independent variance terms.
+
+    ``components`` are ``(term, dof)`` pairs, each term a (possibly negatively
+    weighted) mean square with ``dof`` degrees of freedom (``inf`` for a known
+    term): ``(sum terms)^2 / sum(term^2 / dof)`` (Satterthwaite, Biometrics
+    Bulletin 2, 1946). Infinite when every term is known or the sum is 0.
+    """
+    total = math.fsum(c for c, _ in components)
+    denom = math.fsum(c * c / d for c, d in components if math.isfinite(d) and c != 0.0)
+    if total <= 0.0 or denom == 0.0:
+        return math.inf
+    return total * total / denom
+
+
+def _mean_and_ss(xs: Sequence[float]) -> "tuple[float, float]":
+    mean = math.fsum(xs) / len(xs)
+    return mean, math.fsum((x - mean) ** 2 for x in xs)
+
+
+def _check(confidence: float, default_rel_noise: float, session_spread: Optional[float]) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence is {confidence!r}, expected 0 < confidence < 1")
+    if not default_rel_noise > 0.0 or not math.isfinite(default_rel_noise):
+        raise ValueError(f"default_rel_noise is {default_rel_noise!r}, expected a number > 0")
+    if session_spread is not None and (not session_spread >= 0.0 or not math.isfinite(session_spread)):
+        raise ValueError(f"session_spread is {session_spread!r}, expected a number >= 0 or None")
+
+
+def _quantile(p: float, dof: float) -> float:
+    return t_quantile(p, dof)  # infinite dof is the normal quantile
+
+
+def session_difference(
+    sessions: Sequence[Sequence[float]],
+    current: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    default_rel_noise: float = 0.25,
+    session_spread: Optional[float] = None,
+    names: "tuple[str, str]" = ("baseline", "current"),
+) -> LogDifference:
+    """The method: current session's runs against the baseline's recorded sessions, on log img/s.
+
+    Parameters
+    ----------
+    sessions:
+        img/s of the baseline's runs, one sequence per recorded session.
+    current:
+        img/s of this session's runs.
+    confidence:
+        two-sided confidence of the interval.
+    default_rel_noise:
+        relative run-to-run noise assumed when fewer than 2 degrees of freedom
+        are left to estimate it (SD of log ``log(1 + default_rel_noise)``).
+    session_spread:
+        ``None``: both groups come from one session (no between-session term;
+        several sessions are then pooled as one group). A number: the groups
+        come from different sessions; with one recorded session the spread
+        between sessions is assumed to be ``log(1 + session_spread)`` (SD of
+        log), with more it is estimated from them.
+
+    Returns
+    -------
+    LogDifference
+        the difference, its margin, dof, p value and the noise components.
+    """
+    confidence = float(confidence)
+    default_rel_noise = float(default_rel_noise)
+    _check(confidence, default_rel_noise, session_spread)
+    if not sessions:
+        raise ValueError(f"{names[0]} has no sessions, expected at least one")
+    groups: List[List[float]] = [
+        [math.log(x) for x in as_floats(s, f"{names[0]} session {i + 1}", positive=True)]
+        for i, s in enumerate(sessions)
+    ]
+    across = session_spread is not None
+    if not across and len(groups) > 1:
+        groups = [[x for g in groups for x in g]]
+    cur = [math.log(x) for x in as_floats(current, names[1], positive=True)]
+    n_sessions, k = len(groups), len(cur)
+    stats = [_mean_and_ss(g) for g in groups]
+    mc, ssc = _mean_and_ss(cur)
+    df_w = sum(len(g) - 1 for g in groups) + (k - 1)
+    ss_w = math.fsum(ss for _, ss in stats) + ssc
+    if df_w >= 2:
+        var_w, dof_w, estimated = ss_w / df_w, float(df_w), True
+        within = f"SD of log img/s within a session {math.sqrt(var_w):.4f} (pooled, {df_w} dof)"
+    else:
+        var_w, dof_w, estimated = math.log1p(default_rel_noise) ** 2, math.inf, False
+        within = (f"too few runs to estimate noise ({df_w} dof): assumed default relative noise "
+                  f"{default_rel_noise:.0%} per run (SD of log {math.sqrt(var_w):.4f})")
+    n1 = len(groups[0])
+    tau2, between_assumed = 0.0, False
+    if not across:
+        centre = stats[0][0]
+        components = [(var_w * (1.0 / n1 + 1.0 / k), dof_w)]
+        limit = [(var_w / n1, math.inf)]
+        between = ""
+    elif n_sessions == 1:
+        centre = stats[0][0]
+        tau2, between_assumed = math.log1p(float(session_spread)) ** 2, True  # type: ignore[arg-type]
+        components = [(2.0 * tau2, math.inf), (var_w * (1.0 / n1 + 1.0 / k), dof_w)]
+        limit = [(2.0 * tau2 + var_w / n1, math.inf)]
+        between = (f"between sessions: assumed SD of log {math.sqrt(tau2):.4f} (session_spread "
+                   f"{session_spread:.0%}; the baseline has 1 recorded session)")
+    else:
+        means = [m for m, _ in stats]
+        centre, ss_m = _mean_and_ss(means)
+        df_m = float(n_sessions - 1)
+        var_m = ss_m / df_m
+        h = math.fsum(1.0 / len(g) for g in groups) / n_sessions
+        tau2 = max(0.0, var_m - var_w * h)
+        # tau^2 counts with the S - 1 dof of the session means it comes from; with
+        # K equal to the runs of a recorded session this is the t test on session means.
+        components = [(tau2, df_m), (var_w / k, dof_w), (var_m / n_sessions, df_m)]
+        limit = [(tau2, df_m), (var_m / n_sessions, df_m)]
+        between = (f"between sessions: SD of log {math.sqrt(tau2):.4f} estimated from {n_sessions} recorded "
+                   "sessions (session means as units)")
+    var = max(0.0, math.fsum(c for c, _ in components))
+    # As the current session's runs grow without bound, the within-session dof do too.
+    var_limit = max(0.0, math.fsum(c for c, _ in limit))
+    dof = satterthwaite_dof(components) if across else dof_w
+    two_sided = 1.0 - (1.0 - confidence) / 2.0
+    q = _quantile(two_sided, dof)
+    se = math.sqrt(var)
+    diff = mc - centre
+    if se == 0.0:
+        p_value = 1.0 if diff == 0.0 else 0.0
+    else:
+        p_value = min(1.0, 2.0 * t_sf(abs(diff) / se, dof))
+    quantile = f"t={q:.3f} ({dof:.1f} dof)" if math.isfinite(dof) else f"z={q:.3f}"
+    if not across:
+        description = (f"pooled SD of log img/s {math.sqrt(var_w):.4f} from both groups ({df_w} dof), t={q:.3f}"
+                       if estimated else f"{within}, z={q:.3f}")
+    else:
+        description = f"{within}; {between}; {quantile} (Welch-Satterthwaite)"
+    return LogDifference(
+        diff=diff, margin=q * se, dof=dof, sd=math.sqrt(var_w), p_value=p_value, estimated=estimated,
+        confidence=confidence, description=description, between_sd=math.sqrt(tau2),
+        between_assumed=between_assumed, sessions=n_sessions,
+        margin_limit=_quantile(two_sided, satterthwaite_dof(limit)) * math.sqrt(var_limit),
+    )
+
+
+def log_difference(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    default_rel_noise: float = 0.25,
+    names: "tuple[str, str]" = ("a", "b"),
+) -> LogDifference:
+    """:func:`session_difference` of two groups of one session: the pooled-variance t interval.
+
+    The standard deviation of the logs is pooled from both groups
+    (``n_a + n_b - 2`` dof); with fewer than 2 dof it is not estimated but
+    assumed to be ``log(1 + default_rel_noise)`` per sample, with a normal
+    quantile.
+    """
+    return session_difference([a], b, confidence=confidence, default_rel_noise=default_rel_noise,
+                              session_spread=None, names=names)

@@ -1,0 +1,131 @@
+"""Baseline entries: what produced a baseline, its samples grouped by the session that measured them.
+
+An ENTRY of schema_version 2::
+
+    {"test": ..., "trick": ..., "topology": {...}, "workload": {...},
+     "summary": {...},                      # over every sample of every kept session
+     "sessions": [SESSION, ...]}            # oldest first, at most the window
+
+    SESSION = {"commit": ..., "date": ..., "host": ..., "samples": [img/s per run],
+               "single_img_per_sec": img/s of one process alone in that session, or null,
+               "versions": {...}, "extra": {...}}
+
+Days differ more than runs (a session's runs share its machine's luck), so
+the verdict treats sessions as units (:func:`pytest_bpsperf.stats.compare`).
+Recording adds a session and keeps the last ``window`` of them: a diff of the
+committed file shows one new session, and the oldest one leaving.
+
+Entries of schema_version 1 kept ``samples``, ``commit``, ``date``,
+``versions`` and ``extra`` at the top; :func:`migrate_entry` turns one into an
+entry with that one session (the store does so on read, and writes version 2).
+"""
+
+from __future__ import annotations
+
+import platform
+from typing import Dict, List, Mapping, Optional, Sequence
+
+from ..stats import summarize
+
+__all__ = [
+    "SESSION_KEYS",
+    "add_session",
+    "entry_sessions",
+    "entry_samples",
+    "latest_session",
+    "make_session",
+    "migrate_entry",
+    "session_samples",
+]
+
+#: The keys of schema_version 1 that now belong to a session.
+SESSION_KEYS = ("samples", "commit", "date", "versions", "extra")
+
+
+def make_session(
+    *,
+    samples: Sequence[float],
+    commit: Optional[str],
+    date: str,
+    versions: Mapping[str, str],
+    single_img_per_sec: Optional[float] = None,
+    host: Optional[str] = None,
+    extra: Optional[Mapping[str, object]] = None,
+) -> Dict[str, object]:
+    """One recorded session: its runs' img/s, where and when, and its single-process reference."""
+    session: Dict[str, object] = {
+        "commit": commit,
+        "date": date,
+        "host": host if host is not None else platform.node(),
+        "samples": [float(s) for s in samples],
+        "single_img_per_sec": None if single_img_per_sec is None else float(single_img_per_sec),
+        "versions": dict(versions),
+    }
+    if extra:
+        session["extra"] = dict(extra)
+    return session
+
+
+def migrate_entry(entry: Mapping[str, object]) -> Dict[str, object]:
+    """An entry in schema_version 2 form; a version 1 entry (flat ``samples``) becomes one session.
+
+    Keys that are not part of the format (notes written by hand) are kept.
+    An entry that already has ``sessions``, or has no samples at all, is
+    returned as a copy.
+    """
+    out = dict(entry)
+    if "sessions" in out or "samples" not in out:
+        return out
+    session: Dict[str, object] = {"host": None, "single_img_per_sec": None}
+    for key in SESSION_KEYS:
+        if key in out:
+            session[key] = out.pop(key)
+    out["sessions"] = [session]
+    return out
+
+
+def entry_sessions(entry: "Mapping[str, object] | None") -> "List[Mapping[str, object]]":
+    """The recorded sessions of ``entry`` (either schema), oldest first; those without samples left out."""
+    if not entry:
+        return []
+    sessions = migrate_entry(entry).get("sessions") or []
+    return [s for s in sessions if isinstance(s, Mapping) and s.get("samples")]  # type: ignore[union-attr]
+
+
+def session_samples(entry: "Mapping[str, object] | None") -> "List[List[float]]":
+    """img/s of ``entry``'s runs, one list per recorded session."""
+    return [[float(x) for x in s["samples"]] for s in entry_sessions(entry)]  # type: ignore[union-attr]
+
+
+def entry_samples(entry: "Mapping[str, object] | None") -> "List[float]":
+    """Every sample of ``entry``, all sessions together."""
+    return [x for s in session_samples(entry) for x in s]
+
+
+def latest_session(entry: "Mapping[str, object] | None") -> "Mapping[str, object]":
+    """The most recent recorded session of ``entry`` (empty when there is none)."""
+    sessions = entry_sessions(entry)
+    return sessions[-1] if sessions else {}
+
+
+def add_session(
+    existing: "Mapping[str, object] | None",
+    head: Mapping[str, object],
+    session: Mapping[str, object],
+    *,
+    window: int,
+) -> Dict[str, object]:
+    """``existing`` (or a new entry) with ``session`` appended, keeping the last ``window`` sessions.
+
+    ``head`` gives the entry's identity (test, trick, topology, workload);
+    other keys of ``existing`` (hand-written notes) are kept, and the summary
+    is recomputed over the kept sessions.
+    """
+    if window < 1:
+        raise ValueError(f"window is {window!r}, expected an integer >= 1")
+    entry = migrate_entry(existing) if existing else {}
+    entry.update({k: head[k] for k in ("test", "trick", "topology", "workload") if k in head})
+    kept = [dict(s) for s in entry_sessions(entry)] + [dict(session)]
+    entry["sessions"] = kept[-window:]
+    entry["summary"] = summarize(entry_samples(entry)).as_dict()
+    return entry
