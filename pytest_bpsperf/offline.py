@@ -1,0 +1,92 @@
+"""Verdicts and baselines from files, without running anything.
+
+The same decisions as the plugin, on documents it wrote: :func:`check_results`
+decides a results file (``--bpsperf-json``) against the stored baselines,
+:func:`compare_results` decides one results file against another, and
+:func:`baseline_entries` makes baseline entries from an earlier run's results.
+All go through :func:`pytest_bpsperf.verdict.decide` (and so
+:func:`pytest_bpsperf.stats.compare`). Plain Python, no Ray or MXNet.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from .store.baselines import BaselineStore, check_baseline_quality, make_entry
+from .store.results import JobSamples, jobs_of
+from .verdict import Verdict, decide
+
+__all__ = ["baseline_entries", "check_results", "compare_results", "profile_of"]
+
+
+def profile_of(results: Mapping[str, Any], override: Optional[str] = None, *, source: str = "the results file") -> str:
+    """The profile id a results document was measured on (``override`` wins)."""
+    if override:
+        return override
+    profile = results.get("profile") or {}
+    if not profile.get("id"):
+        raise ValueError(f"{source} does not record its hardware profile (written by an older pytest-bpsperf?); "
+                         "name it with --profile PROFILE_ID")
+    return str(profile["id"])
+
+
+def _decide(job: JobSamples, profile_id: str, baseline: "Mapping[str, Any] | None",
+            tolerance: Optional[float]) -> Verdict:
+    return decide(nodeid=job.nodeid, test=job.test, trick=job.trick, profile_id=profile_id, key=job.key,
+                  samples=job.samples, baseline=baseline,
+                  tolerance=job.tolerance if tolerance is None else tolerance)
+
+
+def check_results(results: Mapping[str, Any], store: BaselineStore, *, profile_id: str,
+                  tolerance: Optional[float] = None) -> "list[Verdict]":
+    """One verdict per job of ``results`` against the baselines of ``profile_id`` in ``store``.
+
+    The tolerance is each test's own (from the results), unless ``tolerance`` is given.
+    """
+    stored = store.load(profile_id)
+    return [_decide(job, profile_id, stored.get(key), tolerance) for key, job in jobs_of(results).items()]
+
+
+def compare_results(base: Mapping[str, Any], head: Mapping[str, Any], *,
+                    tolerance: Optional[float] = None) -> "tuple[list[Verdict], list[str]]":
+    """Each job of ``head`` against the same job in ``base`` (its runs as the baseline samples).
+
+    Returns the verdicts and the keys of ``head`` that ``base`` does not have
+    (their verdict is ``no-baseline``). The profile is ``head``'s when recorded.
+    """
+    base_jobs = jobs_of(base)
+    profile_id = (head.get("profile") or {}).get("id") or "-"
+    verdicts, missing = [], []
+    for key, job in jobs_of(head).items():
+        ref = base_jobs.get(key)
+        if ref is None:
+            missing.append(key)
+        baseline = None if ref is None else {"samples": list(ref.samples), "commit": base.get("commit"),
+                                             "date": base.get("date")}
+        verdicts.append(_decide(job, profile_id, baseline, tolerance))
+    return verdicts, missing
+
+
+def baseline_entries(results: Mapping[str, Any], *, max_spread: Optional[float] = None,
+                     force: bool = False) -> "tuple[dict[str, dict], list[str]]":
+    """Baseline entries for the jobs of ``results``, and why some were refused.
+
+    The same checks as ``--bpsperf-update-baselines``: at least two runs and a
+    spread within ``max_spread`` (each test's own setting unless given);
+    ``force`` records them anyway. Commit and date are those of the results.
+    """
+    entries: "dict[str, dict]" = {}
+    refused: "list[str]" = []
+    for key, job in jobs_of(results).items():
+        limit = max_spread if max_spread is not None else float(job.settings.get("max_spread", 0.2))
+        problem = check_baseline_quality(job.samples, max_rel_spread=limit)
+        if problem and not force:
+            refused.append(f"{job.test} [{job.trick}]: {problem} (--force records it anyway)")
+            continue
+        extra: "dict[str, Any]" = {"steps_per_run": job.workload.get("steps"), "recorded_from": "results file"}
+        if job.median_step_s:
+            extra["median_step_s"] = list(job.median_step_s)
+        entries[key] = make_entry(test=job.test, trick=job.trick, topology=job.topology, workload=job.workload,
+                                  samples=job.samples, commit=results.get("commit"),
+                                  date=results.get("date") or None, versions=results.get("versions"), extra=extra)
+    return entries, refused
