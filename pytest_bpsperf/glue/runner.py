@@ -35,6 +35,7 @@ class RunnerPlugin:
                 base_log_dir=str(self.base_log_dir()),
                 say=self.say,
                 verbose_ps=self.config.getoption("bpsperf_ps_verbose"),
+                live=self.live,
             )
         return self._session
 
@@ -56,6 +57,12 @@ class RunnerPlugin:
         """A progress line, shown with -v."""
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None and self.config.option.verbose > 0:
+            tr.write_line(f"bpsperf: {message}")
+
+    def live(self, message: str) -> None:
+        """A live progress line while training, shown unless -q."""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None and self.config.option.verbose >= 0:
             tr.write_line(f"bpsperf: {message}")
 
     def close(self) -> None:

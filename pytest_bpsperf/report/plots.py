@@ -97,8 +97,15 @@ def steps_picture(test: str, runs: Sequence[Mapping[str, Any]], out_dir: "str | 
         }
     fig = _figure()
     ax = fig.add_subplot(1, 1, 1)
-    for label, series in data.items():
-        (line,) = ax.plot(series["steps"], series["img_per_sec"], marker="o", markersize=3, label=label)
+    tricks = _tricks_in_order(runs)
+    for run in runs:
+        label = _run_label(run)
+        if label not in data:
+            continue
+        series = data[label]
+        # One colour per trick, one line style per repeat.
+        (line,) = ax.plot(series["steps"], series["img_per_sec"], marker="o", markersize=3, label=label,
+                          color=f"C{tricks.index(run['trick']) % 10}", linestyle=("-", "--", ":", "-.")[run["repeat"] % 4])
         warm = series["warmup_steps"]
         if warm:
             ax.plot(warm, [series["img_per_sec"][i] for i in warm], linestyle="none", marker="o", markersize=8,

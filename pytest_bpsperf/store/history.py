@@ -16,12 +16,12 @@ of :func:`~pytest_bpsperf.stats.changepoint.detect_steps` on mean log img/s.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
 import subprocess
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
@@ -71,7 +71,7 @@ def make_record(results: Mapping[str, Any], *, profile: Mapping[str, Any], commi
     settings = {key: dict(job.settings, backend=job.workload["backend"]) for key, job in jobs_of(results).items()}
     record = {
         "schema_version": SCHEMA_VERSION,
-        "session": session or (results.get("session_info") or {}).get("run_id") or uuid.uuid4().hex[:12],
+        "session": session or (results.get("session_info") or {}).get("run_id") or _content_id(runs),
         "profile": dict(profile),
         "commit": commit,
         "branch": branch,
@@ -82,6 +82,11 @@ def make_record(results: Mapping[str, Any], *, profile: Mapping[str, Any], commi
     }
     validate(record, "history", "the new history record")
     return record
+
+
+def _content_id(runs: Sequence[Mapping[str, Any]]) -> str:
+    """A session id from the runs themselves: saving the same results twice names the same file."""
+    return hashlib.sha1(json.dumps(list(runs), sort_keys=True).encode()).hexdigest()[:12]
 
 
 class HistoryStore:
