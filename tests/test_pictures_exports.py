@@ -193,3 +193,28 @@ def test_latest_record_skips_a_torn_line(tmp_path):
     with open(role.records_path, "w") as fh:
         fh.write(json.dumps({"event": "step", "step": 4}) + "\n" + '{"event": "st')
     assert role.latest_record() == {"event": "step", "step": 4}
+
+
+LIVE_CONFTEST = """
+from pytest_bpsperf.job import worker_records_from
+from pytest_bpsperf.measurement import RunOutput
+
+
+def pytest_bpsperf_run(config, spec):
+    runner = config.pluginmanager.get_plugin("bpsperf-RunnerPlugin")
+    runner.live(f"{spec.nodeid}: step 5/20, 12.5 img/s")  # what the launcher says while training
+    workers = (worker_records_from("worker-0", [{"total_s": 1.0}] * 4, 8),)
+    return RunOutput(workers=workers, roles=(), bringup_s=0.1, teardown_s=0.1, wall_s=1.0,
+                     log_dir=spec.log_dir, backend="mxnet")
+"""
+
+
+@pytest.mark.parametrize("args, shown", [((), True), (("-q",), False)])
+def test_live_lines_reach_the_terminal_while_a_test_runs(pytester, args, shown):
+    pytester.makeconftest(LIVE_CONFTEST)
+    pytester.makepyfile(test_x=MATRIX_TEST)
+    # A subprocess: only there does the test's output capture work as in a real session.
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    assert result.ret == 0, result.stdout.str()
+    line = "bpsperf: test_x.py::test_x[default]: step 5/20, 12.5 img/s"
+    assert (line in result.stdout.lines) is shown
