@@ -20,19 +20,19 @@ from .. import __version__
 __all__ = ["main"]
 
 
-def _tolerance(text: str) -> float:
+def _percent(option: str) -> Callable[[str], float]:
+    """A parser for a percentage option (``10%``, ``10`` or ``0.1``), as the plugin's tolerance setting."""
     from ..settings import OPTIONS
 
-    option = next(o for o in OPTIONS if o.name == "tolerance")
-    try:
-        return option.parse(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"--tolerance {text!r}: {exc}") from None
+    parse = next(o for o in OPTIONS if o.name == "tolerance").parse
 
+    def convert(text: str) -> float:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{option} {text!r}: {exc}") from None
 
-def _fraction(text: str) -> float:
-    value = _tolerance(text)
-    return value
+    return convert
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,13 +50,13 @@ def _parser() -> argparse.ArgumentParser:
     q = add("compare", c.compare, "decide HEAD results against BASE results (exit 1 on a regression)")
     q.add_argument("base", metavar="BASE.json")
     q.add_argument("head", metavar="HEAD.json")
-    q.add_argument("--tolerance", type=_tolerance, help="override each test's tolerance, e.g. 10%%")
+    q.add_argument("--tolerance", type=_percent("--tolerance"), help="override each test's tolerance, e.g. 10%%")
 
     q = add("check", c.check, "verdicts of a results file against the stored baselines (exit 1 on a regression)")
     q.add_argument("results", metavar="RESULTS.json")
     q.add_argument("--baselines-dir", default="baselines", help="default: %(default)s")
     q.add_argument("--profile", help="profile id (default: the one the results record)")
-    q.add_argument("--tolerance", type=_tolerance, help="override each test's tolerance, e.g. 10%%")
+    q.add_argument("--tolerance", type=_percent("--tolerance"), help="override each test's tolerance, e.g. 10%%")
     q.add_argument("--markdown", metavar="PATH", help="also write the verdicts as Markdown")
 
     b = add("baselines", None, "list, show, record and prune stored baselines")
@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         if name == "record":
             q.add_argument("results", metavar="RESULTS.json")
             q.add_argument("--profile", help="profile id (default: the one the results record)")
-            q.add_argument("--max-spread", type=_fraction, help="largest stdev/mean accepted (default: the test's)")
+            q.add_argument("--max-spread", type=_percent("--max-spread"), help="largest stdev/mean accepted (default: the test's)")
             q.add_argument("--force", action="store_true", help="record entries whose runs spread too much")
         if name == "prune":
             q.add_argument("--test", help="only entries whose test matches this glob")
