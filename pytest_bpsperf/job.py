@@ -108,6 +108,7 @@ class RunResult:
         """JSON view of this result (the ``--bpsperf-json`` test entry)."""
         out = {
             "nodeid": self.spec.nodeid,
+            "key": self.key,
             "test": self.spec.test,
             "trick": self.spec.trick.name,
             "trick_env": self.spec.trick.as_dict()["env"],
@@ -119,6 +120,11 @@ class RunResult:
             "roles": [r.as_dict() for r in self.output.roles],
         }
         out.update(self.measurement.as_dict())
+        # Per-step series, so that reports and pictures can be made again from the file alone.
+        out["workers"] = [{"name": w.name, "batch_size": w.batch_size, "step_s": list(w.step_seconds),
+                           "compute_s": list(w.compute_seconds), "sync_s": list(w.sync_seconds),
+                           "warmup_steps": list(w.steady.warmup_steps)}
+                          for w in self.measurement.workers]
         if self.output.single_img_per_sec is not None:
             out["single_img_per_sec"] = self.output.single_img_per_sec
         if self.output.comm:

@@ -22,6 +22,8 @@ from .reservation import Reservation, ReservationError, reserve
 #: how often the driver asks the actors whether their roles still run; each ask costs
 #: a little CPU on every node, which a 2-core machine feels during training.
 POLL_SECONDS = 0.5
+#: how often a live progress line reads the workers' latest step (only when asked for).
+PROGRESS_SECONDS = 10.0
 
 
 class RoleFailed(RuntimeError):
@@ -162,6 +164,13 @@ class RoleGroup:
         return {n: f"{type(a).__name__}: {str(a).splitlines()[0] if str(a) else ''}"
                 for n, a in zip(names, answers) if isinstance(a, Exception)}
 
+    def latest_steps(self) -> dict:
+        """Worker name -> its latest record so far (None before its first), read on its node."""
+        import ray
+
+        names = [r.name for r in self.roles if r.role == "worker" and r.name in self.actors]
+        return dict(zip(names, ray.get([self.actors[n].latest_record.remote() for n in names], timeout=30)))
+
     def log_tails(self, lines: int = 30) -> dict:
         """Role name -> the end of its log, read on its node (empty where the actor is gone)."""
         names = list(self.actors)
@@ -260,13 +269,36 @@ def _lost(group: RoleGroup) -> str:
     return "; ".join(parts)
 
 
-def _watch(group: RoleGroup, deadline: float, timeout: float, exit_grace: float) -> "str | None":
-    """Poll until every role exited 0; the reason it went wrong otherwise."""
+def progress_line(label: str, steps: int, latest: dict) -> "str | None":
+    """``LABEL: step k/N, X img/s`` from the workers' latest records (None before any step).
+
+    k is the step the slowest worker finished (workers of ``dist_sync`` step
+    together); img/s is the sum over workers of their latest step's rate.
+    """
+    done = [r for r in latest.values() if r and r.get("event") in ("step", "end")]
+    if not done or len(done) < len(latest):
+        return None
+    last_steps = [r for r in done if r.get("event") == "step"]
+    k = min(int(r.get("step", -1)) + 1 if r.get("event") == "step" else steps for r in done)
+    rate = sum(float(r["images"]) / float(r["total_s"]) for r in last_steps if r.get("total_s"))
+    return f"{label}: step {k}/{steps}" + (f", {rate:.1f} img/s" if last_steps else "")
+
+
+def _watch(group: RoleGroup, deadline: float, timeout: float, exit_grace: float,
+           progress: "Callable[[], None] | None" = None, clock: Callable[[], float] = time.perf_counter) -> "str | None":
+    """Poll until every role exited 0; the reason it went wrong otherwise.
+
+    ``progress`` is called about every :data:`PROGRESS_SECONDS` while the roles run.
+    """
     import ray
 
     workers = [r.name for r in group.roles if r.role == "worker"]
     t_workers_done = None
+    next_progress = clock() + PROGRESS_SECONDS
     while True:
+        if progress is not None and clock() >= next_progress:
+            next_progress = clock() + PROGRESS_SECONDS
+            progress()
         try:
             codes = group.poll()
         except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError):
@@ -297,8 +329,15 @@ def run_roles(
     replan: "Replan | None" = None,
     on_progress: "Callable[[str], None] | None" = None,
     exit_grace: float = 30.0,
+    live: "Callable[[str], None] | None" = None,
+    label: str = "",
+    steps: int = 0,
 ) -> RunOutput:
     """Run every role of ``plan`` to completion on the connected Ray cluster.
+
+    ``live`` hears a line when the roles are up and one about every
+    :data:`PROGRESS_SECONDS` of training (``LABEL: step k/N, X img/s``);
+    ``on_progress`` hears the details.
 
     Returns the workers' records and each role's fate and place. Raises
     :class:`RoleFailed` when the nodes cannot be reserved, a role exits
@@ -315,7 +354,18 @@ def run_roles(
             raise RoleFailed(f"bpsperf run failed ({plan.backend}, trick {plan.trick.name}): {exc}") from None
         say(f"{len(group.roles)} roles started in {group.bringup_s:.1f}s (scheduler "
             f"{group.root['DMLC_PS_ROOT_URI']}:{group.root['DMLC_PS_ROOT_PORT']})")
-        failure = _watch(group, t_start + timeout, timeout, exit_grace)
+        tick = None
+        if live is not None:
+            live(f"{label}: {len(group.roles)} roles up in {group.bringup_s:.1f}s, training {steps} steps")
+
+            def tick() -> None:
+                try:
+                    line = progress_line(label, steps, group.latest_steps())
+                except Exception as exc:  # noqa: BLE001 - progress must never break a run
+                    line = f"{label}: no progress ({type(exc).__name__})"
+                if line:
+                    live(line)
+        failure = _watch(group, t_start + timeout, timeout, exit_grace, tick)
     plan = group.plan
     output = RunOutput(
         workers=tuple(group.records),

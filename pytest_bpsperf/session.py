@@ -38,11 +38,12 @@ class PerfSession:
     """Owns the Ray cluster of one pytest session and runs role plans on it."""
 
     def __init__(self, *, ray_address: str, base_log_dir: str, say: "Callable[[str], None] | None" = None,
-                 verbose_ps: bool = False) -> None:
+                 verbose_ps: bool = False, live: "Callable[[str], None] | None" = None) -> None:
         self.cluster = RayCluster(address=ray_address, watch_dir=base_log_dir)
         self.base_log_dir = base_log_dir
         self.run_id = uuid.uuid4().hex[:12]
         self.say = say or (lambda _m: None)
+        self.live = live  # progress lines while training (roles up, step k/N every ~10 s)
         self.verbose_ps = verbose_ps
         self.backend_choice: "tuple[str, str] | None" = None
         self._single_cache: "dict[tuple, float]" = {}
@@ -117,8 +118,9 @@ class PerfSession:
 
         plan = plan_with()
         os.makedirs(spec.log_dir, exist_ok=True)
+        label = f"{spec.nodeid.split('::')[-1]} (trick {spec.trick.name}, repeat {spec.repeat + 1}/{settings.repeats})"
         output = run_roles(plan, spec.log_dir, timeout=settings.timeout, placement_timeout=settings.placement_timeout,
-                           replan=plan_with, on_progress=self.say)
+                           replan=plan_with, on_progress=self.say, live=self.live, label=label, steps=settings.steps)
         for role in output.roles:
             kind = "worker" if role.role == "worker" else "server"
             if self.hosts.get(role.node_id) != "worker":  # a node that hosts a worker counts as a worker node

@@ -59,7 +59,12 @@ def test_two_workers_one_server_end_to_end(perf_project, tmp_path):
     out = tmp_path / "result.json"
     result = project.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf", "--bpsperf-json", str(out))
     result.assert_outcomes(passed=2)
-    doc = json.loads(out.read_text())
+    # Live progress without -v: the roles of each run are up.
+    result.stdout.fnmatch_lines(["bpsperf: test_train*(trick default, repeat 1/1): 4 roles up in *s, training 6 steps",
+                                 "bpsperf: test_train*(trick omp-passive, repeat 1/1): 4 roles up in *s, training 6 steps"])
+    from pytest_bpsperf.store.results import read_document
+
+    doc = read_document(out, "results")  # valid against the results schema
     assert doc["schema_version"] >= 1
     tests = {t["trick"]: t for t in doc["tests"]}
     assert set(tests) == {"default", "omp-passive"}

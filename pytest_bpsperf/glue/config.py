@@ -45,6 +45,16 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--bpsperf-benchmark-json", metavar="PATH", default=None,
                     help="write results in pytest-benchmark's JSON format (per-step times as rounds), "
                          "readable by 'pytest-benchmark compare'")
+    group.addoption("--bpsperf-history", metavar="DIR", default=None,
+                    help="save this session's results in the history under DIR (one file per session) and draw "
+                         "each job's trend with its change points")
+    group.addoption("--bpsperf-plots", metavar="DIR", default=None,
+                    help="write PNG pictures (per-step img/s, trick matrix, compute/sync, history) to DIR "
+                         "(default: bpsperf-img/ next to --bpsperf-markdown, when given)")
+    group.addoption("--bpsperf-bmf", metavar="PATH", default=None,
+                    help="write img/s per job in Bencher Metric Format (bencher run --adapter json)")
+    group.addoption("--bpsperf-github-benchmark", metavar="PATH", default=None,
+                    help="write img/s per job for github-action-benchmark (tool: customBiggerIsBetter)")
     group.addoption("--bpsperf-ps-verbose", action="store_true", default=False,
                     help="PS_VERBOSE=1 for every role (ps-lite connection logs)")
     group.addoption("--bpsperf-list-tricks", action="store_true", default=False,

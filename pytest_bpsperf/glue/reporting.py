@@ -9,6 +9,9 @@ import pytest
 
 from .. import report
 from ..job import Ledger
+from ..report import exports, pages, plots
+from ..store.baselines import BaselineError, current_commit, software_versions, utc_now_iso
+from ..store.history import HistoryError, HistoryStore, current_branch, make_record, trends
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gate import BaselineGate
@@ -61,24 +64,84 @@ class ReportPlugin:
                 write(line)
 
     def write_reports(self) -> None:
-        """Write the JSON, Markdown and pytest-benchmark files asked for on the command line."""
+        """Write the files asked for on the command line: JSON, Markdown, pictures, history, exports."""
         ledger = self.ledger
         header = self.header_lines()
+        root = str(self.config.rootpath)
+        profile = self.gate.known_profile
+        document = report.json_document(
+            ledger.runs, ledger.failures, header, self.runner.session_info(), profile=profile,
+            commit=current_commit(root), branch=current_branch(root), date=utc_now_iso(),
+            versions=software_versions(),
+        )
         json_path = self.config.getoption("bpsperf_json")
         if json_path:
-            report.write_json(json_path, report.json_document(ledger.runs, ledger.failures, header,
-                                                              self.runner.session_info()))
+            report.write_json(json_path, document)
             self.written.append(json_path)
-        markdown = report.markdown_document(ledger.runs, header, ledger.verdicts)
+        found = self._save_history(document)
         md_path = self.config.getoption("bpsperf_markdown")
+        pictures = self._draw(document, found, md_path)
+        markdown = report.markdown_document(ledger.runs, header, ledger.verdicts)
         if md_path:
-            report.write_text(md_path, markdown)
+            extra = pages.trend_markdown(found) + pages.pictures_markdown(
+                pictures, os.path.dirname(os.path.abspath(md_path)))
+            report.write_text(md_path, markdown + ("\n".join(extra) + "\n" if extra else ""))
             self.written.append(md_path)
         bench_path = self.config.getoption("bpsperf_benchmark_json")
         if bench_path:
-            report.write_json(bench_path, report.benchmark_document(ledger.runs, self.gate.known_profile))
+            report.write_json(bench_path, report.benchmark_document(ledger.runs, profile))
             self.written.append(bench_path)
+        for option, make in (("bpsperf_bmf", exports.bmf_export), ("bpsperf_github_benchmark",
+                                                                    exports.github_benchmark_export)):
+            path = self.config.getoption(option)
+            if path:
+                report.write_json(path, make(document))
+                self.written.append(path)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if os.environ.get("GITHUB_ACTIONS") == "true" and summary and ledger.runs:
+            # The job summary cannot show files of the runner: it names the PNGs of the artifact.
+            names = "".join(f"\n- `{os.path.basename(p.path)}`: {p.title}" for p in pictures)
             with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(markdown)
+                fh.write(markdown + "\n".join(pages.trend_markdown(found)) + "\n")
+                if names:
+                    fh.write(f"\nPictures (in the job's artifacts):{names}\n")
+
+    def _save_history(self, document: dict) -> list:
+        """--bpsperf-history: save this session's record; the trends of the jobs that ran."""
+        directory = self.config.getoption("bpsperf_history")
+        profile = self.gate.known_profile
+        if not directory or not self.ledger.runs or profile is None:
+            return []
+        store = HistoryStore(directory)
+        try:
+            record = make_record(document, profile=profile.as_dict(), commit=document["commit"],
+                                 branch=document["branch"], date=document["date"], versions=document["versions"])
+            self.written.append(str(store.save(record)))
+            keys = {r.key for r in self.ledger.runs}
+            return [t for t in trends(store.load(profile.id), profile_id=profile.id) if t.key in keys]
+        except (HistoryError, ValueError) as exc:
+            self.gate.lines.append(f"history NOT saved or read: {exc}")
+            return []
+
+    def _draw(self, document: dict, found: list, md_path: "str | None") -> list:
+        """The pictures, in --bpsperf-plots or next to the Markdown report."""
+        directory = self.config.getoption("bpsperf_plots")
+        if not directory and md_path:
+            directory = os.path.join(os.path.dirname(os.path.abspath(md_path)), "bpsperf-img")
+        if not directory or not self.ledger.runs:
+            return []
+        baselines, profile = {}, self.gate.known_profile
+        if profile is not None:
+            try:
+                baselines = dict(self.gate.store().load(profile.id).entries)
+            except BaselineError:
+                pass  # the verdicts already said so; the band is left out
+        tolerances = {r.key: r.spec.settings.tolerance for r in self.ledger.runs}
+        try:
+            pictures = plots.session_pictures(document, directory, trends=found, baselines=baselines,
+                                              tolerances=tolerances)
+        except (ImportError, OSError, ValueError) as exc:
+            self.gate.lines.append(f"pictures NOT drawn: {exc}")
+            return []
+        self.written.append(f"{len(pictures)} picture(s) in {directory}")
+        return pictures

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,7 @@ class RunnerPlugin:
                 base_log_dir=str(self.base_log_dir()),
                 say=self.say,
                 verbose_ps=self.config.getoption("bpsperf_ps_verbose"),
+                live=self.live,
             )
         return self._session
 
@@ -53,11 +55,24 @@ class RunnerPlugin:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def _write_line(self, line: str) -> None:
+        """A line on the terminal now, also while a test runs (its output capture paused, as live logging does)."""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is None:
+            return
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext():
+            tr.write_line(line)
+
     def say(self, message: str) -> None:
         """A progress line, shown with -v."""
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None and self.config.option.verbose > 0:
-            tr.write_line(f"bpsperf: {message}")
+        if self.config.option.verbose > 0:
+            self._write_line(f"bpsperf: {message}")
+
+    def live(self, message: str) -> None:
+        """A live progress line while training, shown unless -q."""
+        if self.config.option.verbose >= 0:
+            self._write_line(f"bpsperf: {message}")
 
     def close(self) -> None:
         """Tear down Ray (if this session started it)."""

@@ -214,6 +214,27 @@ class RoleProcess:
             pass
         return out
 
+    def latest_record(self) -> "dict | None":
+        """The last complete record the worker wrote so far (for live progress), or None.
+
+        Reads only the end of the file, so asking every few seconds costs the node nothing.
+        """
+        try:
+            with open(self.records_path, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - 8192))
+                lines = fh.read().decode(errors="replace").splitlines()
+        except OSError:
+            return None
+        for line in reversed(lines):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # a line being written, or cut by the seek
+            if isinstance(record, dict):
+                return record
+        return None
+
     def read_files(self, pattern_dir: str) -> dict:
         """Contents of the files under ``pattern_dir`` (relative to the log dir), for traces."""
         root = os.path.join(self.log_dir, pattern_dir)

@@ -34,6 +34,7 @@ from ..profile import validate_profile_id
 from ..stats import summarize
 from .entries import add_session, make_session, migrate_entry
 from .files import atomic_write_text
+from .schema import SchemaError, validate
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -192,6 +193,10 @@ def _parse(path: Path, raw: bytes) -> BaselineFile:
             )
         for session in sessions or []:
             _check_samples(path, key, session.get("samples"))
+    try:
+        validate(data, "baselines", f"baselines file {path}")
+    except SchemaError as exc:
+        raise BaselineError(f"{exc}\n{_UNTOUCHED}") from None
     entries = {key: migrate_entry(entry) for key, entry in entries.items()}
     return BaselineFile(path=path, exists=True, profile=profile, entries=entries, schema_version=version)
 
@@ -332,7 +337,33 @@ class BaselineStore:
                     f"cannot write baselines file {path}: the data is not plain JSON ({exc}); "
                     "the file was left untouched"
                 ) from None
+            try:
+                validate(document, "baselines", f"the new content of baselines file {path}")
+            except SchemaError as exc:
+                raise BaselineError(f"{exc}\nthe file was left untouched") from None
             atomic_write_text(path, text)
+        return path
+
+
+    def remove(self, profile_id: str, keys: Sequence[str]) -> Path:
+        """Delete the entries ``keys`` from the file of ``profile_id`` and write it atomically.
+
+        Unknown keys are an error (nothing is written), as is a file that cannot be parsed.
+        Returns the path written.
+        """
+        path = self.path_for(profile_id)
+        with _directory_lock(self.directory):
+            current = self.load(profile_id)
+            unknown = [k for k in keys if k not in current.entries]
+            if not current.exists or unknown:
+                raise BaselineError(f"baselines file {path} has no entr{'y' if len(unknown) == 1 else 'ies'} "
+                                    f"{', '.join(map(repr, unknown or keys))}; it was left untouched")
+            document = {
+                "schema_version": SCHEMA_VERSION,
+                "profile": current.profile,
+                "entries": {k: v for k, v in current.entries.items() if k not in set(keys)},
+            }
+            atomic_write_text(path, json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n")
         return path
 
 

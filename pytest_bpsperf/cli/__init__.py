@@ -1,0 +1,136 @@
+"""The ``bpsperf`` command: verdicts, baselines, history, reports and exports from files.
+
+Everything here works on files the plugin wrote (``--bpsperf-json`` results,
+``baselines/``, a history directory) and makes the same decisions as the
+plugin. It imports neither Ray nor MXNet, nor pytest, and starts in well
+under a second.
+
+Exit status: 0 when all is well, 1 when a verdict is ``regression`` (or a
+baseline was refused), 2 for bad input (the message names the file or value).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable, Optional, Sequence
+
+from .. import __version__
+
+__all__ = ["main"]
+
+
+def _percent(option: str) -> Callable[[str], float]:
+    """A parser for a percentage option (``10%``, ``10`` or ``0.1``), as the plugin's tolerance setting."""
+    from ..settings import OPTIONS
+
+    parse = next(o for o in OPTIONS if o.name == "tolerance").parse
+
+    def convert(text: str) -> float:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{option} {text!r}: {exc}") from None
+
+    return convert
+
+
+def _parser() -> argparse.ArgumentParser:
+    from . import commands as c
+
+    p = argparse.ArgumentParser(prog="bpsperf", description=__doc__.split("\n\n")[0])
+    p.add_argument("--version", action="version", version=f"bpsperf {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def add(name: str, func: Callable, help_text: str, parent=sub) -> argparse.ArgumentParser:
+        q = parent.add_parser(name, help=help_text, description=help_text)
+        q.set_defaults(func=func)
+        return q
+
+    q = add("compare", c.compare, "decide HEAD results against BASE results (exit 1 on a regression)")
+    q.add_argument("base", metavar="BASE.json")
+    q.add_argument("head", metavar="HEAD.json")
+    q.add_argument("--tolerance", type=_percent("--tolerance"), help="override each test's tolerance, e.g. 10%%")
+
+    q = add("check", c.check, "verdicts of a results file against the stored baselines (exit 1 on a regression)")
+    q.add_argument("results", metavar="RESULTS.json")
+    q.add_argument("--baselines-dir", default="baselines", help="default: %(default)s")
+    q.add_argument("--profile", help="profile id (default: the one the results record)")
+    q.add_argument("--tolerance", type=_percent("--tolerance"), help="override each test's tolerance, e.g. 10%%")
+    q.add_argument("--markdown", metavar="PATH", help="also write the verdicts as Markdown")
+
+    b = add("baselines", None, "list, show, record and prune stored baselines")
+    bsub = b.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for name, func, text in (("list", c.baselines_list, "one line per profile file"),
+                             ("show", c.baselines_show, "the entries of one profile"),
+                             ("record", c.baselines_record, "record baselines from an earlier run's results"),
+                             ("prune", c.baselines_prune, "delete entries (all matching the filters)")):
+        q = add(name, func, text, bsub)
+        q.add_argument("--dir", default="baselines", help="baselines directory (default: %(default)s)")
+        if name in ("show", "prune"):
+            q.add_argument("profile", metavar="PROFILE")
+        if name == "record":
+            q.add_argument("results", metavar="RESULTS.json")
+            q.add_argument("--profile", help="profile id (default: the one the results record)")
+            q.add_argument("--max-spread", type=_percent("--max-spread"), help="largest stdev/mean accepted (default: the test's)")
+            q.add_argument("--force", action="store_true", help="record entries whose runs spread too much")
+            q.add_argument("--sessions", type=int, default=10,
+                           help="recorded sessions each entry keeps (default: %(default)s)")
+        if name == "prune":
+            q.add_argument("--test", help="only entries whose test matches this glob")
+            q.add_argument("--trick", help="only entries of this trick")
+            q.add_argument("--older-than", metavar="YYYY-MM-DD", help="only entries recorded before this date")
+            q.add_argument("--dry-run", action="store_true", help="say what would go, change nothing")
+
+    h = add("history", c.history_show, "trend tables per test and trick across commits, with change points")
+    hsub = h.add_subparsers(dest="action", metavar="ACTION")
+    q = add("add", c.history_add, "save a results file into the history (one file per session)", hsub)
+    q.add_argument("results", metavar="RESULTS.json")
+    q.add_argument("--dir", default="history", help="history directory (default: %(default)s)")
+    q.add_argument("--profile", help="profile id (default: the one the results record)")
+    q.add_argument("--commit", help="commit measured (default: the one the results record)")
+    q.add_argument("--branch", help="branch measured (default: the one the results record)")
+    for target in (h, add("show", c.history_show, "the trend tables (the default action)", hsub)):
+        target.add_argument("--dir", default="history", help="history directory (default: %(default)s)")
+        target.add_argument("--profile", help="only this profile")
+        target.add_argument("--branch", help="only records of this branch")
+        target.add_argument("--test", help="only tests matching this glob")
+
+    q = add("report", c.report, "an HTML or Markdown report with pictures")
+    q.add_argument("--results", metavar="RESULTS.json", help="a results file (runs, matrix, verdicts)")
+    q.add_argument("--history", metavar="DIR", help="a history directory (trend pictures)")
+    q.add_argument("--baselines-dir", default="baselines", help="for verdicts and bands (default: %(default)s)")
+    q.add_argument("--profile", help="profile id (default: the one the results record)")
+    q.add_argument("--branch", help="history of this branch only")
+    q.add_argument("--out", required=True, metavar="DIR", help="where the report and its PNGs go")
+    q.add_argument("--format", choices=("html", "md"), default="html")
+
+    q = add("export", c.export, "convert a results file for another tool")
+    q.add_argument("results", metavar="RESULTS.json")
+    q.add_argument("--format", required=True, choices=("bmf", "github", "pytest-benchmark"),
+                   help="bmf: Bencher Metric Format; github: github-action-benchmark customBiggerIsBetter")
+    q.add_argument("-o", "--output", required=True, metavar="PATH")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the ``bpsperf`` command; returns its exit status."""
+    from ..store.baselines import BaselineError
+    from ..store.history import HistoryError
+    from ..store.results import DocumentError
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.func is None:
+        parser.parse_args([*(argv or sys.argv[1:]), "--help"])
+    try:
+        return int(args.func(args) or 0)
+    except (DocumentError, BaselineError, HistoryError, ValueError) as exc:
+        print(f"bpsperf {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. piped into head
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

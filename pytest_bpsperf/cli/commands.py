@@ -1,0 +1,225 @@
+"""The ``bpsperf`` subcommands: each takes the parsed arguments, prints, and returns the exit status."""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+from pathlib import Path
+from typing import Sequence
+
+from ..offline import baseline_sessions, check_results, compare_results, profile_of
+from ..store.baselines import BaselineStore, utc_now_iso
+from ..store.files import atomic_write_text
+from ..store.history import HistoryStore, current_branch, make_record, trends
+from ..store.results import read_document
+from ..verdict import IMPROVEMENT, REGRESSION, Verdict
+
+
+def _write(path: "str | Path", text: str) -> None:
+    target = Path(path).absolute()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, text)
+
+
+def _print_verdicts(verdicts: Sequence[Verdict]) -> int:
+    from ..report.text import verdict_line
+
+    for v in verdicts:
+        print(verdict_line(v))
+    counts = {s: sum(v.status == s for v in verdicts) for s in dict.fromkeys(v.status for v in verdicts)}
+    print(", ".join(f"{n} {s}" for s, n in counts.items()) or "no jobs in the results")
+    if any(v.status == IMPROVEMENT for v in verdicts):
+        print("faster beyond noise: consider recording new baselines (bpsperf baselines record RESULTS.json)")
+    return 1 if any(v.status == REGRESSION for v in verdicts) else 0
+
+
+def compare(args: argparse.Namespace) -> int:
+    """``bpsperf compare BASE.json HEAD.json``."""
+    base, head = read_document(args.base, "results"), read_document(args.head, "results")
+    verdicts, missing = compare_results(base, head, tolerance=args.tolerance)
+    for key in missing:
+        print(f"note: {args.base} has no runs of {key}")
+    return _print_verdicts(verdicts)
+
+
+def check(args: argparse.Namespace) -> int:
+    """``bpsperf check RESULTS.json``."""
+    from ..report.markdown import verdict_markdown
+
+    results = read_document(args.results, "results")
+    profile_id = profile_of(results, args.profile, source=args.results)
+    verdicts = check_results(results, BaselineStore(args.baselines_dir), profile_id=profile_id,
+                             tolerance=args.tolerance)
+    print(f"profile {profile_id}, baselines {BaselineStore(args.baselines_dir).path_for(profile_id)}")
+    status = _print_verdicts(verdicts)
+    if args.markdown:
+        _write(args.markdown, "\n".join(["## bpsperf verdicts", ""] + verdict_markdown(verdicts)) + "\n")
+        print(f"wrote {args.markdown}")
+    return status
+
+
+def baselines_list(args: argparse.Namespace) -> int:
+    """``bpsperf baselines list``."""
+    store = BaselineStore(args.dir)
+    files = sorted(Path(args.dir).glob("*.json")) if Path(args.dir).is_dir() else []
+    if not files:
+        print(f"no baselines files in {args.dir}")
+        return 0
+    print(f"{'profile':48s} {'entries':>7s}  latest")
+    for f in files:
+        data = store.load(f.stem)
+        dates = sorted(str(e.get("date", "")) for e in data.entries.values())
+        print(f"{f.stem:48s} {len(data.entries):7d}  {dates[-1] if dates else '-'}")
+    return 0
+
+
+def baselines_show(args: argparse.Namespace) -> int:
+    """``bpsperf baselines show PROFILE``."""
+    from ..stats import summarize
+    from ..store.entries import entry_samples, entry_sessions, latest_session
+
+    data = BaselineStore(args.dir).load(args.profile)
+    if not data.exists:
+        raise ValueError(f"no baselines file {data.path} (bpsperf baselines list shows the profiles)")
+    print(f"{data.path}: {len(data.entries)} entries")
+    for key in sorted(data.entries):
+        e = data.entries[key]
+        s, last = summarize(entry_samples(e)), latest_session(e)
+        print(f"{e.get('test')} [{e.get('trick')}]: median {s.median:.1f} img/s, n={s.n}, spread "
+              f"{100 * s.rel_spread:.0f}%, {len(entry_sessions(e))} session(s), latest commit "
+              f"{(last.get('commit') or '-')[:12]}, {last.get('date') or '-'}")
+        print(f"    key {key}")
+    return 0
+
+
+def baselines_record(args: argparse.Namespace) -> int:
+    """``bpsperf baselines record RESULTS.json``."""
+    results = read_document(args.results, "results")
+    profile_id = profile_of(results, args.profile, source=args.results)
+    sessions, refused = baseline_sessions(results, max_spread=args.max_spread, force=args.force)
+    profile = dict(results.get("profile") or {"id": profile_id})
+    profile["id"] = profile_id
+    if sessions:
+        path = BaselineStore(args.dir).add_sessions(profile_id, profile, sessions, window=args.sessions)
+        print(f"recorded {len(sessions)} baseline entr{'y' if len(sessions) == 1 else 'ies'} in {path} "
+              f"(a session each; each keeps its last {args.sessions})")
+    for line in refused:
+        print(f"refused: {line}")
+    return 1 if refused else 0
+
+
+def baselines_prune(args: argparse.Namespace) -> int:
+    """``bpsperf baselines prune PROFILE [--test GLOB] [--trick NAME] [--older-than DATE]``."""
+    store = BaselineStore(args.dir)
+    data = store.load(args.profile)
+    if not data.exists:
+        raise ValueError(f"no baselines file {data.path} (bpsperf baselines list shows the profiles)")
+    if not (args.test or args.trick or args.older_than):
+        raise ValueError("prune needs at least one of --test, --trick, --older-than (to remove a whole "
+                         f"profile, delete {data.path})")
+    keys = [k for k, e in sorted(data.entries.items())
+            if (not args.test or fnmatch.fnmatchcase(str(e.get("test")), args.test))
+            and (not args.trick or e.get("trick") == args.trick)
+            and (not args.older_than or str(e.get("date", "")) < args.older_than)]
+    for key in keys:
+        print(f"{'would remove' if args.dry_run else 'remove'} {key}")
+    if keys and not args.dry_run:
+        path = store.remove(args.profile, keys)
+        print(f"removed {len(keys)} entr{'y' if len(keys) == 1 else 'ies'} from {path}")
+    elif not keys:
+        print("nothing matches")
+    return 0
+
+
+def history_add(args: argparse.Namespace) -> int:
+    """``bpsperf history add RESULTS.json --dir DIR``."""
+    results = read_document(args.results, "results")
+    profile_id = profile_of(results, args.profile, source=args.results)
+    profile = dict(results.get("profile") or {})
+    profile["id"] = profile_id
+    record = make_record(results, profile=profile, commit=args.commit or results.get("commit"),
+                         branch=args.branch or results.get("branch") or current_branch(),
+                         date=results.get("date") or utc_now_iso(), versions=results.get("versions") or {})
+    path = HistoryStore(args.dir).save(record)
+    print(f"saved {len(record['runs'])} runs of commit {(record['commit'] or '-')[:12]} in {path}")
+    return 0
+
+
+def _selected_trends(args: argparse.Namespace) -> list:
+    store = HistoryStore(args.dir)
+    found = trends(store.load(args.profile), profile_id=args.profile, branch=args.branch)
+    if getattr(args, "test", None):
+        found = [t for t in found if fnmatch.fnmatchcase(t.test, args.test)
+                 or fnmatch.fnmatchcase(t.test.split("::")[-1], args.test)]
+    return found
+
+
+def history_show(args: argparse.Namespace) -> int:
+    """``bpsperf history [show] --dir DIR``."""
+    from ..report.pages import trend_lines
+
+    found = _selected_trends(args)
+    if not found:
+        print(f"no history in {args.dir}" + (f" for profile {args.profile}" if args.profile else ""))
+        return 0
+    for line in trend_lines(found):
+        print(line)
+    return 0
+
+
+def report(args: argparse.Namespace) -> int:
+    """``bpsperf report --results R.json --history DIR --out DIR``."""
+    from ..report.pages import report_html, report_markdown
+    from ..report.plots import session_pictures
+
+    if not args.results and not args.history:
+        raise ValueError("report needs --results RESULTS.json, --history DIR, or both")
+    out = Path(args.out)
+    results = read_document(args.results, "results") if args.results else None
+    header, verdicts, baselines, tolerances = [], [], {}, {}
+    profile_id = args.profile
+    if results is not None:
+        profile_id = profile_of(results, args.profile, source=args.results) if (
+            args.profile or (results.get("profile") or {}).get("id")) else None
+        header.append(f"results {args.results}: commit {(results.get('commit') or '-')[:12]}, "
+                      f"branch {results.get('branch') or '-'}, {results.get('date') or '-'}")
+        if profile_id:
+            store = BaselineStore(args.baselines_dir)
+            verdicts = check_results(results, store, profile_id=profile_id)
+            baselines = dict(store.load(profile_id).entries)
+            from ..store.results import jobs_of
+
+            tolerances = {k: j.tolerance for k, j in jobs_of(results).items()}
+    found = []
+    if args.history:
+        found = trends(HistoryStore(args.history).load(profile_id), profile_id=profile_id, branch=args.branch)
+        header.append(f"history {args.history}: {len(found)} job(s)")
+        if profile_id and not baselines:
+            baselines = dict(BaselineStore(args.baselines_dir).load(profile_id).entries)
+    if profile_id:
+        header.insert(0, f"profile {profile_id}")
+    pictures = session_pictures(results or {}, out / "img", trends=found, baselines=baselines,
+                                tolerances=tolerances)
+    render = report_html if args.format == "html" else report_markdown
+    path = out / ("report.html" if args.format == "html" else "report.md")
+    _write(path, render(title="bpsperf report", header=header, verdicts=verdicts, results=results,
+                        trends=found, pictures=pictures, relative_to=out))
+    print(f"wrote {path} with {len(pictures)} picture(s) in {out / 'img'}")
+    return 0  # a report is made whatever the verdicts; 'check' is the gate
+
+
+def export(args: argparse.Namespace) -> int:
+    """``bpsperf export RESULTS.json --format bmf|github|pytest-benchmark -o PATH``."""
+    from ..report.exports import benchmark_export, bmf_export, github_benchmark_export
+
+    results = read_document(args.results, "results")
+    if args.format == "bmf":
+        doc = bmf_export(results)
+    elif args.format == "github":
+        doc = github_benchmark_export(results)
+    else:
+        doc = benchmark_export(results, (results.get("profile") or {}).get("id"))
+    _write(args.output, json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    print(f"wrote {args.output} ({args.format})")
+    return 0

