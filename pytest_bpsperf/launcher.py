@@ -118,9 +118,10 @@ class RoleGroup:
             self.infos = dict(zip(names, ray.get([self.actors[n].info.remote() for n in names], timeout=60)))
             self.tails = self.log_tails()
             workers = [r for r in self.roles if r.role == "worker"]
-            records = ray.get([self.actors[r.name].records.remote() for r in workers], timeout=60)
-            self.records = [WorkerRecords(name=r.name, node=r.node.name, records=tuple(recs))
-                            for r, recs in zip(workers, records)]
+            # one role may run several training processes (bpslaunch spawns one per GPU)
+            records = ray.get([self.actors[r.name].process_records.remote() for r in workers], timeout=60)
+            self.records = [WorkerRecords(name=r.name + suffix, node=r.node.name, records=tuple(recs))
+                            for r, per_process in zip(workers, records) for suffix, recs in per_process]
             self.comm = self._collect()
         finally:
             # Killing the actor also kills any role it still owns (pdeathsig).

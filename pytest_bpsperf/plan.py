@@ -158,7 +158,7 @@ def make_plan(
         for process in impl.worker_processes(settings, wid, node):
             roles.append(RolePlan(f"worker-{wid}{process.suffix}", "worker", node,
                                   env_for("worker", node, process.env), worker_command, worker_rank=rank))
-            rank += 1
+            rank += process.processes
 
     return Plan(
         backend=impl.name,

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from .profile import validate_profile_id
+from .workload_spec import (EntryPoint, parse_data, parse_dtype, parse_entry, parse_launch, parse_timing,
+                            workload_params)
 
 #: The shipped backends; plugins may register more (``pytest_bpsperf.backends.register``).
 BACKENDS = ("auto", "mxnet", "byteps")
@@ -217,6 +219,18 @@ OPTIONS: tuple = (
            "a percentage such as 20%", 0.2, False),
     Option("log_dir", "directory for role logs (default: under pytest's basetemp)", _path, "a directory path",
            None, False),
+    Option("timing", "overlapped: one sync per step, as users train; breakdown: serialize each step to split "
+           "compute from sync", parse_timing, "overlapped or breakdown", "overlapped"),
+    Option("data", "training data: synthetic, or an ImageNet-style .rec (with its .idx beside it)", parse_data,
+           "'synthetic' or the path of a .rec file", "synthetic"),
+    Option("data_threads", "decoding threads of the .rec reader (per worker process)", _int_at_least(1),
+           "an integer >= 1", 4),
+    Option("dtype", "training precision (float16: GPU workers, multi-precision SGD)", parse_dtype,
+           "float32 or float16", "float32"),
+    Option("entry", "your own training code, module:function returning a step callable (instead of model)",
+           parse_entry, "module:function", None),
+    Option("launch", "byteps workers: direct (one process per GPU, started here) or bpslaunch (bpslaunch per node)",
+           parse_launch, "direct or bpslaunch", "direct"),
 )
 
 OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
@@ -293,22 +307,22 @@ class Settings:
     strict: bool
     max_spread: float
     log_dir: "str | None"
+    timing: str
+    data: str
+    data_threads: int
+    dtype: str
+    entry: "EntryPoint | None"
+    launch: str
     #: where each value came from, e.g. {"steps": "command line option --bpsperf-steps"}
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).
 
-        ``backend`` is the backend that ran (``auto`` resolved); keys and reports always pass it.
+        ``backend`` is the backend that ran (``auto`` resolved); keys and reports
+        always pass it. See :func:`~pytest_bpsperf.workload_spec.workload_params`.
         """
-        return {
-            "backend": backend or self.backend,
-            "model": self.model,
-            "steps": self.steps,
-            "batch_size": self.batch_size,
-            "image_size": self.image_size,
-            "omp_threads": self.omp_threads,
-        }
+        return workload_params(self, backend or self.backend)
 
     def topology(self) -> dict:
         """The role counts (before tricks change them)."""
@@ -323,6 +337,8 @@ class Settings:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "origins"}
         if out["tricks"] is not None:
             out["tricks"] = list(out["tricks"])
+        if out["entry"] is not None:
+            out["entry"] = out["entry"].spec
         return out
 
     def with_values(self, **values: Any) -> "Settings":
