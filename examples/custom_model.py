@@ -31,6 +31,7 @@ def build(ctx: Any) -> Callable[[], None]:
     net.hybridize(static_alloc=True, static_shape=True)
     data, _ = ctx.next_batch()
     net(data)  # parameters exist before the trainer is made (BytePS broadcasts them)
+    mx.nd.waitall()
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = ctx.make_trainer(net.collect_params(), "sgd", {"learning_rate": ctx.lr, "momentum": 0.9})
 

@@ -118,3 +118,51 @@ def test_real_bpslaunch_spawns_one_process_per_gpu_each_with_its_records(tmp_pat
         assert [r["event"] for r in records] == ["start", "step", "step", "step", "end"]
         assert env["BYTEPS_VISIBLE_CPU_CORES"] == cores
     assert "enable NUMA finetune" in log  # bpslaunch pinned each process (numactl where installed)
+
+
+GPU_PERF_TEST = """
+import pytest
+
+pytestmark = pytest.mark.perf
+
+
+@pytest.mark.bpsperf(dtype="float16")
+def test_fp16(bpsperf_train):
+    assert bpsperf_train().img_per_sec > 0
+
+
+@pytest.mark.bpsperf(launch="bpslaunch")
+def test_bpslaunch(bpsperf_train):
+    assert bpsperf_train().img_per_sec > 0
+"""
+
+GPU_INI = """
+[pytest]
+bpsperf_backend = byteps
+bpsperf_workers = 1
+bpsperf_steps = 12
+bpsperf_batch_size = 16
+bpsperf_image_size = 64
+bpsperf_scaling = off
+"""
+
+
+def test_fp16_and_bpslaunch_training_end_to_end_on_gpus(pytester, tmp_path):
+    from test_byteps import _byteps_mxnet_problem
+
+    problem = _byteps_mxnet_problem()
+    if problem:
+        pytest.skip("fp16 and bpslaunch mode train on GPUs: needs CUDA GPUs and BytePS's MXNet worker build "
+                    f"(byteps.mxnet importable): {problem}")
+    pytester.makeini(GPU_INI)
+    pytester.makepyfile(test_perf=GPU_PERF_TEST)
+    out = tmp_path / "result.json"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf", f"--bpsperf-json={out}")
+    result.assert_outcomes(passed=2)
+    tests = {t["test"].split("::")[-1]: t for t in json.loads(out.read_text())["tests"]}
+    assert tests["test_fp16"]["settings"]["dtype"] == "float16"
+    spawned = tests["test_bpslaunch"]
+    [launcher] = [r for r in spawned["roles"] if r["role"] == "worker"]
+    assert launcher["name"] == "worker-0"  # one bpslaunch for the node ...
+    # ... that started one training process per GPU, each measured
+    assert sorted(spawned["per_worker_img_per_sec"]) == [f"worker-0.{r}" for r in range(len(spawned["per_worker_img_per_sec"]))]
