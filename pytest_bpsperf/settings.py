@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from .profile import validate_profile_id
-from .workload_spec import (EntryPoint, parse_data, parse_dtype, parse_entry, parse_launch, parse_timing,
-                            workload_params)
+from .workload_spec import (EntryPoint, parse_data, parse_dtype, parse_entry, parse_launch, parse_model,
+                            parse_timing, workload_params)
 
 #: The shipped backends; plugins may register more (``pytest_bpsperf.backends.register``).
 BACKENDS = ("auto", "mxnet", "byteps")
@@ -105,13 +105,6 @@ def _omp_threads(raw: Any) -> int:
     return _int_at_least(1)(raw)
 
 
-def _model(raw: Any) -> str:
-    text = str(raw).strip()
-    if not text or any(ch.isspace() for ch in text):
-        raise ValueError("expected a gluoncv model-zoo name such as resnet50_v2")
-    return text
-
-
 def _ray_address(raw: Any) -> str:
     text = str(raw).strip()
     if text in ("", "local", "embedded"):
@@ -191,7 +184,7 @@ OPTIONS: tuple = (
     Option("steps", "training steps per run (warm-up included)", _int_at_least(4), "an integer >= 4", None),
     Option("batch_size", "batch size per worker process (per GPU)", _int_at_least(1), "an integer >= 1", None),
     Option("image_size", "height and width of the synthetic images", _int_at_least(16), "an integer >= 16", None),
-    Option("model", "gluoncv model-zoo name", _model, "a gluoncv model-zoo name such as resnet50_v2", "resnet50_v2"),
+    Option("model", "gluoncv model-zoo name", parse_model, "a gluoncv model-zoo name such as resnet50_v2", "resnet50_v2"),
     Option("omp_threads", "OMP_NUM_THREADS of every role ('auto': min(4, cores))", _omp_threads,
            "an integer >= 1 or 'auto'", "auto"),
     Option("timeout", "hard limit in seconds for one training run, bring-up included", _positive_float,
@@ -253,7 +246,6 @@ class Hardware:
         elif shutil.which("nvidia-smi"):
             gpus = 1  # present but unreadable without running it; enough to pick GPU defaults
         return cls(gpus=gpus, cores=cores)
-
 
     @property
     def device(self) -> str:

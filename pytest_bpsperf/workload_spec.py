@@ -76,6 +76,14 @@ parse_dtype = _choice(DTYPES)
 parse_launch = _choice(LAUNCHES)
 
 
+def parse_model(raw: Any) -> str:
+    """A gluoncv model-zoo name (checked against the zoo by :func:`check_model`)."""
+    text = str(raw).strip()
+    if not text or any(ch.isspace() for ch in text):
+        raise ValueError("expected a gluoncv model-zoo name such as resnet50_v2")
+    return text
+
+
 def parse_data(raw: Any) -> str:
     """``synthetic`` or the path of an ImageNet-style ``.rec`` (made absolute: roles run elsewhere)."""
     text = str(raw).strip()
