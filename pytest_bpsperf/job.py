@@ -122,7 +122,8 @@ class RunResult:
         out.update(self.measurement.as_dict())
         # Per-step series, so that reports and pictures can be made again from the file alone.
         out["workers"] = [{"name": w.name, "batch_size": w.batch_size, "step_s": list(w.step_seconds),
-                           "compute_s": list(w.compute_seconds), "sync_s": list(w.sync_seconds),
+                           "compute_s": None if w.compute_seconds is None else list(w.compute_seconds),
+                       "sync_s": None if w.sync_seconds is None else list(w.sync_seconds),
                            "warmup_steps": list(w.steady.warmup_steps)}
                           for w in self.measurement.workers]
         if self.output.single_img_per_sec is not None:

@@ -194,10 +194,15 @@ class RoleGroup:
             self.infos = {n: i for n, i in zip(names, infos) if isinstance(i, dict)}
             self.tails = self.log_tails()
             workers = [r for r in self.plan.roles if r.role == "worker"]
-            records = _gather([self.actors[r.name].records.remote() for r in workers], 30)
-            self.records = [WorkerRecords(name=r.name, node=r.node.name,
-                                          records=tuple(recs) if isinstance(recs, list) else ())
-                            for r, recs in zip(workers, records)]
+            # one role may run several training processes (bpslaunch spawns one per GPU)
+            records = _gather([self.actors[r.name].process_records.remote() for r in workers], 30)
+            self.records = []
+            for r, per_process in zip(workers, records):
+                if not isinstance(per_process, list):  # the actor is gone: no records, so the worker did not finish
+                    self.records.append(WorkerRecords(name=r.name, node=r.node.name))
+                    continue
+                self.records += [WorkerRecords(name=r.name + suffix, node=r.node.name, records=tuple(recs))
+                                 for suffix, recs in per_process]
             self.comm = self._collect()
         finally:
             # Killing the actor also kills any role it still owns (pdeathsig).

@@ -132,17 +132,20 @@ class WorkerMeasurement:
     img_per_sec: float
     steady: SteadyState
     step_seconds: tuple
-    compute_seconds: tuple
-    sync_seconds: tuple
+    compute_seconds: "tuple | None"  # None unless every step was split (timing=breakdown)
+    sync_seconds: "tuple | None"
     batch_size: int
+    timing: str = "breakdown"
 
     @property
     def step_img_per_sec(self) -> list:
         """Per-step throughput of the steady steps (for per-step statistics)."""
         return [self.batch_size / self.step_seconds[i] for i in self.steady.steady_steps]
 
-    def mean_of(self, series: Sequence[float]) -> float:
-        """Mean of ``series`` over the steady steps."""
+    def mean_of(self, series: "Sequence[float] | None") -> "float | None":
+        """Mean of ``series`` over the steady steps (None for no series)."""
+        if series is None:
+            return None
         values = [series[i] for i in self.steady.steady_steps]
         return sum(values) / len(values)
 
@@ -153,12 +156,14 @@ class Measurement:
 
     img_per_sec: float
     workers: tuple  # WorkerMeasurement per worker process
-    compute_s: float  # mean steady-state forward+backward seconds per step (over workers)
-    sync_s: float  # mean steady-state optimizer (push/pull) seconds per step
+    compute_s: "float | None"  # mean steady-state forward+backward seconds per step; timing=breakdown only
+    sync_s: "float | None"  # mean steady-state optimizer (push/pull) seconds per step; timing=breakdown only
     step_s: float
     bringup_s: float
     teardown_s: float
     wall_s: float
+    #: ``overlapped`` (one sync per step, as users train) or ``breakdown`` (serialized, split steps)
+    timing: str = "breakdown"
 
     @property
     def per_worker_img_per_sec(self) -> dict:
@@ -176,8 +181,10 @@ class Measurement:
         return sorted(set.intersection(*(set(w.steady.steady_steps) for w in self.workers)))
 
     @property
-    def sync_fraction(self) -> float:
-        """Share of a step spent in push/pull."""
+    def sync_fraction(self) -> "float | None":
+        """Share of a step spent in push/pull (None without the breakdown)."""
+        if self.sync_s is None:
+            return None
         return self.sync_s / self.step_s if self.step_s else 0.0
 
     @property
@@ -189,6 +196,7 @@ class Measurement:
         """JSON view."""
         return {
             "img_per_sec": self.img_per_sec,
+            "timing": self.timing,
             "per_worker_img_per_sec": self.per_worker_img_per_sec,
             "warmup_steps": self.warmup_steps,
             "steady_state_method": self.workers[0].steady.method if self.workers else "",
@@ -210,15 +218,17 @@ def measure_worker(worker: WorkerRecords) -> WorkerMeasurement:
     if len(steps) < 2:
         raise MeasurementError(f"worker {worker.name} recorded {len(steps)} step(s); need at least 2")
     total = tuple(float(s["total_s"]) for s in steps)
-    compute = tuple(float(s.get("compute_s", 0.0)) for s in steps)
-    sync = tuple(float(s.get("sync_s", 0.0)) for s in steps)
+    split = all("compute_s" in s and "sync_s" in s for s in steps)
+    compute = tuple(float(s["compute_s"]) for s in steps) if split else None
+    sync = tuple(float(s["sync_s"]) for s in steps) if split else None
+    timing = str(worker.start.get("timing") or ("breakdown" if split else "overlapped"))
     batch = int(steps[0].get("images") or worker.start.get("batch_size") or 0)
     if batch <= 0:
         raise MeasurementError(f"worker {worker.name}: records do not say the batch size")
     steady = detect_steady_state(total)
     seconds = sum(total[i] for i in steady.steady_steps)
     img_per_sec = batch * len(steady.steady_steps) / seconds
-    return WorkerMeasurement(worker.name, img_per_sec, steady, total, compute, sync, batch)
+    return WorkerMeasurement(worker.name, img_per_sec, steady, total, compute, sync, batch, timing)
 
 
 def measure(output: RunOutput) -> Measurement:
@@ -227,12 +237,18 @@ def measure(output: RunOutput) -> Measurement:
         raise MeasurementError("the run has no worker records")
     workers = tuple(measure_worker(w) for w in output.workers)
     n = len(workers)
+
+    def mean_over_workers(series: str) -> "float | None":
+        values = [w.mean_of(getattr(w, series)) for w in workers]
+        return None if any(v is None for v in values) else sum(values) / n
+
     return Measurement(
         img_per_sec=sum(w.img_per_sec for w in workers),
         workers=workers,
-        compute_s=sum(w.mean_of(w.compute_seconds) for w in workers) / n,
-        sync_s=sum(w.mean_of(w.sync_seconds) for w in workers) / n,
+        compute_s=mean_over_workers("compute_seconds"),
+        sync_s=mean_over_workers("sync_seconds"),
         step_s=sum(w.mean_of(w.step_seconds) for w in workers) / n,
+        timing=workers[0].timing,
         bringup_s=output.bringup_s,
         teardown_s=output.teardown_s,
         wall_s=output.wall_s,

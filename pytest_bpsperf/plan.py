@@ -183,7 +183,7 @@ def make_plan(
             roles.append(RolePlan(f"worker-{wid}{process.suffix}", "worker", node,
                                   env_for("worker", node, process.env), worker_command, worker_rank=rank,
                                   bundle=wid, gpus=process.gpus, worker_node=wid))
-            rank += 1
+            rank += process.processes
 
     return Plan(
         backend=impl.name,

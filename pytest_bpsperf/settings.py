@@ -19,6 +19,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .profile import validate_profile_id
 from .remote.environ import planner_owned
+from .workload_spec import (EntryPoint, parse_data, parse_dtype, parse_entry, parse_launch, parse_model,
+                            parse_timing, workload_params)
 
 #: The shipped backends; plugins may register more (``pytest_bpsperf.backends.register``).
 BACKENDS = ("auto", "mxnet", "byteps")
@@ -102,13 +104,6 @@ def _omp_threads(raw: Any) -> int:
     if text == "auto":
         return 0  # resolved against the hardware in resolve()
     return _int_at_least(1)(raw)
-
-
-def _model(raw: Any) -> str:
-    text = str(raw).strip()
-    if not text or any(ch.isspace() for ch in text):
-        raise ValueError("expected a gluoncv model-zoo name such as resnet50_v2")
-    return text
 
 
 def _ray_address(raw: Any) -> str:
@@ -250,7 +245,7 @@ OPTIONS: tuple = (
     Option("steps", "training steps per run (warm-up included)", _int_at_least(4), "an integer >= 4", None),
     Option("batch_size", "batch size per worker process (per GPU)", _int_at_least(1), "an integer >= 1", None),
     Option("image_size", "height and width of the synthetic images", _int_at_least(16), "an integer >= 16", None),
-    Option("model", "gluoncv model-zoo name", _model, "a gluoncv model-zoo name such as resnet50_v2", "resnet50_v2"),
+    Option("model", "gluoncv model-zoo name", parse_model, "a gluoncv model-zoo name such as resnet50_v2", "resnet50_v2"),
     Option("omp_threads", "OMP_NUM_THREADS of every role ('auto': min(4, cores))", _omp_threads,
            "an integer >= 1 or 'auto'", "auto"),
     Option("timeout", "hard limit in seconds for one training run, bring-up included", _positive_float,
@@ -298,6 +293,18 @@ OPTIONS: tuple = (
            _int_at_least(1), "an integer >= 1", 10, False),
     Option("normalize", "judge img/s as measured (off) or relative to this session's single-process img/s",
            _normalize, "off or single", "off"),
+    Option("timing", "overlapped: one sync per step, as users train; breakdown: serialize each step to split "
+           "compute from sync", parse_timing, "overlapped or breakdown", "overlapped"),
+    Option("data", "training data: synthetic, or an ImageNet-style .rec (with its .idx beside it)", parse_data,
+           "'synthetic' or the path of a .rec file", "synthetic"),
+    Option("data_threads", "decoding threads of the .rec reader (per worker process)", _int_at_least(1),
+           "an integer >= 1", 4),
+    Option("dtype", "training precision (float16: GPU workers, multi-precision SGD)", parse_dtype,
+           "float32 or float16", "float32"),
+    Option("entry", "your own training code, module:function returning a step callable (instead of model)",
+           parse_entry, "module:function", None),
+    Option("launch", "byteps workers: direct (one process per GPU, started here) or bpslaunch (bpslaunch per node)",
+           parse_launch, "direct or bpslaunch", "direct"),
 )
 
 OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
@@ -320,7 +327,6 @@ class Hardware:
         elif shutil.which("nvidia-smi"):
             gpus = 1  # present but unreadable without running it; enough to pick GPU defaults
         return cls(gpus=gpus, cores=cores)
-
 
     @property
     def device(self) -> str:
@@ -384,22 +390,22 @@ class Settings:
     session_spread: float
     sessions: int
     normalize: str
+    timing: str
+    data: str
+    data_threads: int
+    dtype: str
+    entry: "EntryPoint | None"
+    launch: str
     #: where each value came from, e.g. {"steps": "command line option --bpsperf-steps"}
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).
 
-        ``backend`` is the backend that ran (``auto`` resolved); keys and reports always pass it.
+        ``backend`` is the backend that ran (``auto`` resolved); keys and reports
+        always pass it. See :func:`~pytest_bpsperf.workload_spec.workload_params`.
         """
-        return {
-            "backend": backend or self.backend,
-            "model": self.model,
-            "steps": self.steps,
-            "batch_size": self.batch_size,
-            "image_size": self.image_size,
-            "omp_threads": self.omp_threads,
-        }
+        return workload_params(self, backend or self.backend)
 
     def topology(self) -> dict:
         """The role counts (before tricks change them)."""
@@ -419,6 +425,8 @@ class Settings:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "origins"}
         if out["tricks"] is not None:
             out["tricks"] = list(out["tricks"])
+        if out["entry"] is not None:
+            out["entry"] = out["entry"].spec
         return out
 
     def with_values(self, **values: Any) -> "Settings":

@@ -73,6 +73,9 @@ def test_two_workers_one_server_end_to_end(perf_project, tmp_path):
         assert set(entry["per_worker_img_per_sec"]) == {"worker-0", "worker-1"}
         assert abs(sum(entry["per_worker_img_per_sec"].values()) - entry["img_per_sec"]) < 1e-6
         assert entry["settings"]["steps"] == 6
+        # overlapped timing by default: one sync per step, no compute/sync split
+        assert entry["timing"] == entry["settings"]["timing"] == "overlapped"
+        assert entry["compute_s_per_step"] is None and entry["sync_s_per_step"] is None
         roles = {r["name"]: r for r in entry["roles"]}
         assert set(roles) == {"scheduler", "server-0", "worker-0", "worker-1"}
         for role in roles.values():

@@ -417,3 +417,59 @@ def test_byteps_timeline_reads_the_root_local_rank_only():
     assert window.push_s == pytest.approx(0.1)  # averaging 4 ranks would give 0.025
     assert window.pull_s == pytest.approx(0.2)
     assert window.detail["ranks"] == 1
+
+
+# --- timing modes ----------------------------------------------------------------------
+
+
+def _overlapped_result(trick="default", speed=1.0):
+    s = resolve([Source("cli", "command line", {})], Hardware(gpus=0, cores=2))
+    assert s.timing == "overlapped"
+    records = []
+    for i in range(2):
+        w = worker_records_from(f"worker-{i}", [{"total_s": x["total_s"]} for x in steps([2.0], 0.5 / speed)], 8)
+        start = dict(w.records[0], timing="overlapped")
+        records.append(WorkerRecords(w.name, w.node, (start,) + w.records[1:]))
+    output = job_output(records)
+    spec = RunSpec(nodeid=f"{TEST}[{trick}]", test=TEST, trick=REGISTRY.get(trick), repeat=0, settings=s,
+                   log_dir="/logs")
+    return RunResult(spec=spec, output=output, measurement=measure(output))
+
+
+def test_overlapped_steps_have_no_split_and_say_so():
+    r = _overlapped_result()
+    m = r.measurement
+    assert m.timing == "overlapped"
+    assert m.compute_s is None and m.sync_s is None and m.sync_fraction is None
+    assert m.img_per_sec == pytest.approx(2 * 16.0)
+    d = r.as_dict()
+    assert d["timing"] == "overlapped" and d["settings"]["timing"] == "overlapped"
+    assert d["compute_s_per_step"] is None
+    line = report.result_line(r)
+    assert "step 0.500s (timing overlapped);" in line and "compute" not in line
+    (table,) = report.matrix_tables([r, _overlapped_result("omp-passive", 2.0)])
+    text = "\n".join(report.format_matrix_text(table))
+    assert "timing overlapped (one sync per step, as users train)" in text
+    from pytest_bpsperf.report.matrix import row_cells
+
+    cells = row_cells(table.rows[0])
+    assert cells[6:9] == ("-", "-", "-")
+    assert "- (overlapped)" in report.markdown_document([r], [])
+    json.dumps(report.json_document([r], [], []))
+
+
+def test_breakdown_is_labelled_as_the_serialized_diagnostic():
+    r = make_result("default", jitter=0.0)
+    assert r.measurement.timing == "breakdown"  # split step records
+    assert "compute 0.300s + sync 0.200s (timing breakdown: serialized steps)" in report.result_line(r)
+    (table,) = report.matrix_tables([r])
+    assert "timing breakdown (diagnostic: each step serialized" in table.description
+
+
+def test_runs_of_the_two_timing_modes_are_never_one_job_or_matrix():
+    from pytest_bpsperf.job import run_key
+
+    over, brk = _overlapped_result(), make_result("default", settings_values={"timing": "breakdown"})
+    assert run_key(over.spec, "mxnet") != run_key(brk.spec, "mxnet")
+    assert "timing=overlapped" in run_key(over.spec, "mxnet") and "timing=breakdown" in run_key(brk.spec, "mxnet")
+    assert len(report.matrix_tables([over, brk])) == 2

@@ -70,6 +70,7 @@ def test_commands():
     args = dict(zip(cmd[3::2], cmd[4::2]))
     assert args == {
         "--backend": "mxnet", "--model": "resnet18_v1", "--steps": "9", "--batch-size": "3", "--image-size": "40",
+        "--timing": "overlapped", "--dtype": "float32", "--data": "synthetic", "--data-threads": "4",
         "--records": RECORDS,
     }
     assert workload_command(settings(), "local")[4] == "local"

@@ -144,6 +144,7 @@ def test_settings_views():
     assert "origins" not in d
     assert s.workload() == {
         "backend": "auto", "model": "resnet50_v2", "steps": 20, "batch_size": 8, "image_size": 32, "omp_threads": 2,
+        "timing": "overlapped", "dtype": "float32", "data": "synthetic",
     }
     assert s.topology() == {"workers": 2, "server_nodes": 1, "servers_per_node": 1}
     assert s.with_values(steps=40).steps == 40
@@ -272,6 +273,15 @@ INVALID = [
     ("session_spread", "wide"),
     ("sessions", "0"),
     ("normalize", "double"),
+    ("timing", "serial"),
+    ("data", "imagenet.zip"),
+    ("data", "  "),
+    ("data_threads", "0"),
+    ("dtype", "bfloat16"),
+    ("entry", "mymodule"),
+    ("entry", "my module:build"),
+    ("entry", "mod:build:x"),
+    ("launch", "mpirun"),
 ]
 
 

@@ -90,7 +90,8 @@ MEASURE_ONLY_TEST = PERF_TEST.replace("    result.assert_within_baseline()\n", "
 
 TRICKS = ("default", "omp-passive")
 TOPOLOGY = "server_nodes=1,servers_per_node=1,workers=2"
-WORKLOAD = "backend=mxnet,batch_size=8,image_size=32,model=resnet50_v2,omp_threads=2,steps=12"
+WORKLOAD = ("backend=mxnet,batch_size=8,data=synthetic,dtype=float32,image_size=32,model=resnet50_v2,omp_threads=2,"
+            "steps=12,timing=overlapped")
 # The workload is pinned: on a GPU machine the defaults (and so the keys) would differ.
 PINNED = ("--bpsperf-steps=12", "--bpsperf-batch-size=8", "--bpsperf-image-size=32", "--bpsperf-omp-threads=2",
           "--bpsperf-scaling=off", "--bpsperf-session-spread=1%")

@@ -32,6 +32,8 @@ class WorkerProcess:
     suffix: str  # "" for one process per node, ".0", ".1", ... for one per GPU
     env: Mapping[str, str] = field(default_factory=dict, hash=False)
     gpus: int = 0
+    #: training processes this role runs (more than 1 when a launcher on the node spawns them: bpslaunch)
+    processes: int = 1
 
 
 @runtime_checkable
@@ -77,17 +79,32 @@ class Backend(Protocol):
         """Default steps, batch size and image size on a device kind (``cpu`` or ``gpu``)."""
 
 
-def workload_command(settings: Settings, backend: str) -> tuple:
-    """The command of a process running the shipped workload with this run's parameters."""
-    return (
+def workload_command(settings: Settings, backend: str, *, per_rank_records: bool = False) -> tuple:
+    """The command of a process running the shipped workload with this run's parameters.
+
+    ``per_rank_records``: the process is one of several that a launcher on the
+    node spawns (bpslaunch), each writing the records file of its local rank.
+    """
+    command: tuple = (
         PYTHON, "-m", "pytest_bpsperf.remote.workload",
         "--backend", backend,
         "--model", settings.model,
         "--steps", str(settings.steps),
         "--batch-size", str(settings.batch_size),
         "--image-size", str(settings.image_size),
+        "--timing", settings.timing,
+        "--dtype", settings.dtype,
+        "--data", settings.data,
+        "--data-threads", str(settings.data_threads),
         "--records", RECORDS,
     )
+    if settings.entry is not None:
+        command += ("--entry", settings.entry.spec)
+        if settings.entry.path:
+            command += ("--entry-path", settings.entry.path)
+    if per_rank_records:
+        command += ("--records-per-rank",)
+    return command
 
 
 class BackendBase:
@@ -101,6 +118,16 @@ class BackendBase:
             raise PlanError(
                 f"setting 'trace' ({settings.trace[0]}:{settings.trace[1]}, from {settings.origins.get('trace')}) "
                 f"traces BytePS's push/pull and needs backend byteps, not {self.name}"
+            )
+        if settings.launch != "direct":
+            raise PlanError(
+                f"setting 'launch' ({settings.launch}, from {settings.origins.get('launch')}) starts BytePS "
+                f"workers through bpslaunch and needs backend byteps, not {self.name}"
+            )
+        if settings.dtype == "float16" and not self.needs_gpu_workers:
+            raise PlanError(
+                f"setting 'dtype' (float16, from {settings.origins.get('dtype')}) needs GPU workers: backend "
+                f"{self.name} trains on CPU, where MXNet has no FP16 gemm; use float32 or backend byteps"
             )
 
     def server_env(self, settings: Settings) -> Mapping[str, str]:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ..remote.environ import PYTHON
 from ..settings import Settings
-from .base import BackendBase, PlanError, WorkerProcess
-from .byteps_env import BytePSEnvError, TraceWindow, server_env, worker_env
+from .base import BackendBase, PlanError, WorkerProcess, workload_command
+from .byteps_env import BytePSEnvError, TraceWindow, bpslaunch_node_env, server_env, worker_env
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..measurement import CommWindow
@@ -44,10 +44,23 @@ class BytePSBackend(BackendBase):
     def server_env(self, settings: Settings) -> Mapping[str, str]:
         return server_env(num_workers=settings.workers)
 
+    def worker_command(self, settings: Settings) -> Sequence[str]:
+        """The workload; with ``launch=bpslaunch``, bpslaunch running it once per GPU of the node."""
+        if settings.launch == "bpslaunch":
+            return (PYTHON, "-m", "pytest_bpsperf.remote.bpslaunch",
+                    *workload_command(settings, self.name, per_rank_records=True))
+        return workload_command(settings, self.name)
+
     def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
                          gpus: Sequence[int]) -> Sequence[WorkerProcess]:
+        """One process per GPU (``direct``), or one bpslaunch per node that spawns them (``bpslaunch``)."""
         trace = _trace_window(settings, f"trace/worker-{worker_id}")
         ids = sorted(gpus)
+        if settings.launch == "bpslaunch":
+            # one actor holds every GPU of the node; bpslaunch spawns a process per id
+            return (WorkerProcess("", bpslaunch_node_env(worker_id=worker_id, local_size=len(ids),
+                                                         num_workers=settings.workers, gpus=ids, trace=trace),
+                                  processes=len(ids), gpus=len(ids)),)
         return tuple(
             WorkerProcess(f".{rank}", worker_env(worker_id=worker_id, local_rank=rank, local_size=len(ids),
                                                  num_workers=settings.workers, gpus=ids, trace=trace), gpus=1)

@@ -181,6 +181,21 @@ def worker_env(
     return env
 
 
+def bpslaunch_node_env(*, worker_id: int, local_size: int, num_workers: int,
+                       gpus: "Sequence[int] | None" = None, trace: "TraceWindow | None" = None) -> dict:
+    """What a user exports for ``bpslaunch`` on a worker node: :func:`worker_env` without the per-rank part.
+
+    bpslaunch adds ``BYTEPS_LOCAL_RANK``/``BYTEPS_LOCAL_SIZE`` per process and
+    pins each to NUMA cores by default: ``BYTEPS_NUMA_ON`` is left unset, as a
+    user leaves it (a trick may set it to 0, or set ``BYTEPS_VISIBLE_CPU_CORES``).
+    """
+    env = worker_env(worker_id=worker_id, local_rank=0, local_size=local_size, num_workers=num_workers,
+                     gpus=gpus, trace=trace)
+    for per_rank in ("BYTEPS_LOCAL_RANK", "BYTEPS_LOCAL_SIZE", "BYTEPS_NUMA_ON"):
+        del env[per_rank]
+    return env
+
+
 def server_env(*, num_workers: int, engine_threads: int = DEFAULT_ENGINE_THREADS) -> dict:
     """BytePS variables of one server process.
 
@@ -226,6 +241,7 @@ __all__ = [
     "DEFAULT_ENGINE_THREADS",
     "TRAINER_MIN_START_STEP",
     "TraceWindow",
+    "bpslaunch_node_env",
     "server_env",
     "server_library",
     "worker_env",

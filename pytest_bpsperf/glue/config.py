@@ -10,6 +10,7 @@ import pytest
 from .. import backends
 from ..settings import OPTIONS, Hardware, Settings, SettingsError, Source, env_source, env_var, flag, ini_key, resolve
 from ..tricks import REFERENCE_TRICK, TrickError, TrickRegistry, parse_definition
+from ..workload_spec import WorkloadSpecError, check_workload
 
 PERF_MARKER = "perf"
 SETTINGS_MARKER = "bpsperf"
@@ -144,7 +145,13 @@ class SettingsPlugin:
                 f"the single-process run that scaling measures, but scaling is off (from "
                 f"{settings.origins.get('scaling')}); turn scaling on or normalize off"
             )
-        return settings
+        # What the workers will train is checked here, before Ray and the roles: a bad
+        # model name, a missing .rec or an entry point that does not import would
+        # otherwise fail on a node, minutes later.
+        try:
+            return check_workload(settings, gpus=self.hardware.gpus, search=(str(self.config.rootpath),))
+        except WorkloadSpecError as exc:
+            raise pytest.UsageError(f"bpsperf: {exc}") from None
 
     def _build_registry(self) -> TrickRegistry:
         registry = TrickRegistry()

@@ -6,6 +6,7 @@ process inherits, the workload that echoes what it got, and the reports.
 
 from __future__ import annotations
 
+import os
 from typing import Mapping
 
 #: Stands for the Python interpreter of the environment on the role's node; the
@@ -51,3 +52,9 @@ def scrub(inherited: Mapping[str, str]) -> dict:
 def reported(environ: Mapping[str, str], extra: "tuple[str, ...]" = ()) -> dict:
     """The variables of ``environ`` that records and reports show (plus the names in ``extra``), sorted."""
     return {k: v for k, v in sorted(environ.items()) if k.startswith(REPORTED_PREFIXES) or k in extra}
+
+
+def rank_records_path(records: str, local_rank: "str | int") -> str:
+    """The records file of local rank ``local_rank`` of a role that runs several workers (bpslaunch)."""
+    base, ext = os.path.splitext(records)
+    return f"{base}.rank{local_rank}{ext}"

@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Mapping, Sequence
 
-from .environ import PYTHON, RECORDS, scrub
+from .environ import PYTHON, RECORDS, rank_records_path, scrub
 
 _SETPRIV = shutil.which("setpriv")
 
@@ -124,8 +124,9 @@ class RoleProcess:
             p for p in (pkg_root, full_env.get("PYTHONPATH", "")) if p
         )
         full_env["PYTHONUNBUFFERED"] = "1"
-        if os.path.exists(self.records_path):
-            os.unlink(self.records_path)
+        for stale in [self.records_path, *self._rank_records_paths()]:
+            if os.path.exists(stale):
+                os.unlink(stale)
         with open(self.log_path, "ab") as log:
             log.write(f"# bpsperf: starting {self.name}: {' '.join(argv)}\n".encode())
             log.flush()
@@ -200,11 +201,25 @@ class RoleProcess:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
-    def records(self) -> list:
+    def _rank_records_paths(self) -> "list[str]":
+        """Records files written per local rank (processes spawned by bpslaunch), in rank order."""
+        found: "list[str]" = []
+        while os.path.exists(rank_records_path(self.records_path, len(found))):
+            found.append(rank_records_path(self.records_path, len(found)))
+        return found
+
+    def process_records(self) -> list:
+        """``[(name suffix, records)]``: ``[("", ...)]`` for one process, ``[(".0", ...), ...]`` per local rank."""
+        ranked = self._rank_records_paths()
+        if not ranked:
+            return [("", self.records())]
+        return [(f".{rank}", self.records(path)) for rank, path in enumerate(ranked)]
+
+    def records(self, path: "str | None" = None) -> list:
         """The worker's JSON-lines records (a torn last line from a crash is skipped)."""
         out = []
         try:
-            with open(self.records_path, encoding="utf-8") as fh:
+            with open(path or self.records_path, encoding="utf-8") as fh:
                 for line in fh:
                     try:
                         out.append(json.loads(line))

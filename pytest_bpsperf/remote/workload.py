@@ -2,18 +2,25 @@
 
 ``python -m pytest_bpsperf.remote.workload --backend mxnet --records FILE ...``
 
-Fixed-step training of a gluoncv model on synthetic data (one random batch,
-reused, as BytePS's own benchmarks do), hybridized, SGD with momentum 0.9.
-Every step blocks until its results are ready so that the clock measures work,
-not queueing. Each step appends one JSON line to ``--records``::
+Fixed-step training of the shipped gluoncv model, or of the user's own code
+(``--entry module:function``, see :mod:`.entry`), on synthetic or record data
+(:mod:`.data`). Timing (``--timing``):
 
-    {"event": "step", "step": 3, "total_s": 0.41, "compute_s": 0.30, "sync_s": 0.11, "images": 8}
+- ``overlapped`` (default): a step is the step callable followed by one
+  ``mx.nd.waitall()``; inside it, backward overlaps the push of the gradients
+  that are ready and the pulls, as BytePS users train. One record per step::
 
-``compute_s`` is forward + backward; ``sync_s`` is the optimizer step, where the
-kvstore pushes gradients and pulls weights (the push/pull of a parameter server).
+    {"event": "step", "step": 3, "total_s": 0.41, "images": 8}
+
+- ``breakdown``: the step also waits for all work at ``ctx.split()``, between
+  backward and the optimizer step, and records ``compute_s`` (forward +
+  backward) and ``sync_s`` (the optimizer step: push/pull). This serializes the
+  step: a diagnostic, slower than what users see.
+
 The first line (``"event": "start"``) says what ran and which environment the
 process really got; the last (``"event": "end"``) marks a clean finish. Any
-error prints a one-line reason to stderr and exits non-zero.
+error prints a one-line reason to stderr (last, so it is in the log's tail)
+and exits non-zero.
 
 Backends: ``mxnet`` (``dist_sync`` kvstore, needs the ps-lite ``DMLC_*``
 environment), ``byteps`` (BytePS ``DistributedTrainer`` on a GPU) and ``local``
@@ -27,9 +34,11 @@ import json
 import os
 import sys
 import time
-from typing import IO, Any, Sequence
+from typing import IO, Any, Callable, Sequence
 
-from .environ import reported
+from .data import Batches, records, synthetic
+from .entry import EntryError, TrainContext, build_zoo_model, load
+from .environ import rank_records_path, reported
 
 #: Fault injection, for testing the harness itself: ``crash-at-step:N`` makes the
 #: worker die abruptly (os._exit) at step N, as a segfaulting worker would;
@@ -47,15 +56,23 @@ def parse_args(argv: "Sequence[str] | None" = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m pytest_bpsperf.remote.workload", description=__doc__.split("\n")[0])
     p.add_argument("--backend", choices=("mxnet", "byteps", "local"), required=True)
     p.add_argument("--model", default="resnet50_v2")
+    p.add_argument("--entry", default=None, help="module:function returning a step callable (instead of --model)")
+    p.add_argument("--entry-path", default=None, help="directory to import the entry point's module from")
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--batch-size", type=int, required=True)
     p.add_argument("--image-size", type=int, required=True)
     p.add_argument("--classes", type=int, default=1000)
     p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--timing", choices=("overlapped", "breakdown"), default="overlapped")
+    p.add_argument("--dtype", choices=("float32", "float16"), default="float32")
+    p.add_argument("--data", default="synthetic", help="'synthetic' or the path of a .rec (its .idx beside it)")
+    p.add_argument("--data-threads", type=int, default=4)
     p.add_argument("--records", required=True, help="JSON-lines file for per-step records")
+    p.add_argument("--records-per-rank", action="store_true",
+                   help="write to the records file of BYTEPS_LOCAL_RANK (processes spawned by bpslaunch)")
     args = p.parse_args(argv)
-    if args.steps < 1 or args.batch_size < 1 or args.image_size < 8:
-        p.error("--steps and --batch-size must be >= 1 and --image-size >= 8")
+    if args.steps < 1 or args.batch_size < 1 or args.image_size < 8 or args.data_threads < 1:
+        p.error("--steps, --batch-size and --data-threads must be >= 1 and --image-size >= 8")
     return args
 
 
@@ -85,17 +102,27 @@ class Recorder:
         self._stream.flush()
 
 
-def _build(args: argparse.Namespace):
-    """Model, loss, trainer, data and context for the backend; returns a step function."""
+class Timer:
+    """Where a step's compute ends: ``split()`` syncs and marks it with ``timing=breakdown`` only."""
+
+    def __init__(self, breakdown: bool) -> None:
+        self.breakdown = breakdown
+        self.at: "float | None" = None
+
+    def split(self) -> None:
+        if self.breakdown:
+            import mxnet as mx
+
+            mx.nd.waitall()
+            self.at = time.perf_counter()
+
+
+def _setup_backend(args: argparse.Namespace) -> tuple:
+    """(device, rank, worker processes, trainer factory, step scale, facts) of the backend."""
     import mxnet as mx
-    from mxnet import autograd, gluon
+    from mxnet import gluon
 
-    try:
-        from gluoncv.model_zoo import get_model
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise WorkloadError(f"gluoncv is not importable: {exc}") from exc
-
-    info: dict = {"backend": args.backend}
+    multi = {"multi_precision": True} if args.dtype == "float16" else {}
     if args.backend == "byteps":
         try:
             import byteps.mxnet as bps
@@ -112,73 +139,89 @@ def _build(args: argparse.Namespace):
                 exist_ok=True,
             )
         bps.init()
-        ctx = mx.gpu(bps.local_rank())
-        info.update(rank=bps.rank(), num_workers=bps.size(), local_rank=bps.local_rank())
+
+        # No bps.broadcast_parameters: it rejects a gluon ParameterDict (TypeError);
+        # DistributedTrainer broadcasts rank 0's parameters itself in its first
+        # step, and averages over workers itself: step() takes the per-worker batch.
+        def make_trainer(params: Any, optimizer: str = "sgd", optimizer_params: "dict | None" = None) -> Any:
+            return bps.DistributedTrainer(params, optimizer, {**multi, **(optimizer_params or {})})
+
+        facts = {"local_rank": bps.local_rank()}
+        return mx.gpu(bps.local_rank()), bps.rank(), bps.size(), make_trainer, args.batch_size, facts
+    if args.dtype == "float16":
+        raise WorkloadError("dtype float16 needs a GPU: on CPU MXNet has no FP16 gemm (backend byteps on GPUs)")
+    kv = mx.kv.create("dist_sync") if args.backend == "mxnet" else None
+
+    def make_trainer(params: Any, optimizer: str = "sgd", optimizer_params: "dict | None" = None) -> Any:
+        return gluon.Trainer(params, optimizer, optimizer_params or {}, kvstore=kv)
+
+    if kv is None:
+        return mx.cpu(), 0, 1, make_trainer, args.batch_size, {}
+    return mx.cpu(), kv.rank, kv.num_workers, make_trainer, args.batch_size * kv.num_workers, {}
+
+
+def _build(args: argparse.Namespace, timer: Timer) -> tuple:
+    """The step callable (the entry point's, or the shipped model's) and what ran, for the start record."""
+    device, rank, num_workers, make_trainer, scale, facts = _setup_backend(args)
+    if args.data == "synthetic":
+        data: Batches = synthetic(args.batch_size, args.image_size, args.classes, device, args.dtype)
     else:
-        ctx = mx.cpu()
-
-    try:
-        net = get_model(args.model, classes=args.classes, pretrained=False)
-    except ValueError as exc:
-        raise WorkloadError(f"model {args.model!r} is not in gluoncv's model zoo: {exc}") from exc
-    net.initialize(mx.init.Xavier(), ctx=ctx)
-    net.hybridize(static_alloc=True, static_shape=True)
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    optimizer_params = {"learning_rate": args.lr, "momentum": 0.9, "wd": 1e-4}
-
-    shape = (args.batch_size, 3, args.image_size, args.image_size)
-    data = mx.nd.random.uniform(shape=shape, ctx=ctx)
-    label = mx.nd.array([i % args.classes for i in range(args.batch_size)], ctx=ctx)
-
-    if args.backend == "byteps":
-        # Parameters exist only after a forward pass with deferred init.
-        net(data)
-        mx.nd.waitall()
-        # No bps.broadcast_parameters here: it rejects a gluon ParameterDict
-        # (TypeError); DistributedTrainer broadcasts rank 0's parameters itself
-        # in its first step. It also averages over workers itself (gradients
-        # are divided by batch_size * size), so step() takes the per-worker batch.
-        trainer = bps.DistributedTrainer(net.collect_params(), "sgd", optimizer_params)
-        scale = args.batch_size
-    elif args.backend == "mxnet":
-        kv = mx.kv.create("dist_sync")
-        info.update(rank=kv.rank, num_workers=kv.num_workers)
-        trainer = gluon.Trainer(net.collect_params(), "sgd", optimizer_params, kvstore=kv)
-        scale = args.batch_size * kv.num_workers
+        data = records(args.data, batch_size=args.batch_size, image_size=args.image_size, threads=args.data_threads,
+                       rank=rank, parts=num_workers, device=device, dtype=args.dtype)
+    ctx = TrainContext(backend=args.backend, device=device, rank=rank, num_workers=num_workers,
+                       batch_size=args.batch_size, image_size=args.image_size, dtype=args.dtype,
+                       classes=args.classes, model=args.model, lr=args.lr, step_scale=scale, data=data,
+                       make_trainer=make_trainer, split=timer.split)
+    if args.entry:
+        build = load(args.entry, args.entry_path)
+        step = _guarded(build, args.entry, "build(ctx)")(ctx)
+        if not callable(step):
+            raise EntryError(f"entry point {args.entry}: build(ctx) returned {type(step).__name__}, "
+                             "not a step callable")
+        step = _guarded(step, args.entry, "step()")
     else:
-        info.update(rank=0, num_workers=1)
-        trainer = gluon.Trainer(net.collect_params(), "sgd", optimizer_params, kvstore=None)
-        scale = args.batch_size
-
-    def step() -> tuple:
-        t0 = time.perf_counter()
-        with autograd.record():
-            loss = loss_fn(net(data), label)
-        loss.backward()
-        mx.nd.waitall()
-        t1 = time.perf_counter()
-        trainer.step(scale)
-        mx.nd.waitall()
-        t2 = time.perf_counter()
-        return t2 - t0, t1 - t0, t2 - t1
-
-    info["ctx"] = str(ctx)
+        try:
+            from gluoncv.model_zoo import get_model_list
+        except ImportError as exc:  # pragma: no cover - depends on the installation
+            raise WorkloadError(f"gluoncv is not importable: {exc}") from exc
+        if args.model.lower() not in get_model_list():
+            raise WorkloadError(f"model {args.model!r} is not in gluoncv's model zoo")
+        step = build_zoo_model(ctx)
+    info = {"backend": args.backend, "rank": rank, "num_workers": num_workers, "ctx": str(device),
+            "data": data.kind, **facts}
     return step, info
+
+
+def _guarded(fn: Callable, spec: str, what: str) -> Callable:
+    """``fn`` with its exceptions turned into an :class:`EntryError` naming the entry point."""
+    def call(*a: Any) -> Any:
+        try:
+            return fn(*a)
+        except Exception as exc:
+            raise EntryError(f"entry point {spec} raised in {what}: {type(exc).__name__}: {exc}") from exc
+
+    return call
 
 
 def run(args: argparse.Namespace, recorder: Recorder) -> None:
     """Train ``args.steps`` steps, one record per step."""
+    import mxnet as mx
+
     fault, slowdown = _fault()
     started = time.perf_counter()
-    step, info = _build(args)
+    timer = Timer(args.timing == "breakdown")
+    step, info = _build(args, timer)
     env = reported(os.environ)  # what the role really got, not what the plan meant to give it
     recorder.write(
         "start",
         pid=os.getpid(),
         model=args.model,
+        entry=args.entry,
         batch_size=args.batch_size,
         image_size=args.image_size,
         steps=args.steps,
+        timing=args.timing,
+        dtype=args.dtype,
         setup_s=time.perf_counter() - started,
         env=env,
         **info,
@@ -188,7 +231,14 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
             sys.stderr.write(f"{FAULT_ENV}: crashing at step {i} as asked\n")
             sys.stderr.flush()
             os._exit(86)
-        total, compute, sync = step()
+        timer.at = None
+        t0 = time.perf_counter()
+        step()
+        mx.nd.waitall()  # the one sync of an overlapped step
+        total = time.perf_counter() - t0
+        split = {}
+        if timer.at is not None:
+            split = {"compute_s": timer.at - t0, "sync_s": t0 + total - timer.at}
         if slowdown:
             # Burn CPU rather than sleep: a bad change costs cycles that the other
             # roles on the node then lack, where a sleep would hand them over.
@@ -196,21 +246,31 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
             until = time.perf_counter() + extra
             while time.perf_counter() < until:
                 pass
-            compute += extra
             total += extra
-        recorder.write("step", step=i, total_s=total, compute_s=compute, sync_s=sync, images=args.batch_size)
+            if split:
+                split["compute_s"] += extra
+        recorder.write("step", step=i, total_s=total, images=args.batch_size, **split)
     recorder.write("end", steps=args.steps)
 
 
 def main(argv: "Sequence[str] | None" = None) -> int:
     """Entry point; returns the process exit status."""
     args = parse_args(argv)
+    path = args.records
+    if args.records_per_rank:
+        path = rank_records_path(path, os.environ.get("BYTEPS_LOCAL_RANK", "0"))
     try:
-        with open(args.records, "a", encoding="utf-8") as stream:
+        with open(path, "a", encoding="utf-8") as stream:
             run(args, Recorder(stream))
     except WorkloadError as exc:
         sys.stderr.write(f"bpsperf workload: {exc}\n")
         return 2
+    except EntryError as exc:
+        import traceback
+
+        traceback.print_exception(type(exc.__cause__ or exc), exc.__cause__ or exc, (exc.__cause__ or exc).__traceback__)
+        sys.stderr.write(f"bpsperf workload: {exc}\n")
+        return 3
     except Exception as exc:  # noqa: BLE001 - any failure must end in a clear message and non-zero exit
         import traceback
 

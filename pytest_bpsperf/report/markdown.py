@@ -54,6 +54,10 @@ def verdict_markdown(verdicts: Sequence[Verdict]) -> "list[str]":
     return lines + [""]
 
 
+def _seconds(value: "float | None") -> str:
+    return "- (overlapped)" if value is None else f"{value:.3f}s"
+
+
 def markdown_document(results: Sequence[RunResult], header: Sequence[str], verdicts: Sequence[Verdict] = ()) -> str:
     """The Markdown report: header, verdicts, per-test results, trick matrices."""
     lines = ["## bpsperf results", ""]
@@ -65,7 +69,7 @@ def markdown_document(results: Sequence[RunResult], header: Sequence[str], verdi
     for r in results:
         m = r.measurement
         lines.append(
-            f"| `{r.spec.nodeid}` | {m.img_per_sec:.1f} | {m.compute_s:.3f}s | {m.sync_s:.3f}s | "
+            f"| `{r.spec.nodeid}` | {m.img_per_sec:.1f} | {_seconds(m.compute_s)} | {_seconds(m.sync_s)} | "
             f"{m.bringup_s:.1f}s | {m.teardown_s:.1f}s |"
         )
     lines.append("")

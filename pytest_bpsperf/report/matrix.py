@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 from dataclasses import dataclass
 from typing import Iterable
@@ -29,12 +30,14 @@ class MatrixRow:
     spread_pct: float  # stdev/mean over runs; over steady steps for one run
     change_pct: "float | None"  # against the reference trick, geometric means
     significance: "Significance | None"
-    compute_s: float
-    sync_s: float
+    compute_s: "float | None"  # timing=breakdown only
+    sync_s: "float | None"
     scaling: "float | None"
 
     @property
-    def sync_pct(self) -> float:
+    def sync_pct(self) -> "float | None":
+        if self.compute_s is None or self.sync_s is None:
+            return None
         total = self.compute_s + self.sync_s
         return 100.0 * self.sync_s / total if total else 0.0
 
@@ -74,11 +77,20 @@ class MatrixTable:
 def _describe(result: RunResult) -> str:
     s = result.spec.settings
     t = result.output.topology
+    what = f"entry {s.entry.spec}" if s.entry is not None else s.model
+    data = "" if s.data == "synthetic" else f", data {os.path.basename(s.data)} ({s.data_threads} decode threads)"
     return (
-        f"{result.backend}, {s.model}, batch {s.batch_size}, {s.image_size}x{s.image_size}, {s.steps} steps, "
-        f"{t.get('workers', s.workers)} worker(s), {s.server_nodes} server node(s) x {s.servers_per_node}, "
-        f"OMP_NUM_THREADS={s.omp_threads}"
+        f"{result.backend}, {what}, batch {s.batch_size}, {s.image_size}x{s.image_size}, {s.dtype}{data}, "
+        f"{s.steps} steps, {t.get('workers', s.workers)} worker(s), {s.server_nodes} server node(s) x "
+        f"{s.servers_per_node}, OMP_NUM_THREADS={s.omp_threads}, {timing_label(result.measurement.timing)}"
     )
+
+
+def timing_label(timing: str) -> str:
+    """How the steps were timed, as reports say it: breakdown is labelled as the serialized diagnostic."""
+    if timing == "breakdown":
+        return "timing breakdown (diagnostic: each step serialized to split compute from sync; slower than training)"
+    return "timing overlapped (one sync per step, as users train)"
 
 
 def _group_key(result: RunResult) -> tuple:
@@ -128,8 +140,8 @@ def matrix_tables(results: Iterable[RunResult], *, alpha: float = 0.05) -> "list
                     spread_pct=spread,
                     change_pct=change,
                     significance=sig,
-                    compute_s=statistics.median(r.measurement.compute_s for r in runs),
-                    sync_s=statistics.median(r.measurement.sync_s for r in runs),
+                    compute_s=_median_or_none([r.measurement.compute_s for r in runs]),
+                    sync_s=_median_or_none([r.measurement.sync_s for r in runs]),
                     scaling=scaling,
                 )
             )
@@ -142,6 +154,14 @@ def matrix_tables(results: Iterable[RunResult], *, alpha: float = 0.05) -> "list
         )
         tables.append(MatrixTable(test=key[0], description=_describe(members[0]), rows=tuple(rows), method=method))
     return tables
+
+
+def _median_or_none(values: "list[float | None]") -> "float | None":
+    return None if any(v is None for v in values) else statistics.median(values)
+
+
+def _fmt_seconds(value: "float | None") -> str:
+    return "-" if value is None else f"{value:.3f}s"
 
 
 def _fmt_change(row: MatrixRow) -> str:
@@ -173,9 +193,9 @@ def row_cells(row: MatrixRow) -> tuple:
         f"±{row.spread_pct:.0f}%",
         _fmt_change(row),
         _fmt_sig(row),
-        f"{row.compute_s:.3f}s",
-        f"{row.sync_s:.3f}s",
-        f"{row.sync_pct:.0f}%",
+        _fmt_seconds(row.compute_s),
+        _fmt_seconds(row.sync_s),
+        "-" if row.sync_pct is None else f"{row.sync_pct:.0f}%",
         _fmt_scaling(row),
     )
 

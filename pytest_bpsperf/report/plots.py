@@ -177,7 +177,10 @@ def matrix_picture(test: str, runs: Sequence[Mapping[str, Any]], out_dir: "str |
 
 
 def split_picture(test: str, runs: Sequence[Mapping[str, Any]], out_dir: "str | os.PathLike") -> Picture:
-    """Compute (forward+backward) against sync (optimizer: push/pull) seconds per step, mean over runs."""
+    """Compute (forward+backward) against sync (optimizer: push/pull) seconds per step, mean over runs.
+
+    Only runs of ``timing=breakdown`` have the split (that mode serializes each step to measure it).
+    """
     data: "dict[str, Any]" = {}
     for trick in _tricks_in_order(runs):
         mine = [r for r in runs if r["trick"] == trick]
@@ -193,7 +196,7 @@ def split_picture(test: str, runs: Sequence[Mapping[str, Any]], out_dir: "str | 
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=15, fontsize="small")
     ax.set_ylabel("seconds per steady step")
-    title = f"compute/sync split: {test.split('::')[-1]}"
+    title = f"compute/sync split (timing=breakdown, serialized steps): {test.split('::')[-1]}"
     ax.set_title(title)
     ax.legend(fontsize="small")
     path = Path(out_dir) / f"split-{_slug(test)}.png"
@@ -268,7 +271,9 @@ def session_pictures(results: Mapping[str, Any], out_dir: "str | os.PathLike", *
         out.append(steps_picture(test, runs, out_dir))
         if len(_tricks_in_order(runs)) > 1 or len(runs) > 1:
             out.append(matrix_picture(test, runs, out_dir))
-        out.append(split_picture(test, runs, out_dir))
+        split = [r for r in runs if r.get("compute_s_per_step") is not None]
+        if split:  # only timing=breakdown splits a step; overlapped steps have no split to draw
+            out.append(split_picture(test, split, out_dir))
     for trend in trends:
         if len(trend.points) < 2:
             continue

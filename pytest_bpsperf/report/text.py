@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..job import RunResult
+from ..measurement import Measurement
 from ..verdict import Verdict
 
 __all__ = ["github_annotations", "result_line", "verdict_line"]
@@ -17,7 +18,7 @@ def result_line(result: RunResult) -> str:
     warm = sorted({s for steps in m.warmup_steps.values() for s in steps})
     line = (
         f"{result.spec.nodeid}: {m.img_per_sec:.1f} img/s ({workers}); "
-        f"step {m.step_s:.3f}s = compute {m.compute_s:.3f}s + sync {m.sync_s:.3f}s; "
+        f"{_step(m)}; "
         f"warm-up steps {_ranges(warm)}; bring-up {m.bringup_s:.1f}s, teardown {m.teardown_s:.1f}s"
     )
     for window in result.output.comm:
@@ -27,6 +28,13 @@ def result_line(result: RunResult) -> str:
             line += (f"; {window.name}: PUSH {window.push_s:.4f}s PULL {window.pull_s:.4f}s per step "
                      f"({window.steps} traced steps)")
     return line
+
+
+def _step(m: Measurement) -> str:
+    if m.compute_s is None or m.sync_s is None:
+        return f"step {m.step_s:.3f}s (timing {m.timing})"
+    return (f"step {m.step_s:.3f}s = compute {m.compute_s:.3f}s + sync {m.sync_s:.3f}s "
+            f"(timing {m.timing}: serialized steps)")
 
 
 def _ranges(values: Sequence[int]) -> str:

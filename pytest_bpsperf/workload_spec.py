@@ -1,0 +1,273 @@
+"""What the workers train: the workload settings' values and the checks run before anything starts.
+
+The settings ``timing``, ``data``, ``data_threads``, ``dtype``, ``entry`` and
+``launch`` parse here (:mod:`.settings` declares them), and
+:func:`check_workload` rejects, before Ray and the roles start, what would
+only fail minutes later on a node: a model name gluoncv does not have, a
+missing ``.rec``/``.idx``, an entry point that does not import, float16 on
+CPU workers, ``bpslaunch`` with a backend that has no use for it.
+
+Plain Python: no pytest; MXNet and gluoncv are never imported here (gluoncv's
+import costs seconds, because it imports MXNet).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .settings import Settings
+
+#: Timing modes: ``overlapped`` (what users measure) and ``breakdown`` (serialized diagnostic).
+TIMINGS = ("overlapped", "breakdown")
+DTYPES = ("float32", "float16")
+LAUNCHES = ("direct", "bpslaunch")
+SYNTHETIC = "synthetic"
+
+
+class WorkloadSpecError(ValueError):
+    """A workload setting names something that cannot run; the message says which, where from, and why."""
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """A user's ``module:function`` that builds the training step (see :mod:`.remote.entry`).
+
+    ``path`` is the directory the module imports from (put on the workers'
+    ``sys.path``); None until :func:`resolve_entry` found it.
+    """
+
+    module: str
+    function: str
+    path: "str | None" = None
+
+    @property
+    def spec(self) -> str:
+        """``module:function``, as the user wrote it (what keys and reports show)."""
+        return f"{self.module}:{self.function}"
+
+    def __str__(self) -> str:
+        return self.spec
+
+
+# --- value parsers (the Option pattern of settings.py) ------------------------------
+
+
+def _choice(choices: Sequence[str]) -> Any:
+    def parse(raw: Any) -> str:
+        text = str(raw).strip().lower()
+        if text not in choices:
+            raise ValueError("expected one of " + ", ".join(choices))
+        return text
+
+    return parse
+
+
+parse_timing = _choice(TIMINGS)
+parse_dtype = _choice(DTYPES)
+parse_launch = _choice(LAUNCHES)
+
+
+def parse_model(raw: Any) -> str:
+    """A gluoncv model-zoo name (checked against the zoo by :func:`check_model`)."""
+    text = str(raw).strip()
+    if not text or any(ch.isspace() for ch in text):
+        raise ValueError("expected a gluoncv model-zoo name such as resnet50_v2")
+    return text
+
+
+def parse_data(raw: Any) -> str:
+    """``synthetic`` or the path of an ImageNet-style ``.rec`` (made absolute: roles run elsewhere)."""
+    text = str(raw).strip()
+    if not text:
+        raise ValueError("expected 'synthetic' or the path of a .rec file (with its .idx beside it)")
+    if text.lower() == SYNTHETIC:
+        return SYNTHETIC
+    if not text.endswith(".rec"):
+        raise ValueError("expected 'synthetic' or the path of a .rec file (with its .idx beside it)")
+    return os.path.abspath(os.path.expanduser(text))
+
+
+def parse_entry(raw: Any) -> "EntryPoint | None":
+    """``module:function`` (dotted module, one function name); empty means the model-zoo workload."""
+    if isinstance(raw, EntryPoint):
+        return raw
+    text = str(raw).strip()
+    if not text or text.lower() in ("none", "model"):
+        return None
+    module, sep, function = text.partition(":")
+    parts = module.split(".")
+    if not sep or not function.isidentifier() or not all(p.isidentifier() for p in parts):
+        raise ValueError("expected module:function, e.g. examples.custom_model:build")
+    return EntryPoint(module, function)
+
+
+def data_record_paths(rec: str) -> "tuple[str, str]":
+    """The ``.rec`` and the ``.idx`` beside it (what ImageRecordIter reads)."""
+    return rec, rec[: -len(".rec")] + ".idx"
+
+
+# --- gluoncv's model names, without importing gluoncv ------------------------------
+
+
+@lru_cache(maxsize=None)
+def zoo_model_names() -> "frozenset[str]":
+    """The names of gluoncv's model zoo.
+
+    Read from the installed ``gluoncv/model_zoo/model_zoo.py`` (the keys of its
+    ``_models`` dict literal, which ``get_model_list()`` returns) without running
+    it: importing gluoncv imports MXNet and costs seconds at every pytest start.
+    If the source does not have that shape (another gluoncv version), ask
+    ``get_model_list()`` in a subprocess, once. Empty when gluoncv is absent.
+    """
+    spec = importlib.util.find_spec("gluoncv")
+    if spec is None or not spec.submodule_search_locations:
+        return frozenset()
+    for location in spec.submodule_search_locations:
+        path = os.path.join(location, "model_zoo", "model_zoo.py")
+        try:
+            with open(path, encoding="utf-8") as fh:
+                tree = ast.parse(fh.read(), path)
+        except (OSError, SyntaxError):
+            continue
+        for node in tree.body:
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+                    and any(isinstance(t, ast.Name) and t.id == "_models" for t in node.targets)):
+                names = {k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+                if names:
+                    return frozenset(names)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from gluoncv.model_zoo import get_model_list; print('\\n'.join(get_model_list()))"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True, timeout=300,
+    )
+    return frozenset(proc.stdout.split()) if proc.returncode == 0 else frozenset()
+
+
+def check_model(name: str, origin: str) -> None:
+    """Raise :class:`WorkloadSpecError` unless gluoncv's zoo has ``name`` (it lowercases names too)."""
+    names = zoo_model_names()
+    if not names:
+        raise WorkloadSpecError(
+            f"setting 'model' ({name!r}, from {origin}) needs gluoncv, which is not installed"
+        )
+    if name.lower() not in names:
+        close = sorted(n for n in names if n.startswith(name.lower()[:6]))[:8]
+        hint = f"; similar: {', '.join(close)}" if close else ""
+        raise WorkloadSpecError(
+            f"invalid value {name!r} for setting 'model' from {origin}: not in gluoncv's model zoo "
+            f"({len(names)} names, e.g. resnet50_v2, mobilenet1.0){hint}"
+        )
+
+
+def check_data(path: str, origin: str) -> None:
+    """Raise :class:`WorkloadSpecError` unless the ``.rec`` and its ``.idx`` exist."""
+    rec, idx = data_record_paths(path)
+    for what, p in (("record file", rec), ("index file (.idx beside the .rec)", idx)):
+        if not os.path.isfile(p):
+            raise WorkloadSpecError(
+                f"invalid value {path!r} for setting 'data' from {origin}: the {what} {p} does not exist; "
+                "accepted: 'synthetic' or an ImageNet-style .rec with its .idx (im2rec.py makes both)"
+            )
+
+
+def resolve_entry(entry: EntryPoint, origin: str, search: Sequence[str] = ()) -> EntryPoint:
+    """Import ``entry`` here (``search`` dirs first on ``sys.path``); the entry with its import directory.
+
+    Raises :class:`WorkloadSpecError` when the module does not import or has no
+    such callable: the same import then happens in every worker.
+    """
+    added = [d for d in search if d and d not in sys.path]
+    sys.path[:0] = added
+    try:
+        module = importlib.import_module(entry.module)
+    except Exception as exc:  # noqa: BLE001 - any import failure is the user's to fix
+        raise WorkloadSpecError(
+            f"invalid value {entry.spec!r} for setting 'entry' from {origin}: module {entry.module!r} does not "
+            f"import ({type(exc).__name__}: {exc}); searched the rootdir and sys.path"
+        ) from None
+    finally:
+        for d in added:
+            if d in sys.path:
+                sys.path.remove(d)
+    function = getattr(module, entry.function, None)
+    if not callable(function):
+        raise WorkloadSpecError(
+            f"invalid value {entry.spec!r} for setting 'entry' from {origin}: module {entry.module!r} "
+            f"({getattr(module, '__file__', '?')}) has no function {entry.function!r}"
+        )
+    origin_file = getattr(module, "__file__", None)
+    if not origin_file:
+        return EntryPoint(entry.module, entry.function, None)
+    root = os.path.dirname(os.path.abspath(origin_file))
+    depth = entry.module.count(".") + (1 if os.path.basename(origin_file).startswith("__init__.") else 0)
+    for _ in range(depth):
+        root = os.path.dirname(root)
+    return EntryPoint(entry.module, entry.function, root)
+
+
+def check_workload(settings: "Settings", *, gpus: int, search: Sequence[str] = ()) -> "Settings":
+    """Check what the workers will train before anything starts; the settings with the entry resolved.
+
+    ``gpus`` are the GPUs of this machine (what ``auto`` sees with an embedded
+    Ray); ``search`` the directories an entry point may import from (the rootdir).
+    Raises :class:`WorkloadSpecError`.
+    """
+    origins = settings.origins
+    if settings.entry is not None:
+        if settings.entry.path is None:
+            settings = settings.with_values(entry=resolve_entry(settings.entry, origins.get("entry", "?"), search))
+    else:
+        check_model(settings.model, origins.get("model", "default"))
+    if settings.data != SYNTHETIC:
+        check_data(settings.data, origins.get("data", "default"))
+    if settings.dtype == "float16":
+        cpu_workers = settings.backend == "mxnet" or (
+            settings.backend == "auto" and not settings.ray_address and gpus == 0)
+        if cpu_workers:
+            raise WorkloadSpecError(
+                f"invalid value 'float16' for setting 'dtype' from {origins.get('dtype')}: the workers would train "
+                f"on CPU (backend {settings.backend}{', no GPU here' if settings.backend == 'auto' else ''}), "
+                "where MXNet has no FP16 convolution ('FP16 gemm on cpu not implemented'); accepted there: float32. "
+                "float16 needs GPU workers (backend byteps)"
+            )
+    if settings.launch == "bpslaunch" and settings.backend == "mxnet":
+        raise WorkloadSpecError(
+            f"invalid value 'bpslaunch' for setting 'launch' from {origins.get('launch')}: bpslaunch starts "
+            "BytePS workers and needs backend byteps, not mxnet; accepted with mxnet: direct"
+        )
+    return settings
+
+
+def workload_params(settings: "Settings", backend: str) -> dict:
+    """The parameters that define the training workload: what baseline keys and reports say.
+
+    Always: backend, what trains (``model``, or ``entry`` for the user's own
+    code), steps, batch and image size, OpenMP threads, ``timing`` (runs of one
+    timing mode are never compared with the other), ``dtype`` and ``data``
+    (``synthetic`` or ``rec:<file name>``; the directory differs between
+    machines). The .rec reader's threads only with record data, ``launch``
+    only when it is not ``direct``.
+    """
+    out: dict = {"backend": backend}
+    if settings.entry is not None:
+        out["entry"] = settings.entry.spec
+    else:
+        out["model"] = settings.model
+    out.update(steps=settings.steps, batch_size=settings.batch_size, image_size=settings.image_size,
+               omp_threads=settings.omp_threads, timing=settings.timing, dtype=settings.dtype)
+    if settings.data == SYNTHETIC:
+        out["data"] = SYNTHETIC
+    else:
+        out["data"] = "rec:" + os.path.basename(settings.data)
+        out["data_threads"] = settings.data_threads
+    if settings.launch != "direct":
+        out["launch"] = settings.launch
+    return out
