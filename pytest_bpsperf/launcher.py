@@ -407,12 +407,20 @@ def _failure_message(reason: str, plan: Plan, output: RunOutput, tails: dict) ->
     return "\n".join(lines)
 
 
-def run_single_process(node: Node, command: Sequence[str], env: dict, log_dir: str, *, timeout: float) -> WorkerRecords:
-    """Run one workload process with no parameter server (reference for scaling efficiency)."""
+def run_single_process(node: Node, command: Sequence[str], env: dict, log_dir: str, *, timeout: float,
+                       gpus: int = 0) -> WorkerRecords:
+    """Run one workload process with no parameter server (reference for scaling efficiency).
+
+    With ``gpus``, its actor asks Ray for them and the process sees exactly the ids Ray assigned.
+    """
     import ray
 
-    actor = _remote_role_class().options(scheduling_strategy=_node_strategy(node)).remote("single", log_dir)
+    actor = _remote_role_class().options(scheduling_strategy=_node_strategy(node), num_gpus=gpus).remote(
+        "single", log_dir)
     try:
+        if gpus:
+            ids = ray.get(actor.where.remote(), timeout=timeout)["gpu_ids"]
+            env = {**env, "CUDA_VISIBLE_DEVICES": ",".join(map(str, ids))}
         ray.get(actor.start.remote(list(command), env), timeout=timeout)
         code = ray.get(actor.wait.remote(timeout), timeout=timeout + 30)
         if code != 0:

@@ -87,9 +87,10 @@ def base_env(settings: Settings) -> dict:
     return {"OMP_NUM_THREADS": str(settings.omp_threads)}
 
 
-def local_command(settings: Settings) -> tuple:
-    """One process training alone, no parameter server: the reference for scaling efficiency."""
-    return backends.workload_command(settings, "local")
+def local_command(settings: Settings, device: str = "cpu") -> tuple:
+    """One process training alone on ``device`` (the workers' ``cpu`` or ``gpu``), no parameter server:
+    the reference for scaling efficiency."""
+    return backends.workload_command(settings, "local") + ("--device", device)
 
 
 #: A bundle must ask for something: a sliver of CPU marks a node as used by the run.

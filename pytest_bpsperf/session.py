@@ -128,16 +128,19 @@ class PerfSession:
         if not settings.scaling:
             return output
         worker_node = next(r.node for r in plan.roles if r.role == "worker")
-        single = self.single_process_img_per_sec(settings, worker_node,
+        device = "gpu" if backends.get(backend).needs_gpu_workers else "cpu"
+        single = self.single_process_img_per_sec(settings, worker_node, device,
                                                  os.path.join(self.base_log_dir, "single-process"))
         return replace(output, single_img_per_sec=single)
 
-    def single_process_img_per_sec(self, settings: Settings, node: Node, log_dir: str) -> float:
-        """img/s of the same workload in one process on a worker node, no parameter server (cached)."""
-        key = (node.node_id,) + tuple(sorted(settings.workload().items()))
+    def single_process_img_per_sec(self, settings: Settings, node: Node, device: str, log_dir: str) -> float:
+        """img/s of the same workload in one process on a worker node and its device, no parameter server
+        (cached per node, device and workload)."""
+        key = (node.node_id, device) + tuple(sorted(settings.workload().items()))
         if key not in self._single_cache:
             env = {**base_env(settings), "BPSPERF_RUN_ID": self.run_id}
             os.makedirs(log_dir, exist_ok=True)
-            records = run_single_process(node, local_command(settings), env, log_dir, timeout=settings.timeout)
+            records = run_single_process(node, local_command(settings, device), env, log_dir,
+                                         timeout=settings.timeout, gpus=1 if device == "gpu" else 0)
             self._single_cache[key] = measure_worker(records).img_per_sec
         return self._single_cache[key]

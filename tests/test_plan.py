@@ -351,3 +351,14 @@ def test_unusable_trace_window_is_a_plan_error(backend, trace, steps, message):
     with pytest.raises(PlanError, match=message) as excinfo:
         plan_for(nodes=CPU_NODES + GPU_NODES, backend=backend, workers="2", trace=trace, steps=steps)
     assert "setting 'trace'" in str(excinfo.value)
+
+
+def test_scaling_reference_trains_on_the_workers_device():
+    from pytest_bpsperf.plan import local_command
+    from pytest_bpsperf.remote.workload import parse_args
+
+    cpu = local_command(settings())
+    gpu = local_command(settings(), "gpu")
+    assert cpu[cpu.index("--backend") + 1] == "local" and cpu[-2:] == ("--device", "cpu")
+    args = parse_args([a if a != RECORDS else "r.jsonl" for a in gpu[3:]])
+    assert (args.backend, args.device) == ("local", "gpu")

@@ -55,6 +55,8 @@ def parse_args(argv: "Sequence[str] | None" = None) -> argparse.Namespace:
     """Command line of the workload (what the role plan puts after ``-m``)."""
     p = argparse.ArgumentParser(prog="python -m pytest_bpsperf.remote.workload", description=__doc__.split("\n")[0])
     p.add_argument("--backend", choices=("mxnet", "byteps", "local"), required=True)
+    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                   help="backend local: where the one process trains (the worker's device)")
     p.add_argument("--model", default="resnet50_v2")
     p.add_argument("--entry", default=None, help="module:function returning a step callable (instead of --model)")
     p.add_argument("--entry-path", default=None, help="directory to import the entry point's module from")
@@ -148,15 +150,16 @@ def _setup_backend(args: argparse.Namespace) -> tuple:
 
         facts = {"local_rank": bps.local_rank()}
         return mx.gpu(bps.local_rank()), bps.rank(), bps.size(), make_trainer, args.batch_size, facts
-    if args.dtype == "float16":
+    on_gpu = args.backend == "local" and args.device == "gpu"
+    if args.dtype == "float16" and not on_gpu:
         raise WorkloadError("dtype float16 needs a GPU: on CPU MXNet has no FP16 gemm (backend byteps on GPUs)")
     kv = mx.kv.create("dist_sync") if args.backend == "mxnet" else None
 
     def make_trainer(params: Any, optimizer: str = "sgd", optimizer_params: "dict | None" = None) -> Any:
         return gluon.Trainer(params, optimizer, optimizer_params or {}, kvstore=kv)
 
-    if kv is None:
-        return mx.cpu(), 0, 1, make_trainer, args.batch_size, {}
+    if kv is None:  # local: the scaling reference, on the device the workers train on
+        return (mx.gpu(0) if on_gpu else mx.cpu()), 0, 1, make_trainer, args.batch_size, {}
     return mx.cpu(), kv.rank, kv.num_workers, make_trainer, args.batch_size * kv.num_workers, {}
 
 
