@@ -44,8 +44,11 @@ def cluster(tmp_path_factory):
     # A private temp dir: the cluster's address file must not replace the machine's /tmp/ray one.
     tmp = tmp_path_factory.mktemp("raytmp")
     (tmp / "ray").mkdir()
-    saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR",)}
+    saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR", "RAY_AUTH_MODE")}
     os.environ["RAY_TMPDIR"] = str(tmp)
+    # A throw-away cluster on loopback: no token (Ray reads the mode once per process, so every
+    # cluster these tests start must agree with the others; tests/test_e2e_cluster.py does the same)
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     c = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "node_ip_address": "127.0.0.1", "include_dashboard": False,
         # notice a lost node in about 2 s instead of 15
