@@ -264,6 +264,9 @@ INVALID = [
     ("role_env", "gpu:DMLC_INTERFACE=eth0"),
     ("role_env", "worker:DMLC_WORKER_ID=3"),
     ("placement_timeout", "0"),
+    ("stall_timeout", "0"),
+    ("stall_timeout", "soon"),
+    ("connect_timeout", "-1"),
 ]
 
 
