@@ -153,8 +153,9 @@ class BaselineGate:
         if entries:
             try:
                 path = self.store().update(profile.id, profile.as_dict(), entries)
-            except BaselineError as exc:
-                self.lines.append(f"baselines NOT written: {exc}")
+            except (BaselineError, OSError) as exc:  # OSError: a full disk, a read-only directory
+                where = f" to {self.store().path_for(profile.id)}" if isinstance(exc, OSError) else ""
+                self.lines.append(f"baselines NOT written{where}: {exc}")
                 self.update_failed = True
                 return
             self.lines.append(f"recorded {len(entries)} baseline entr{'y' if len(entries) == 1 else 'ies'} in {path}")

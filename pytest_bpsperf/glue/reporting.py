@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import pytest
 
@@ -24,6 +24,7 @@ class ReportPlugin:
         self.gate = gate
         self.ledger = ledger
         self.written: "list[str]" = []
+        self.write_failed: "list[str]" = []  # "PATH: cause" of each report that could not be written
 
     def header_lines(self) -> "list[str]":
         """The profile and its facts, where Ray ran, the backend."""
@@ -36,7 +37,7 @@ class ReportPlugin:
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
         ledger = self.ledger
-        if not ledger.runs and not ledger.failures:
+        if not ledger.runs and not ledger.failures and not self.write_failed and not self.gate.lines:
             return
         write = terminalreporter.write_line
         terminalreporter.section("bpsperf")
@@ -56,6 +57,8 @@ class ReportPlugin:
             write(f"bpsperf: {line}")
         for path in self.written:
             write(f"bpsperf: wrote {path}")
+        for problem in self.write_failed:
+            write(f"bpsperf: NOT written: {problem}", red=True)
         if os.environ.get("GITHUB_ACTIONS") == "true":
             for line in report.github_annotations(ledger.verdicts):
                 write(line)
@@ -66,19 +69,26 @@ class ReportPlugin:
         header = self.header_lines()
         json_path = self.config.getoption("bpsperf_json")
         if json_path:
-            report.write_json(json_path, report.json_document(ledger.runs, ledger.failures, header,
-                                                              self.runner.session_info()))
-            self.written.append(json_path)
+            self._write(json_path, lambda: report.write_json(json_path, report.json_document(
+                ledger.runs, ledger.failures, header, self.runner.session_info())))
         markdown = report.markdown_document(ledger.runs, header, ledger.verdicts)
         md_path = self.config.getoption("bpsperf_markdown")
         if md_path:
-            report.write_text(md_path, markdown)
-            self.written.append(md_path)
+            self._write(md_path, lambda: report.write_text(md_path, markdown))
         bench_path = self.config.getoption("bpsperf_benchmark_json")
         if bench_path:
-            report.write_json(bench_path, report.benchmark_document(ledger.runs, self.gate.known_profile))
-            self.written.append(bench_path)
+            self._write(bench_path, lambda: report.write_json(
+                bench_path, report.benchmark_document(ledger.runs, self.gate.known_profile)))
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if os.environ.get("GITHUB_ACTIONS") == "true" and summary and ledger.runs:
             with open(summary, "a", encoding="utf-8") as fh:
                 fh.write(markdown)
+
+    def _write(self, path: str, write: "Callable[[], None]") -> None:
+        """One report file: written, or its path and the cause kept for the summary (never a raise)."""
+        try:
+            write()
+        except OSError as exc:
+            self.write_failed.append(f"{path}: {exc.strerror or exc}")
+        else:
+            self.written.append(path)
