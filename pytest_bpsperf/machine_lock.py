@@ -57,7 +57,10 @@ class MachineLock:
         """Take the lock, waiting up to ``timeout`` seconds (telling ``say`` once); returns seconds waited."""
         if self._fd is not None:
             return 0.0
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except PermissionError:  # another user's lock file: flock works on a read-only descriptor too
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         t0 = time.monotonic()
         told = False
         while True:
@@ -74,8 +77,11 @@ class MachineLock:
                     raise LockTimeout(f"the measurement lock {self.path} was still held by {self.holder()} "
                                       f"after {timeout:.0f}s") from None
                 time.sleep(poll)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} since {time.strftime('%H:%M:%S')}\n".encode())
+        try:  # who holds it, for the waiting session's message
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()} since {time.strftime('%H:%M:%S')}\n".encode())
+        except OSError:
+            pass
         self._fd = fd
         self.waited_s = time.monotonic() - t0
         return self.waited_s
