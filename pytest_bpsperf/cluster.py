@@ -13,12 +13,15 @@ sessions never train on top of each other. Driver-side code.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 from .machine_lock import LockTimeout, MachineLock, lock_path
 from .placement import Node
@@ -72,6 +75,22 @@ def bounded_connect_env(timeout: float) -> dict:
     per_try = max(1, int(timeout // 3))
     return {"RAY_py_gcs_connect_timeout_s": str(per_try), "RAY_gcs_rpc_server_connect_timeout_s": "1",
             "RAY_NUM_REDIS_GET_RETRIES": str(max(1, min(5, int(timeout // (per_try + 1)))))}
+
+
+@contextlib.contextmanager
+def _keep_sigterm() -> Iterator[None]:
+    """Keep this process's SIGTERM handling across ``ray.init``.
+
+    Ray's core worker installs its own SIGTERM handler in the driver, which aborts
+    the process (exit status 134) instead of letting the caller tear down.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        yield
+    finally:
+        if main and previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass
@@ -142,6 +161,12 @@ class RayCluster:
         if ray.is_initialized():
             raise ClusterError("Ray is already initialized in this process; bpsperf needs its own connection")
         kwargs = dict(log_to_driver=False, configure_logging=False, include_dashboard=False)
+        with _keep_sigterm():
+            self._init(ray, kwargs)
+        self.started = True
+        self.startup_s = time.perf_counter() - t0
+
+    def _init(self, ray, kwargs: dict) -> None:
         if self.address:
             import pytest_bpsperf
 
@@ -170,8 +195,6 @@ class RayCluster:
             # the reaper kills the ones that do not die with it.
             spawned = [p for p in reaper.descendants(os.getpid()) if p not in before]
             self._reaper = reaper.spawn(os.getpid(), spawned, self.watch_dir)
-        self.started = True
-        self.startup_s = time.perf_counter() - t0
 
     def nodes(self) -> "list[Node]":
         """The alive nodes now, head first, as planner :class:`Node` values (with their Ray resources)."""

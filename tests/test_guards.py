@@ -241,3 +241,26 @@ def test_read_only_baselines_mount_is_a_usage_error_and_files_stay(fake_project,
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*cannot write the baselines directory*read-only file system*"])
     assert path.read_bytes() == before
+
+
+# --- echoed environments ------------------------------------------------------------
+
+def test_every_variable_a_trick_sets_is_echoed_in_records_and_reports():
+    from pytest_bpsperf.placement import Node
+    from pytest_bpsperf.plan import make_plan
+    from pytest_bpsperf.remote.environ import reported
+    from pytest_bpsperf.settings import Hardware, Source, resolve
+    from pytest_bpsperf.tricks import Trick
+
+    trick = Trick("preload", env={"worker": {"LD_PRELOAD": "/usr/lib/libfast.so", "MALLOC_ARENA_MAX": "2"}})
+    settings = resolve([Source("cli", "command line", {"role_env": "server:GLOO_SOCKET_IFNAME=lo"})],
+                       Hardware(gpus=0, cores=2))
+    plan = make_plan(settings, trick, [Node("n0", "127.0.0.1", 2, 0)], backend="mxnet", run_id="r")
+    worker = plan.by_role("worker")[0].env
+    server = plan.by_role("server")[0].env
+    # what the role process gets is what the workload's start record and the reports show
+    assert reported({**worker, "PATH": "/bin"}).items() >= {"LD_PRELOAD": "/usr/lib/libfast.so",
+                                                           "MALLOC_ARENA_MAX": "2"}.items()
+    assert "PATH" not in reported(worker)
+    assert reported(server)["GLOO_SOCKET_IFNAME"] == "lo"
+    assert "LD_PRELOAD" not in plan.scheduler.env
