@@ -138,6 +138,8 @@ def test_baselines_dir_under_a_plain_file_is_a_usage_error_when_recording(fake_p
      "*trick 'bad'*would break the roles' runtime: worker:LD_PRELOAD=/nonexistent.so: "
      "/nonexistent.so does not exist*"),
     (["--bpsperf-role-env=worker:LD_PRELOAD=/nonexistent.so"], "*setting 'role_env'*/nonexistent.so does not exist*"),
+    (["--bpsperf-workers=500"], "*500 worker(s) (from command line option --bpsperf-workers)*role processes on this "
+     "machine's * core(s) (embedded Ray); expected at most *"),
 ])
 def test_inputs_beyond_their_limits_are_usage_errors(fake_project, args, expected):
     result = fake_project.runpytest_subprocess("-p", "no:cacheprovider", *args)

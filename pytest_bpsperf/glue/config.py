@@ -133,7 +133,25 @@ class SettingsPlugin:
                 f"{settings.origins['backend']}: expected auto or a registered backend "
                 f"({', '.join(backends.names())})"
             )
+        if not settings.ray_address:
+            self._check_machine(settings)
         return settings
+
+    #: On the embedded Ray every role is a process on this machine; beyond this many per
+    #: core they only measure the scheduler of the operating system.
+    MAX_PROCESSES_PER_CORE = 8
+
+    def _check_machine(self, settings: Settings) -> None:
+        """Workers and servers against the embedded cluster (this machine's cores)."""
+        processes = settings.workers + settings.server_nodes * settings.servers_per_node + 1
+        limit = self.MAX_PROCESSES_PER_CORE * self.hardware.cores
+        if processes > limit:
+            o = settings.origins
+            raise pytest.UsageError(
+                f"bpsperf: {settings.workers} worker(s) (from {o.get('workers')}) and {settings.server_nodes} x "
+                f"{settings.servers_per_node} server(s) (from {o.get('server_nodes')}) make {processes} role "
+                f"processes on this machine's {self.hardware.cores} core(s) (embedded Ray); expected at most "
+                f"{limit}, or a cluster with --bpsperf-ray-address")
 
     def _build_registry(self) -> TrickRegistry:
         registry = TrickRegistry()

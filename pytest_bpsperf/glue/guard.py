@@ -71,6 +71,8 @@ class SessionGuard:
             self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
 
     def _check_paths(self, baselines_dir: str, updating: bool) -> None:
+        """Report files and (when recording) the baselines directory; other configure-time checks of the
+        session's inputs (e.g. model names, data files) go beside this one."""
         for option in REPORT_OPTIONS:
             path = self.config.getoption(option)
             problem = path and unwritable(path)
