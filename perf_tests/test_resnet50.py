@@ -12,6 +12,6 @@ pytestmark = pytest.mark.perf
 
 @pytest.mark.bpsperf_tricks("default", "omp-passive", "extra-servers", "omp-passive+extra-servers")
 def test_resnet50_throughput(bpsperf_train):
-    result = bpsperf_train(model="resnet50_v2")
+    result = bpsperf_train()  # model, steps, sizes: from the settings (resnet50_v2 by default)
     assert result.img_per_sec > 0
     result.assert_within_baseline()

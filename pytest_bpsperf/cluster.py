@@ -1,18 +1,29 @@
 """The Ray cluster of a session: embedded (started and owned here) or existing (connected to).
 
-Embedded (the default): ``ray.init`` starts a local Ray on 127.0.0.1 owned by
-this process, and :meth:`RayCluster.close` stops it. A reaper process watches
-this process and kills what Ray left if it dies without closing (SIGKILL).
-Existing (``ray_address`` set): connect, ship this package with ``py_modules``,
-and on close disconnect without touching the cluster. Driver-side code.
+Embedded (the default): ``ray.init(address="local")`` always starts a new
+local Ray on 127.0.0.1 owned by this process (never another one found through
+``RAY_ADDRESS`` or ``/tmp/ray``), and :meth:`RayCluster.close` stops it. A
+reaper process watches this process and kills what Ray left if it dies without
+closing (SIGKILL). Existing (``ray_address`` set): probe the address, connect
+within ``connect_timeout``, ship this package with ``py_modules``, and on close
+disconnect without touching the cluster. Either way the session first takes the
+measurement lock of what it measures on (:mod:`.machine_lock`), so that two
+sessions never train on top of each other. Driver-side code.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import socket
+import sys
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
+from .machine_lock import LockTimeout, MachineLock, lock_path
 from .placement import Node
 from .remote import reaper
 
@@ -21,8 +32,65 @@ from .remote import reaper
 LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
+#: How long a session waits for another one on the same machine to finish measuring.
+LOCK_WAIT_S = 4 * 3600.0
+
+
 class ClusterError(RuntimeError):
     """Ray could not be started or reached."""
+
+
+def _host_port(address: str) -> "tuple[str, int] | None":
+    """(host, port) of ``HOST:PORT`` or ``ray://HOST:PORT``; None for 'auto' and other forms."""
+    rest = address.split("://", 1)[-1]
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def probe(address: str, timeout: float) -> None:
+    """Raise :class:`ClusterError` unless something accepts TCP connections at ``address`` within ``timeout``."""
+    target = _host_port(address)
+    if target is None:
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(target, timeout=min(2.0, max(0.1, deadline - time.monotonic()))):
+                return
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise ClusterError(f"nothing answers at {address!r} ({exc}); tried for {timeout:.0f}s "
+                                   "(setting 'connect_timeout')") from None
+            time.sleep(0.5)
+
+
+def bounded_connect_env(timeout: float) -> dict:
+    """Ray's own connection retries, bounded to about ``timeout`` seconds (read when Ray is imported).
+
+    Ray 2.x otherwise retries a GCS it cannot reach for minutes. These bound only
+    the connection to an existing cluster: the embedded start must keep Ray's own.
+    """
+    per_try = max(1, int(timeout // 3))
+    return {"RAY_py_gcs_connect_timeout_s": str(per_try), "RAY_gcs_rpc_server_connect_timeout_s": "1",
+            "RAY_NUM_REDIS_GET_RETRIES": str(max(1, min(5, int(timeout // (per_try + 1)))))}
+
+
+@contextlib.contextmanager
+def _keep_sigterm() -> Iterator[None]:
+    """Keep this process's SIGTERM handling across ``ray.init``.
+
+    Ray's core worker installs its own SIGTERM handler in the driver, which aborts
+    the process (exit status 134) instead of letting the caller tear down.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        yield
+    finally:
+        if main and previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass
@@ -35,18 +103,52 @@ class RayCluster:
     owned: bool = False
     startup_s: float = 0.0
     shutdown_s: float = 0.0
+    connect_timeout: float = 30.0
+    #: progress lines (e.g. that this session waits for another one to finish measuring)
+    say: "Callable[[str], None]" = field(default=lambda _m: None, repr=False)
+    lock_waited_s: float = 0.0
     _reaper: "reaper.ReaperHandle | None" = None
+    _lock: "MachineLock | None" = None
 
     def start(self) -> "RayCluster":
-        """Start (embedded) or connect (existing); idempotent."""
+        """Take the measurement lock, then start (embedded) or connect (existing); idempotent."""
         if self.started:
             return self
+        if self.address:
+            probe(self.address, self.connect_timeout)
+        if self._lock is None:
+            self._lock = MachineLock(lock_path(self.address))
+        try:
+            self.lock_waited_s = self._lock.acquire(LOCK_WAIT_S, self.say)
+        except LockTimeout as exc:
+            raise ClusterError(str(exc)) from None
+        try:
+            self._start()
+        except BaseException:
+            self._lock.release()
+            raise
+        return self
+
+    def _start(self) -> None:
         t0 = time.perf_counter()
+        saved: dict = {}
+        if self.address and "ray" not in sys.modules:
+            bounded = bounded_connect_env(self.connect_timeout)
+            saved = {k: os.environ.get(k) for k in bounded}
+            for key, value in bounded.items():
+                os.environ.setdefault(key, value)  # the user's own values win
         if not self.address:
             # Ray reads this at import, into a constant; the environment reaches its
             # child processes, the constant covers a Ray imported before us.
             os.environ.update(LOOPBACK_ENV)
-        import ray
+        try:
+            import ray
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
         if not self.address:
             try:
@@ -59,6 +161,12 @@ class RayCluster:
         if ray.is_initialized():
             raise ClusterError("Ray is already initialized in this process; bpsperf needs its own connection")
         kwargs = dict(log_to_driver=False, configure_logging=False, include_dashboard=False)
+        with _keep_sigterm():
+            self._init(ray, kwargs)
+        self.started = True
+        self.startup_s = time.perf_counter() - t0
+
+    def _init(self, ray, kwargs: dict) -> None:
         if self.address:
             import pytest_bpsperf
 
@@ -74,7 +182,8 @@ class RayCluster:
         else:
             before = set(reaper.children(os.getpid()))
             try:
-                ray.init(_node_ip_address="127.0.0.1", **kwargs)
+                # "local": a new Ray of our own, never the one RAY_ADDRESS or /tmp/ray point at.
+                ray.init(address="local", _node_ip_address="127.0.0.1", **kwargs)
             except Exception as exc:  # noqa: BLE001
                 raise ClusterError(f"cannot start an embedded Ray: {exc}") from exc
             self.owned = True
@@ -86,9 +195,6 @@ class RayCluster:
             # the reaper kills the ones that do not die with it.
             spawned = [p for p in reaper.descendants(os.getpid()) if p not in before]
             self._reaper = reaper.spawn(os.getpid(), spawned, self.watch_dir)
-        self.started = True
-        self.startup_s = time.perf_counter() - t0
-        return self
 
     def nodes(self) -> "list[Node]":
         """The alive nodes now, head first, as planner :class:`Node` values (with their Ray resources)."""
@@ -111,9 +217,13 @@ class RayCluster:
         t0 = time.perf_counter()
         import ray
 
-        ray.shutdown()
-        if self._reaper is not None:
-            self._reaper.finish()
-            self._reaper = None
-        self.started = False
-        self.shutdown_s = time.perf_counter() - t0
+        try:
+            ray.shutdown()
+            if self._reaper is not None:
+                self._reaper.finish()
+                self._reaper = None
+        finally:
+            self.started = False
+            self.shutdown_s = time.perf_counter() - t0
+            if self._lock is not None:
+                self._lock.release()

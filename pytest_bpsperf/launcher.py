@@ -10,20 +10,25 @@ it measured itself from the nodes (e.g. BytePS's timeline).
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable, Mapping, Sequence
 
-from . import backends
+from . import backends, local_roles
+from .diagnose import failure_message, lost
 from .measurement import CommWindow, RoleOutcome, RunOutput, WorkerRecords
 from .placement import Node
 from .plan import Plan
 from .reservation import Reservation, ReservationError, reserve
+from .watchdog import StallWatch
 
 #: how often the driver asks the actors whether their roles still run; each ask costs
 #: a little CPU on every node, which a 2-core machine feels during training.
 POLL_SECONDS = 0.5
 #: how often a live progress line reads the workers' latest step (only when asked for).
 PROGRESS_SECONDS = 10.0
+#: how long one poll may take before the roles' actors count as not answering
+POLL_TIMEOUT_S = 20.0
 
 
 class RoleFailed(RuntimeError):
@@ -84,6 +89,10 @@ class RoleGroup:
         self.tails: dict = {}
         self.records: "list[WorkerRecords]" = []
         self.comm: "tuple[CommWindow, ...]" = ()
+        self.pids: "dict[str, int]" = {}  # role -> its process's pid (its group's id), as the actor started it
+        self.gone: "set[str]" = set()  # roles whose actor stopped answering: teardown does not ask them again
+        self.status: "dict[str, dict]" = {}  # role -> its last status (exit code, process state, progress)
+        self.culprits: "tuple[str, ...]" = ()  # the roles a failure is about (their log tails are shown)
         self._reservation: "Reservation | None" = None
 
     @property
@@ -123,10 +132,11 @@ class RoleGroup:
         sched = self.plan.scheduler
         port = ray.get(self.actors[sched.name].pick_port.remote(sched.node.ip), timeout=timeout)
         self.root = {"DMLC_PS_ROOT_URI": sched.node.ip, "DMLC_PS_ROOT_PORT": str(port)}
-        ray.get(
+        pids = ray.get(
             [self.actors[r.name].start.remote(list(r.command), {**r.env, **self.root}) for r in self.plan.roles],
             timeout=timeout,
         )
+        self.pids = {r.name: pid for r, pid in zip(self.plan.roles, pids)}
         self.bringup_s = time.perf_counter() - t0
         return self.bringup_s
 
@@ -150,12 +160,16 @@ class RoleGroup:
 
         ray.get([self.actors[r.name].rename.remote(r.name) for r in self.plan.roles if r.gpus], timeout=60)
 
-    def poll(self, timeout: float = 30.0) -> dict:
-        """Role name -> exit status (None while running); raises when an actor is gone or does not answer."""
+    def poll(self, timeout: float = POLL_TIMEOUT_S) -> dict:
+        """Role name -> exit status (None while running); raises when an actor is gone or does not answer.
+
+        Keeps each role's whole status (process state, a worker's progress) in :attr:`status`.
+        """
         import ray
 
         names = list(self.actors)
-        return dict(zip(names, ray.get([self.actors[n].poll.remote() for n in names], timeout=timeout)))
+        self.status = dict(zip(names, ray.get([self.actors[n].status.remote() for n in names], timeout=timeout)))
+        return {n: st["code"] for n, st in self.status.items()}
 
     def unreachable(self, timeout: float = 5.0) -> "dict[str, str]":
         """Role name -> why its actor does not answer (dead, its node gone, or stalled)."""
@@ -173,7 +187,7 @@ class RoleGroup:
 
     def log_tails(self, lines: int = 30) -> dict:
         """Role name -> the end of its log, read on its node (empty where the actor is gone)."""
-        names = list(self.actors)
+        names = [n for n in self.actors if n not in self.gone]
         tails = _gather([self.actors[n].log_tail.remote(lines) for n in names], 30)
         return {n: t for n, t in zip(names, tails) if isinstance(t, str)}
 
@@ -186,24 +200,33 @@ class RoleGroup:
         import ray
 
         t0 = time.perf_counter()
-        names = list(self.actors)
         try:
-            # Each actor on its own: one lost node must not cost the other roles' logs and records.
-            _gather([self.actors[n].stop.remote() for n in names], 60)
+            # Each actor on its own: one lost node must not cost the other roles' logs and records;
+            # an actor known not to answer is not asked again (each ask would wait its timeout).
+            names = [n for n in self.actors if n not in self.gone]
+            stopped = _gather([self.actors[n].stop.remote() for n in names], 60)
+            self.gone.update(n for n, s in zip(names, stopped) if isinstance(s, Exception))
+            names = [n for n in names if n not in self.gone]
             infos = _gather([self.actors[n].info.remote() for n in names], 30)
             self.infos = {n: i for n, i in zip(names, infos) if isinstance(i, dict)}
             self.tails = self.log_tails()
-            workers = [r for r in self.plan.roles if r.role == "worker"]
+            asked = [r for r in self.plan.roles if r.role == "worker" and r.name not in self.gone]
             # one role may run several training processes (bpslaunch spawns one per GPU)
-            records = _gather([self.actors[r.name].process_records.remote() for r in workers], 30)
+            found = _gather([self.actors[r.name].process_records.remote() for r in asked], 30)
+            per_process = {r.name: recs for r, recs in zip(asked, found) if isinstance(recs, list)}
+            leftovers: dict = {}
+            self._leftovers(leftovers)
             self.records = []
-            for r, per_process in zip(workers, records):
-                if not isinstance(per_process, list):  # the actor is gone: no records, so the worker did not finish
-                    self.records.append(WorkerRecords(name=r.name, node=r.node.name))
+            for r in self.plan.roles:
+                if r.role != "worker":
                     continue
-                self.records += [WorkerRecords(name=r.name + suffix, node=r.node.name, records=tuple(recs))
-                                 for suffix, recs in per_process]
-            self.comm = self._collect()
+                if r.name in per_process:
+                    self.records += [WorkerRecords(name=r.name + suffix, node=r.node.name, records=tuple(recs))
+                                     for suffix, recs in per_process[r.name]]
+                else:  # its actor is gone: what could be read from its files on this machine, or nothing
+                    self.records.append(WorkerRecords(name=r.name, node=r.node.name,
+                                                      records=tuple(leftovers.get(r.name, ()))))
+            self.comm = self._collect() if not self.gone else ()
         finally:
             # Killing the actor also kills any role it still owns (pdeathsig).
             for actor in self.actors.values():
@@ -215,6 +238,21 @@ class RoleGroup:
             if self._reservation is not None:
                 self._reservation.release()
             self.teardown_s = time.perf_counter() - t0
+
+    def _leftovers(self, records: dict) -> None:
+        """Roles whose actor is gone: on this machine, kill them by pid and read their files directly."""
+        run_id = next((r.env.get("BPSPERF_RUN_ID", "") for r in self.plan.roles), "")
+        for role in self.plan.roles:
+            name = role.name
+            if name not in self.gone or not local_roles.on_this_machine(self.where.get(name, {})):
+                continue
+            killed = local_roles.kill_role(self.pids.get(name), run_id)
+            tail, recs = local_roles.read_leftovers(name, self.log_dir)
+            self.tails[name] = tail
+            if role.role == "worker":
+                records[name] = recs
+            self.infos[name] = {"exit_code": None, "killed": killed, "log_path": os.path.join(self.log_dir,
+                                f"{name}.log"), "environ": {}}
 
     def _collect(self) -> "tuple[CommWindow, ...]":
         """The backend's own measurements, from the directories it names on each role's node."""
@@ -250,30 +288,6 @@ class RoleGroup:
         return tuple(out)
 
 
-def _lost(group: RoleGroup) -> str:
-    """Why the roles' actors stopped answering: the nodes that died and the roles on them."""
-    import ray
-
-    gone = group.unreachable()
-    if not gone:
-        return "a role's actor stopped answering, then answered again"
-    dead = {n["NodeID"]: n for n in ray.nodes() if not n.get("Alive")}
-    by_node: dict = {}
-    for name in gone:
-        node_id = group.where.get(name, {}).get("node_id", "")
-        by_node.setdefault(node_id, []).append(name)
-    parts = []
-    for node_id, names in by_node.items():
-        planned = next(r.node for r in group.plan.roles if r.name == names[0])
-        if node_id in dead:
-            reason = dead[node_id].get("DeathReasonMessage") or "dead"
-            parts.append(f"node {planned.name} ({planned.ip}) was lost ({reason}); roles on it: {', '.join(names)}")
-        else:
-            parts.append(f"the actors of {', '.join(names)} on node {planned.name} ({planned.ip}) do not answer: "
-                         f"{gone[names[0]]}")
-    return "; ".join(parts)
-
-
 def progress_line(label: str, steps: int, latest: dict) -> "str | None":
     """``LABEL: step k/N, X img/s`` from the workers' latest records (None before any step).
 
@@ -290,13 +304,15 @@ def progress_line(label: str, steps: int, latest: dict) -> "str | None":
 
 
 def _watch(group: RoleGroup, deadline: float, timeout: float, exit_grace: float,
-           progress: "Callable[[], None] | None" = None, clock: Callable[[], float] = time.perf_counter) -> "str | None":
+           progress: "Callable[[], None] | None" = None, clock: Callable[[], float] = time.perf_counter,
+           stall: "StallWatch | None" = None) -> "str | None":
     """Poll until every role exited 0; the reason it went wrong otherwise.
 
     ``progress`` is called about every :data:`PROGRESS_SECONDS` while the roles run.
     """
     import ray
 
+    stall = stall or StallWatch()
     workers = [r.name for r in group.roles if r.role == "worker"]
     t_workers_done = None
     next_progress = clock() + PROGRESS_SECONDS
@@ -307,18 +323,23 @@ def _watch(group: RoleGroup, deadline: float, timeout: float, exit_grace: float,
         try:
             codes = group.poll()
         except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError):
-            return _lost(group)
+            return lost(group)
         bad = [n for n, c in codes.items() if c not in (None, 0)]
         if bad:
+            group.culprits = tuple(bad)
             return "role(s) exited with an error: " + ", ".join(f"{n} (exit {codes[n]})" for n in bad)
         if all(c == 0 for c in codes.values()):
             return None
         now = time.perf_counter()
+        stuck = stall.check(group.status, workers, now)
+        if stuck is not None:
+            group.culprits = stuck.culprits
+            return stuck.message
         if t_workers_done is None and all(codes[w] == 0 for w in workers):
             t_workers_done = now
         if t_workers_done is not None and now - t_workers_done > exit_grace:
-            stuck = [n for n, c in codes.items() if c is None]
-            return f"workers finished but {', '.join(stuck)} did not exit within {exit_grace:.0f}s (ps-lite shutdown hangs)"
+            hung = [n for n, c in codes.items() if c is None]
+            return f"workers finished but {', '.join(hung)} did not exit within {exit_grace:.0f}s (ps-lite shutdown hangs)"
         if now > deadline:
             running = [n for n, c in codes.items() if c is None]
             return f"run timed out after {timeout:.0f}s (setting 'timeout'); still running: {', '.join(running)}"
@@ -337,6 +358,7 @@ def run_roles(
     live: "Callable[[str], None] | None" = None,
     label: str = "",
     steps: int = 0,
+    stall: "StallWatch | None" = None,
 ) -> RunOutput:
     """Run every role of ``plan`` to completion on the connected Ray cluster.
 
@@ -370,7 +392,7 @@ def run_roles(
                     line = f"{label}: no progress ({type(exc).__name__})"
                 if line:
                     live(line)
-        failure = _watch(group, t_start + timeout, timeout, exit_grace, tick)
+        failure = _watch(group, t_start + timeout, timeout, exit_grace, tick, stall=stall)
     plan = group.plan
     output = RunOutput(
         workers=tuple(group.records),
@@ -388,23 +410,8 @@ def run_roles(
         if unfinished:
             failure = "worker(s) exited 0 without finishing their steps: " + ", ".join(unfinished)
     if failure is not None:
-        raise RoleFailed(_failure_message(failure, plan, output, group.tails), output)
+        raise RoleFailed(failure_message(failure, plan, output, group.tails, group.culprits), output)
     return output
-
-
-def _failure_message(reason: str, plan: Plan, output: RunOutput, tails: dict) -> str:
-    lines = [f"bpsperf run failed ({plan.backend}, trick {plan.trick.name}): {reason}"]
-    # The roles that failed first, then the others that did not end cleanly.
-    outcomes = sorted(output.roles, key=lambda o: (o.exit_code in (None, 0), o.name))
-    for o in outcomes:
-        if o.clean:
-            continue
-        status = "killed by teardown" if o.killed else f"exit code {o.exit_code}"
-        lines.append(f"--- role {o.name} on node {o.node}: {status}; log {o.log_path}")
-        tail = tails.get(o.name, "").strip()
-        if tail and (o.exit_code not in (None, 0) or not o.killed):
-            lines.extend("    " + t for t in tail.splitlines()[-15:])
-    return "\n".join(lines)
 
 
 def run_single_process(node: Node, command: Sequence[str], env: dict, log_dir: str, *, timeout: float,
@@ -424,10 +431,10 @@ def run_single_process(node: Node, command: Sequence[str], env: dict, log_dir: s
         ray.get(actor.start.remote(list(command), env), timeout=timeout)
         code = ray.get(actor.wait.remote(timeout), timeout=timeout + 30)
         if code != 0:
-            tail = ray.get(actor.log_tail.remote())
-            ray.get(actor.stop.remote())
+            tail = ray.get(actor.log_tail.remote(), timeout=30)
+            ray.get(actor.stop.remote(), timeout=30)
             raise RoleFailed(f"single-process reference run failed (exit {code}):\n{tail}")
-        return WorkerRecords("single", node.name, tuple(ray.get(actor.records.remote())))
+        return WorkerRecords("single", node.name, tuple(ray.get(actor.records.remote(), timeout=30)))
     finally:
         try:
             ray.get(actor.stop.remote(), timeout=30)

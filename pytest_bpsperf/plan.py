@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 from . import backends
 from .backends import Backend, PlanError
 from .placement import Node, NodeKindPlacement, Placement, PlacementStrategy
-from .remote.environ import PYTHON, RECORDS, planner_owned
+from .remote.environ import CHOSEN_VARS, PYTHON, RECORDS, planner_owned
 from .settings import Settings
 from .tricks import Trick
 
@@ -159,6 +159,10 @@ def make_plan(
         env.update(backend_env)
         env.update(role_env.get(role, {}))
         env.update(trick.env_for(role))
+        # every variable the user's trick or role_env set is echoed in records and reports
+        chosen = sorted(set(role_env.get(role, {})) | set(trick.env_for(role)))
+        if chosen:
+            env[CHOSEN_VARS] = ",".join(chosen)
         env.update({k: v for k, v in backend_env.items() if planner_owned(k)})
         env.update(common)
         env["DMLC_ROLE"] = role

@@ -17,6 +17,7 @@ import pytest
 from . import hooks
 from .glue.config import SettingsPlugin, add_markers, add_options
 from .glue.gate import BaselineGate
+from .glue.guard import SessionGuard, under_xdist
 from .glue.reporting import ReportPlugin
 from .glue.runner import RunnerPlugin
 from .job import Ledger, RunResult, RunSpec, job_dir_name
@@ -27,7 +28,8 @@ settings_key = pytest.StashKey[SettingsPlugin]()
 runner_key = pytest.StashKey[RunnerPlugin]()
 gate_key = pytest.StashKey[BaselineGate]()
 report_key = pytest.StashKey[ReportPlugin]()
-_KEYS = (report_key, gate_key, runner_key, settings_key)
+guard_key = pytest.StashKey[SessionGuard]()
+_KEYS = (report_key, gate_key, runner_key, settings_key, guard_key)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -45,6 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
     runner = config.stash[runner_key] = RunnerPlugin(config, settings, ledger)
     gate = config.stash[gate_key] = BaselineGate(config, settings, runner, ledger)
     config.stash[report_key] = ReportPlugin(config, runner, gate, ledger)
+    config.stash[guard_key] = SessionGuard(config, str(gate.store().directory), gate.updating)
     for key in _KEYS:
         config.pluginmanager.register(config.stash[key], f"bpsperf-{type(config.stash[key]).__name__}")
     if config.getoption("bpsperf_list_tricks"):
@@ -61,18 +64,31 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if gate.ledger.runs:
         gate.profile()  # while Ray is up: the cluster is part of the profile
     config.stash[runner_key].close()  # before the summary, so that Ray's stop time is reported
-    gate.update_baselines(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
-    reports.write_reports()
-    if gate.update_failed:
+    # Each file on its own: an I/O error names its file and loses neither the summary nor the others.
+    try:
+        gate.update_baselines(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+    except OSError as exc:
+        gate.lines.append(f"baselines NOT written: {exc}")
+        gate.update_failed = True
+    if under_xdist(config):
+        if any(config.getoption(o) for o in ("bpsperf_json", "bpsperf_markdown", "bpsperf_benchmark_json")):
+            gate.lines.append("no report files under pytest-xdist (no process saw every run); run perf tests "
+                              "with -p no:xdist")
+    else:
+        reports.write_reports()
+    if (gate.update_failed or reports.write_failed) and session.exitstatus in (0, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if runner_key in config.stash:
         config.stash[runner_key].close()
+    if guard_key in config.stash:
+        config.stash[guard_key].restore()
     for key in _KEYS:
         if key in config.stash:
-            config.pluginmanager.unregister(config.stash[key])
+            if config.pluginmanager.is_registered(config.stash[key]):  # not when configure stopped early
+                config.pluginmanager.unregister(config.stash[key])
             del config.stash[key]
 
 

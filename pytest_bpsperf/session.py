@@ -15,13 +15,14 @@ from typing import Callable, Mapping, Sequence
 
 from . import backends
 from .backends import Backend
-from .cluster import RayCluster
+from .cluster import ClusterError, RayCluster
 from .job import RunSpec
 from .launcher import run_roles, run_single_process
 from .measurement import RunOutput, measure_worker
 from .placement import Node
 from .plan import Plan, base_env, local_command, make_plan
 from .settings import Hardware, Settings
+from .watchdog import StallWatch
 
 
 def probe_on_node(backend: Backend, node: Node) -> "str | None":
@@ -38,8 +39,12 @@ class PerfSession:
     """Owns the Ray cluster of one pytest session and runs role plans on it."""
 
     def __init__(self, *, ray_address: str, base_log_dir: str, say: "Callable[[str], None] | None" = None,
-                 verbose_ps: bool = False, live: "Callable[[str], None] | None" = None) -> None:
-        self.cluster = RayCluster(address=ray_address, watch_dir=base_log_dir)
+                 verbose_ps: bool = False, live: "Callable[[str], None] | None" = None,
+                 connect_timeout: float = 30.0, notice: "Callable[[str], None] | None" = None) -> None:
+        # notice: lines shown without -v (waiting for another session's measurement)
+        self.cluster = RayCluster(address=ray_address, watch_dir=base_log_dir, connect_timeout=connect_timeout,
+                                  say=notice or say or (lambda _m: None))
+        self.start_error: "ClusterError | None" = None  # Ray did not come up: every later run gets this one error
         self.base_log_dir = base_log_dir
         self.run_id = uuid.uuid4().hex[:12]
         self.say = say or (lambda _m: None)
@@ -55,7 +60,13 @@ class PerfSession:
         """The cluster's alive nodes, read now (starting or connecting to Ray on first use)."""
         first = not self.cluster.started
         if first:
-            self.cluster.start()
+            if self.start_error is not None:
+                raise self.start_error  # once for the session: no new attempt per test
+            try:
+                self.cluster.start()
+            except ClusterError as exc:
+                self.start_error = exc
+                raise
         nodes = self.cluster.nodes()
         for n in nodes:
             self._seen[n.node_id] = n
@@ -120,7 +131,8 @@ class PerfSession:
         os.makedirs(spec.log_dir, exist_ok=True)
         label = f"{spec.nodeid.split('::')[-1]} (trick {spec.trick.name}, repeat {spec.repeat + 1}/{settings.repeats})"
         output = run_roles(plan, spec.log_dir, timeout=settings.timeout, placement_timeout=settings.placement_timeout,
-                           replan=plan_with, on_progress=self.say, live=self.live, label=label, steps=settings.steps)
+                           replan=plan_with, on_progress=self.say, live=self.live, label=label, steps=settings.steps,
+                           stall=StallWatch(settings.stall_timeout, settings.origins.get("stall_timeout", "default")))
         for role in output.roles:
             kind = "worker" if role.role == "worker" else "server"
             if self.hosts.get(role.node_id) != "worker":  # a node that hosts a worker counts as a worker node

@@ -210,6 +210,12 @@ def _resource(raw: Any) -> str:
     return text
 
 
+def _stall_timeout(raw: Any) -> float:
+    if str(raw).strip().lower() == "auto":
+        return 0.0  # derived from the run's own step times (see pytest_bpsperf.watchdog)
+    return _positive_float(raw)
+
+
 def _gpus_per_worker(raw: Any) -> int:
     if str(raw).strip().lower() == "auto":
         return 0  # every worker node's GPUs, which must then be the same count everywhere
@@ -305,6 +311,10 @@ OPTIONS: tuple = (
            parse_entry, "module:function", None),
     Option("launch", "byteps workers: direct (one process per GPU, started here) or bpslaunch (bpslaunch per node)",
            parse_launch, "direct or bpslaunch", "direct"),
+    Option("stall_timeout", "seconds a worker may go without a new step before the run fails ('auto': "
+           "from the run's own step times, at least 30)", _stall_timeout, "a number of seconds > 0 or 'auto'", 0.0),
+    Option("connect_timeout", "seconds to reach an existing Ray cluster (ray_address) before the session stops",
+           _positive_float, "a number of seconds > 0", 30.0, False),
 )
 
 OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
@@ -398,6 +408,8 @@ class Settings:
     launch: str
     #: where each value came from, e.g. {"steps": "command line option --bpsperf-steps"}
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    stall_timeout: float = 0.0  # 0: derived from the run's step times (watchdog)
+    connect_timeout: float = 30.0
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).
@@ -510,4 +522,22 @@ def resolve(sources: Sequence[Source], hardware: Hardware, defaults_for: "Defaul
             origins[opt.name] = "default"
     if values["omp_threads"] == 0:  # 'auto'
         values["omp_threads"] = hardware_defaults(hardware, defaults_for, values["backend"])["omp_threads"]
+    check_limits(values, origins)
     return Settings(origins=origins, **values)
+
+
+#: No training step is faster than this: a step count that needs more steps per
+#: second to finish within ``timeout`` can never pass.
+MAX_STEPS_PER_SECOND = 1000
+
+
+def check_limits(values: Mapping[str, Any], origins: Mapping[str, str]) -> None:
+    """Values that parse but cannot work together: steps that cannot fit the timeout."""
+    steps, timeout = values.get("steps"), values.get("timeout")
+    if steps and timeout and steps > timeout * MAX_STEPS_PER_SECOND:
+        raise SettingsError(
+            f"invalid value {steps!r} for setting 'steps' from {origins.get('steps')}: "
+            f"{steps} steps cannot finish within the timeout of {timeout:g}s (from {origins.get('timeout')}) "
+            f"even at {MAX_STEPS_PER_SECOND} steps/s; expected at most {int(timeout * MAX_STEPS_PER_SECOND)} "
+            "steps or a longer timeout"
+        )

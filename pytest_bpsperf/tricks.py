@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from .remote.environ import PLANNER_OWNED, planner_owned
 from .settings import ROLE_NAMES, parse_env_item
@@ -212,3 +212,27 @@ class TrickRegistry:
     def describe(self) -> list:
         """(name, origin, description) rows for help output."""
         return [(n, self._origin[n], self._tricks[n].description) for n in self.names()]
+
+
+#: Variables whose values name files the dynamic loader must find: a missing one
+#: is only a loader warning at start, and the run then measures something else.
+LOADER_PATH_VARS = ("LD_PRELOAD",)
+
+
+def runtime_problems(env: "Mapping[str, Mapping[str, str]]", exists: "Callable[[str], bool] | None" = None) -> list:
+    """What in ``env`` (role -> variables) would break the roles' runtime on this machine, in words.
+
+    ``LD_PRELOAD`` entries (separated by spaces or colons) must be existing files;
+    names without a ``/`` are looked up by the loader itself and are not checked.
+    """
+    import os
+
+    exists = exists or os.path.exists
+    problems = []
+    for role, variables in sorted(env.items()):
+        for var in LOADER_PATH_VARS:
+            for path in (variables.get(var) or "").replace(":", " ").split():
+                if "/" in path and not exists(path):
+                    problems.append(f"{role}:{var}={variables[var]}: {path} does not exist")
+    return problems
+

@@ -173,6 +173,7 @@ class FakeGroup:
     def __init__(self, polls):
         self.roles = [type("R", (), {"name": "worker-0", "role": "worker"})()]
         self.polls, self.now = polls, 0.0
+        self.status = {}  # the stall watchdog reads it: no progress known, nothing stalls
 
     def poll(self):
         self.now += 1.0

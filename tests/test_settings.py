@@ -282,6 +282,9 @@ INVALID = [
     ("entry", "my module:build"),
     ("entry", "mod:build:x"),
     ("launch", "mpirun"),
+    ("stall_timeout", "0"),
+    ("stall_timeout", "soon"),
+    ("connect_timeout", "-1"),
 ]
 
 

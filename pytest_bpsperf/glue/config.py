@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import pytest
 
 from .. import backends
 from ..settings import OPTIONS, Hardware, Settings, SettingsError, Source, env_source, env_var, flag, ini_key, resolve
-from ..tricks import REFERENCE_TRICK, TrickError, TrickRegistry, parse_definition
+from ..tricks import REFERENCE_TRICK, TrickError, TrickRegistry, parse_definition, runtime_problems
 from ..workload_spec import WorkloadSpecError, check_workload
 
 PERF_MARKER = "perf"
@@ -119,12 +120,16 @@ class SettingsPlugin:
         self.hardware = Hardware.detect()
         self.sources = [_cli_source(config), env_source(os.environ), _ini_source(config)]
         self.settings = self._resolve(self.sources)
+        self._overridden: "set[str]" = set()  # settings whose override by a test was already told
         self.registry = self._build_registry()
+        self._check_runtime({role: {var: value} for role, var, value in self.settings.role_env or ()},
+                            f"setting 'role_env' from {self.settings.origins.get('role_env')}")
         # Names from the command line, environment or ini are known now: a typo is a
         # usage error here rather than a collection error in every perf module.
         try:
             for name in self.settings.tricks or ():
-                self.registry.get(name, self.settings.origins["tricks"])
+                where = self.settings.origins["tricks"]
+                self._check_runtime(dict(self.registry.get(name, where).env), f"trick {name!r} (from {where})")
         except TrickError as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
 
@@ -145,6 +150,8 @@ class SettingsPlugin:
                 f"the single-process run that scaling measures, but scaling is off (from "
                 f"{settings.origins.get('scaling')}); turn scaling on or normalize off"
             )
+        if not settings.ray_address:
+            self._check_machine(settings)
         # What the workers will train is checked here, before Ray and the roles: a bad
         # model name, a missing .rec or an entry point that does not import would
         # otherwise fail on a node, minutes later.
@@ -152,6 +159,22 @@ class SettingsPlugin:
             return check_workload(settings, gpus=self.hardware.gpus, search=(str(self.config.rootpath),))
         except WorkloadSpecError as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
+
+    #: On the embedded Ray every role is a process on this machine; beyond this many per
+    #: core they only measure the scheduler of the operating system.
+    MAX_PROCESSES_PER_CORE = 8
+
+    def _check_machine(self, settings: Settings) -> None:
+        """Workers and servers against the embedded cluster (this machine's cores)."""
+        processes = settings.workers + settings.server_nodes * settings.servers_per_node + 1
+        limit = self.MAX_PROCESSES_PER_CORE * self.hardware.cores
+        if processes > limit:
+            o = settings.origins
+            raise pytest.UsageError(
+                f"bpsperf: {settings.workers} worker(s) (from {o.get('workers')}) and {settings.server_nodes} x "
+                f"{settings.servers_per_node} server(s) (from {o.get('server_nodes')}) make {processes} role "
+                f"processes on this machine's {self.hardware.cores} core(s) (embedded Ray); expected at most "
+                f"{limit}, or a cluster with --bpsperf-ray-address")
 
     def _build_registry(self) -> TrickRegistry:
         registry = TrickRegistry()
@@ -179,7 +202,34 @@ class SettingsPlugin:
             sources.insert(0, source)
         if call_overrides:
             sources.insert(0, Source("marker", f"bpsperf_train(...) in {item.nodeid}", call_overrides))
-        return self._resolve(sources)
+        settings = self._resolve(sources)
+        self._tell_overrides(settings)
+        return settings
+
+    def _tell_overrides(self, settings: Settings) -> None:
+        """Say (once per setting) when a test's marker or arguments win over the command line or environment."""
+        for source in self.sources:
+            if source.kind not in ("cli", "env"):
+                continue
+            for name, raw in source.values.items():
+                origin = settings.origins.get(name, "")
+                if name in self._overridden or origin == source.describe(name) or origin.startswith(
+                        ("command line", "environment")):
+                    continue
+                self._overridden.add(name)
+                warnings.warn(pytest.PytestWarning(
+                    f"bpsperf: {source.describe(name)}={raw} is overridden by {origin} "
+                    f"(value {getattr(settings, name)!r}); a test's own marker or arguments win"))
+
+    def _check_runtime(self, env: dict, where: str) -> None:
+        """On the embedded Ray (roles run here): variables that would break the roles' runtime are errors."""
+        if self.settings.ray_address:
+            return  # the files are on the cluster's nodes, not here
+        problems = runtime_problems(env)
+        if problems:
+            raise pytest.UsageError(
+                f"bpsperf: {where} would break the roles' runtime: {'; '.join(problems)} (the loader only warns "
+                "and the run would measure something else); expected paths of existing shared objects")
 
     def tricks_for(self, item_name: str, marker: "pytest.Mark | None", settings: Settings) -> "list[str]":
         """Trick names for a test: --bpsperf-tricks/env override > marker > ini > the reference trick."""
@@ -194,7 +244,7 @@ class SettingsPlugin:
             names, where = [REFERENCE_TRICK], "default"
         try:
             for name in names:
-                self.registry.get(name, where)
+                self._check_runtime(dict(self.registry.get(name, where).env), f"trick {name!r} (from {where})")
         except TrickError as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
         if len(set(names)) != len(names):

@@ -167,8 +167,9 @@ class BaselineGate:
         if sessions:
             try:
                 path = self.store().add_sessions(profile.id, profile.as_dict(), sessions, window=window)
-            except BaselineError as exc:
-                self.lines.append(f"baselines NOT written: {exc}")
+            except (BaselineError, OSError) as exc:  # OSError: a full disk, a read-only directory
+                where = f" to {self.store().path_for(profile.id)}" if isinstance(exc, OSError) else ""
+                self.lines.append(f"baselines NOT written{where}: {exc}")
                 self.update_failed = True
                 return
             n = len(sessions)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import pytest
 
@@ -27,6 +27,7 @@ class ReportPlugin:
         self.gate = gate
         self.ledger = ledger
         self.written: "list[str]" = []
+        self.write_failed: "list[str]" = []  # "PATH: cause" of each report that could not be written
 
     def header_lines(self) -> "list[str]":
         """The profile and its facts, where Ray ran, the backend."""
@@ -39,7 +40,7 @@ class ReportPlugin:
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
         ledger = self.ledger
-        if not ledger.runs and not ledger.failures:
+        if not ledger.runs and not ledger.failures and not self.write_failed and not self.gate.lines:
             return
         write = terminalreporter.write_line
         terminalreporter.section("bpsperf")
@@ -59,12 +60,18 @@ class ReportPlugin:
             write(f"bpsperf: {line}")
         for path in self.written:
             write(f"bpsperf: wrote {path}")
+        for problem in self.write_failed:
+            write(f"bpsperf: NOT written: {problem}", red=True)
         if os.environ.get("GITHUB_ACTIONS") == "true":
             for line in report.github_annotations(ledger.verdicts):
                 write(line)
 
     def write_reports(self) -> None:
-        """Write the files asked for on the command line: JSON, Markdown, pictures, history, exports."""
+        """Write the files asked for on the command line: JSON, Markdown, pictures, history, exports.
+
+        Each file on its own: one that cannot be written (a full disk, a path under a
+        plain file) is named with its cause in the summary, and the others still appear.
+        """
         ledger = self.ledger
         header = self.header_lines()
         root = str(self.config.rootpath)
@@ -76,8 +83,7 @@ class ReportPlugin:
         )
         json_path = self.config.getoption("bpsperf_json")
         if json_path:
-            report.write_json(json_path, document)
-            self.written.append(json_path)
+            self._write(json_path, lambda: report.write_json(json_path, document))
         found = self._save_history(document)
         md_path = self.config.getoption("bpsperf_markdown")
         pictures = self._draw(document, found, md_path)
@@ -85,18 +91,15 @@ class ReportPlugin:
         if md_path:
             extra = pages.trend_markdown(found) + pages.pictures_markdown(
                 pictures, os.path.dirname(os.path.abspath(md_path)))
-            report.write_text(md_path, markdown + ("\n".join(extra) + "\n" if extra else ""))
-            self.written.append(md_path)
+            self._write(md_path, lambda: report.write_text(md_path, markdown + ("\n".join(extra) + "\n" if extra else "")))
         bench_path = self.config.getoption("bpsperf_benchmark_json")
         if bench_path:
-            report.write_json(bench_path, report.benchmark_document(ledger.runs, profile))
-            self.written.append(bench_path)
+            self._write(bench_path, lambda: report.write_json(bench_path, report.benchmark_document(ledger.runs, profile)))
         for option, make in (("bpsperf_bmf", exports.bmf_export), ("bpsperf_github_benchmark",
                                                                     exports.github_benchmark_export)):
             path = self.config.getoption(option)
             if path:
-                report.write_json(path, make(document))
-                self.written.append(path)
+                self._write(path, lambda: report.write_json(path, make(document)))
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if os.environ.get("GITHUB_ACTIONS") == "true" and summary and ledger.runs:
             # The job summary cannot show files of the runner: it names the PNGs of the artifact.
@@ -145,3 +148,12 @@ class ReportPlugin:
             return []
         self.written.append(f"{len(pictures)} picture(s) in {directory}")
         return pictures
+
+    def _write(self, path: str, write: "Callable[[], None]") -> None:
+        """One report file: written, or its path and the cause kept for the summary (never a raise)."""
+        try:
+            write()
+        except OSError as exc:
+            self.write_failed.append(f"{path}: {exc.strerror or exc}")
+        else:
+            self.written.append(path)

@@ -38,6 +38,8 @@ class RunnerPlugin:
                 say=self.say,
                 verbose_ps=self.config.getoption("bpsperf_ps_verbose"),
                 live=self.live,
+                connect_timeout=self.settings.connect_timeout,
+                notice=self.notice,
             )
         return self._session
 
@@ -74,6 +76,12 @@ class RunnerPlugin:
         if self.config.option.verbose >= 0:
             self._write_line(f"bpsperf: {message}")
 
+    def notice(self, message: str) -> None:
+        """A line shown whatever the verbosity (e.g. waiting for another session)."""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line(f"bpsperf: {message}")
+
     def close(self) -> None:
         """Tear down Ray (if this session started it)."""
         if self._session is not None:
@@ -98,9 +106,15 @@ class RunnerPlugin:
 
     def run(self, spec: RunSpec) -> RunResult:
         """One run through the hook, measured; a failed run fails the test (and is kept for the reports)."""
+        from ..cluster import ClusterError
         from ..launcher import RoleFailed
 
         failure = None
+        session_error = self._session.start_error if self._session is not None else None
+        if session_error is not None:
+            # reported in full by the first test that tried; the others only point at it
+            pytest.fail(f"bpsperf: not run: Ray is unavailable for this session ({str(session_error).splitlines()[0]})",
+                        pytrace=False)
         try:
             output = self.config.hook.pytest_bpsperf_run(config=self.config, spec=spec)
             measurement = measure(output)
@@ -108,6 +122,12 @@ class RunnerPlugin:
             failure = str(exc)
         except MeasurementError as exc:
             failure = f"bpsperf: {spec.nodeid}: cannot measure: {exc}"
+        except ClusterError as exc:
+            failure = f"bpsperf: {spec.nodeid}: Ray is unavailable for this session: {exc}"
+        except Exception as exc:  # noqa: BLE001 - a Ray failure outside the watched run is still a run failure
+            if not type(exc).__module__.startswith("ray"):
+                raise
+            failure = f"bpsperf run failed: Ray raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         if failure is not None:
             self.ledger.failures.append(RunFailure(spec.nodeid, failure))
             # Outside the except block: the report shows the message once, not as a chain.

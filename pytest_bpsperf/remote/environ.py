@@ -49,9 +49,16 @@ def scrub(inherited: Mapping[str, str]) -> dict:
     return {k: v for k, v in inherited.items() if not k.startswith(CONFIG_PREFIXES)}
 
 
+#: Names of the variables a trick or ``role_env`` set for a role (comma-separated): reported
+#: whatever their prefix (e.g. LD_PRELOAD), so the records show everything a trick changed.
+CHOSEN_VARS = "BPSPERF_CHOSEN_VARS"
+
+
 def reported(environ: Mapping[str, str], extra: "tuple[str, ...]" = ()) -> dict:
-    """The variables of ``environ`` that records and reports show (plus the names in ``extra``), sorted."""
-    return {k: v for k, v in sorted(environ.items()) if k.startswith(REPORTED_PREFIXES) or k in extra}
+    """The variables of ``environ`` that records and reports show, sorted: configuration, the
+    harness's own, every variable named in ``CHOSEN_VARS`` and the names in ``extra``."""
+    chosen = set(filter(None, environ.get(CHOSEN_VARS, "").split(","))) | set(extra)
+    return {k: v for k, v in sorted(environ.items()) if k.startswith(REPORTED_PREFIXES) or k in chosen}
 
 
 def rank_records_path(records: str, local_rank: "str | int") -> str:

@@ -68,6 +68,15 @@ def read_environ(pid: int) -> "dict | None":
     return out
 
 
+def process_state(pid: int) -> "str | None":
+    """The state letter of ``pid`` in ``/proc`` (R, S, D, T, Z, ...), None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0].decode()
+    except (OSError, IndexError):
+        return None
+
+
 class RoleProcess:
     """Owner of one role's process on the node where this object lives."""
 
@@ -82,6 +91,8 @@ class RoleProcess:
         self.started_at = 0.0
         self.ended_at: "float | None" = None
         self.killed = False
+        self._progress = {"steps": 0, "last_step": None, "step_s": None}
+        self._offset = 0
 
     def rename(self, name: str) -> None:
         """Take another role's name before starting (the launcher matches GPU ids to local ranks)."""
@@ -99,9 +110,11 @@ class RoleProcess:
 
             context = ray.get_runtime_context()
             return {"node_id": context.get_node_id(), "ip": ray.util.get_node_ip_address(),
-                    "hostname": socket.gethostname(), "gpu_ids": [int(g) for g in ray.get_gpu_ids()]}
+                    "hostname": socket.gethostname(), "gpu_ids": [int(g) for g in ray.get_gpu_ids()],
+                    "pid": os.getpid()}
         except Exception:  # noqa: BLE001 - outside Ray: this machine on loopback
-            return {"node_id": "", "ip": "127.0.0.1", "hostname": socket.gethostname(), "gpu_ids": []}
+            return {"node_id": "", "ip": "127.0.0.1", "hostname": socket.gethostname(), "gpu_ids": [],
+                    "pid": os.getpid()}
 
     def pick_port(self, host: str) -> int:
         """Choose the scheduler's port here, on the scheduler's own node."""
@@ -127,6 +140,7 @@ class RoleProcess:
         for stale in [self.records_path, *self._rank_records_paths()]:
             if os.path.exists(stale):
                 os.unlink(stale)
+        self._offset = 0
         with open(self.log_path, "ab") as log:
             log.write(f"# bpsperf: starting {self.name}: {' '.join(argv)}\n".encode())
             log.flush()
@@ -152,6 +166,33 @@ class RoleProcess:
         if code is not None and self.ended_at is None:
             self.ended_at = time.time()
         return code
+
+    def status(self) -> dict:
+        """Exit status (None while running), process state, and the worker's progress so far.
+
+        ``steps`` counts step records, ``last_step`` is the last one's index, ``step_s``
+        its duration; ``state`` is the process's /proc state letter (``T``: stopped).
+        Reads only what the records file gained since the last call.
+        """
+        code = self.poll()
+        state = process_state(self.proc.pid) if self.proc is not None and code is None else None
+        try:
+            with open(self.records_path, "rb") as fh:
+                fh.seek(self._offset)
+                chunk = fh.read()
+        except OSError:
+            chunk = b""
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        for line in complete.splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("event") == "step":
+                self._progress = {"steps": self._progress["steps"] + 1, "last_step": rec.get("step"),
+                                  "step_s": rec.get("total_s")}
+        return {"code": code, "state": state, **self._progress}
 
     def wait(self, timeout: float) -> "int | None":
         """Wait up to ``timeout`` seconds for the role to exit; its status or None."""

@@ -1,0 +1,122 @@
+"""Session-level guards in pytest: SIGTERM, report paths, xdist.
+
+- SIGTERM ends the session like Ctrl-C (teardown runs, nothing more starts, a
+  normal non-zero exit) instead of killing pytest mid-run.
+- Report files and, when recording, the baselines directory must be writable:
+  checked at configure time, before anything runs.
+- Under pytest-xdist, each perf test fails at once with how to run perf tests
+  (alone, in one process: ``-p no:xdist`` or ``-n 0``), other tests run in
+  parallel, and no process writes a report file (none of them saw every run).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import Iterable
+
+import pytest
+
+REPORT_OPTIONS = ("bpsperf_json", "bpsperf_markdown", "bpsperf_benchmark_json")
+
+
+def unwritable(path: str, *, directory: bool = False) -> "str | None":
+    """Why ``path`` (a file, or with ``directory`` a directory) cannot be written, or None.
+
+    Nothing is created: the nearest existing ancestor must be a writable directory
+    (``os.access`` also refuses a read-only mount, also for root).
+    """
+    target = os.path.abspath(path)
+    if os.path.exists(target):
+        if directory and not os.path.isdir(target):
+            return f"{target} is a file, not a directory"
+        if not directory and os.path.isdir(target):
+            return f"{target} is a directory"
+        check = target if directory else os.path.dirname(target)
+    else:
+        check = os.path.dirname(target)
+        while not os.path.exists(check):
+            check = os.path.dirname(check)
+        if not os.path.isdir(check):
+            return f"{check} is a file, so {target} cannot be created under it"
+    if not os.access(check, os.W_OK | os.X_OK):
+        return f"{check} is not writable ({'read-only file system' if _read_only(check) else 'permission denied'})"
+    return None
+
+
+def _read_only(path: str) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def under_xdist(config: pytest.Config) -> bool:
+    """Whether this pytest is an xdist controller or worker."""
+    if hasattr(config, "workerinput"):
+        return True
+    return bool(getattr(config.option, "numprocesses", None)) and config.pluginmanager.hasplugin("xdist")
+
+
+class SessionGuard:
+    """Installs the SIGTERM handler and checks what must hold before the first test runs."""
+
+    def __init__(self, config: pytest.Config, baselines_dir: str, updating: bool) -> None:
+        self.config = config
+        self._previous = None
+        self._refused: "set[str]" = set()
+        self._check_paths(baselines_dir, updating)
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _check_paths(self, baselines_dir: str, updating: bool) -> None:
+        """Report files and (when recording) the baselines directory; other configure-time checks of the
+        session's inputs (e.g. model names, data files) go beside this one."""
+        for option in REPORT_OPTIONS:
+            path = self.config.getoption(option)
+            problem = path and unwritable(path)
+            if problem:
+                flag = "--" + option.replace("_", "-")
+                raise pytest.UsageError(f"bpsperf: cannot write the report {flag}={path}: {problem}; "
+                                        "expected a file path in a writable directory")
+        problem = updating and unwritable(baselines_dir, directory=True)
+        if problem:
+            raise pytest.UsageError(f"bpsperf: --bpsperf-update-baselines cannot write the baselines directory "
+                                    f"{baselines_dir}: {problem}; expected a writable directory (setting "
+                                    "'baselines_dir')")
+
+    def _on_sigterm(self, signum: int, frame: object) -> None:
+        # One shot: a second SIGTERM during teardown must not interrupt the teardown itself.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt("SIGTERM")
+
+    def restore(self) -> None:
+        """Put back the SIGTERM handler that was there before."""
+        if self._previous is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._previous)
+            self._previous = None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:
+        """Under an xdist worker, note the perf tests that are still selected (after -m/-k deselection)."""
+        if hasattr(config, "workerinput"):
+            self._refused = set(_perf_items(items))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """A perf test in an xdist worker fails at once with how to run it (a raise in a worker's
+        collection would only show as an xdist internal error)."""
+        if item.nodeid in self._refused:
+            pytest.fail(
+                "bpsperf: usage: perf tests cannot run under pytest-xdist (they measure alone, in one process): "
+                "run them with -p no:xdist (or -n 0), and the other tests with -m 'not perf' -n auto",
+                pytrace=False)
+
+
+def _perf_items(items: Iterable[pytest.Item]) -> list:
+    out = []
+    for item in items:
+        if "bpsperf_trick" in getattr(item, "fixturenames", ()):
+            out.append(item.nodeid)
+    return out
