@@ -20,7 +20,7 @@ from .measurement import CommWindow, RoleOutcome, RunOutput, WorkerRecords
 from .placement import Node
 from .plan import Plan
 from .reservation import Reservation, ReservationError, reserve
-from .watchdog import StallWatch
+from .watchdog import StallWatch, progress_line
 
 #: how often the driver asks the actors whether their roles still run; each ask costs
 #: a little CPU on every node, which a 2-core machine feels during training.
@@ -288,21 +288,6 @@ class RoleGroup:
         return tuple(out)
 
 
-def progress_line(label: str, steps: int, latest: dict) -> "str | None":
-    """``LABEL: step k/N, X img/s`` from the workers' latest records (None before any step).
-
-    k is the step the slowest worker finished (workers of ``dist_sync`` step
-    together); img/s is the sum over workers of their latest step's rate.
-    """
-    done = [r for r in latest.values() if r and r.get("event") in ("step", "end")]
-    if not done or len(done) < len(latest):
-        return None
-    last_steps = [r for r in done if r.get("event") == "step"]
-    k = min(int(r.get("step", -1)) + 1 if r.get("event") == "step" else steps for r in done)
-    rate = sum(float(r["images"]) / float(r["total_s"]) for r in last_steps if r.get("total_s"))
-    return f"{label}: step {k}/{steps}" + (f", {rate:.1f} img/s" if last_steps else "")
-
-
 def _watch(group: RoleGroup, deadline: float, timeout: float, exit_grace: float,
            progress: "Callable[[], None] | None" = None, clock: Callable[[], float] = time.perf_counter,
            stall: "StallWatch | None" = None) -> "str | None":
@@ -412,32 +397,3 @@ def run_roles(
     if failure is not None:
         raise RoleFailed(failure_message(failure, plan, output, group.tails, group.culprits), output)
     return output
-
-
-def run_single_process(node: Node, command: Sequence[str], env: dict, log_dir: str, *, timeout: float,
-                       gpus: int = 0) -> WorkerRecords:
-    """Run one workload process with no parameter server (reference for scaling efficiency).
-
-    With ``gpus``, its actor asks Ray for them and the process sees exactly the ids Ray assigned.
-    """
-    import ray
-
-    actor = _remote_role_class().options(scheduling_strategy=_node_strategy(node), num_gpus=gpus).remote(
-        "single", log_dir)
-    try:
-        if gpus:
-            ids = ray.get(actor.where.remote(), timeout=timeout)["gpu_ids"]
-            env = {**env, "CUDA_VISIBLE_DEVICES": ",".join(map(str, ids))}
-        ray.get(actor.start.remote(list(command), env), timeout=timeout)
-        code = ray.get(actor.wait.remote(timeout), timeout=timeout + 30)
-        if code != 0:
-            tail = ray.get(actor.log_tail.remote(), timeout=30)
-            ray.get(actor.stop.remote(), timeout=30)
-            raise RoleFailed(f"single-process reference run failed (exit {code}):\n{tail}")
-        return WorkerRecords("single", node.name, tuple(ray.get(actor.records.remote(), timeout=30)))
-    finally:
-        try:
-            ray.get(actor.stop.remote(), timeout=30)
-        finally:
-            ray.kill(actor, no_restart=True)
-

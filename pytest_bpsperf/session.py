@@ -17,7 +17,8 @@ from . import backends
 from .backends import Backend
 from .cluster import ClusterError, RayCluster
 from .job import RunSpec
-from .launcher import run_roles, run_single_process
+from .launcher import run_roles
+from .reference import run_single_process
 from .measurement import RunOutput, measure_worker
 from .placement import Node
 from .plan import Plan, base_env, local_command, make_plan

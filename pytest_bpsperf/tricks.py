@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from .remote.environ import PLANNER_OWNED, planner_owned
-from .settings import ROLE_NAMES, parse_env_item
+from .parsers import ROLE_NAMES, parse_env_item
 
 ROLES = ROLE_NAMES
 #: The trick that changes nothing: the reference the trick matrix compares with.

@@ -102,3 +102,18 @@ class StallWatch:
                 parts.append(f"{name} (process state {st.get('state', '?')})")
         message = (f"stalled: {'; '.join(parts)} [{why}] (stall limit {self.describe_limit()})")
         return Stall(tuple(culprits), message)
+
+
+def progress_line(label: str, steps: int, latest: dict) -> "str | None":
+    """``LABEL: step k/N, X img/s`` from the workers' latest records (None before any step).
+
+    k is the step the slowest worker finished (workers of ``dist_sync`` step
+    together); img/s is the sum over workers of their latest step's rate.
+    """
+    done = [r for r in latest.values() if r and r.get("event") in ("step", "end")]
+    if not done or len(done) < len(latest):
+        return None
+    last_steps = [r for r in done if r.get("event") == "step"]
+    k = min(int(r.get("step", -1)) + 1 if r.get("event") == "step" else steps for r in done)
+    rate = sum(float(r["images"]) / float(r["total_s"]) for r in last_steps if r.get("total_s"))
+    return f"{label}: step {k}/{steps}" + (f", {rate:.1f} img/s" if last_steps else "")

@@ -12,7 +12,7 @@ from datetime import datetime
 
 import pytest
 
-from pytest_bpsperf.store import baselines
+from pytest_bpsperf.store import baselines, provenance
 from pytest_bpsperf.store.baselines import (
     BaselineError,
     BaselineStore,
@@ -258,9 +258,9 @@ def test_software_versions_reads_metadata_without_importing(monkeypatch):
 
 def test_software_versions_not_installed(monkeypatch):
     def missing(name):
-        raise baselines.metadata.PackageNotFoundError(name)
+        raise provenance.metadata.PackageNotFoundError(name)
 
-    monkeypatch.setattr(baselines.metadata, "version", missing)
+    monkeypatch.setattr(provenance.metadata, "version", missing)
     versions = software_versions()
     assert versions["mxnet"] == versions["byteps"] == versions["ray"] == "not installed"
 

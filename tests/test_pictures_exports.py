@@ -12,7 +12,7 @@ import pytest
 from test_cli import ourtester, results  # noqa: F401 - fixtures
 from test_plugin import MATRIX_TEST, run
 
-from pytest_bpsperf import launcher
+from pytest_bpsperf import launcher, watchdog
 from pytest_bpsperf.remote.roles import RoleProcess
 from pytest_bpsperf.report import exports, plots
 from pytest_bpsperf.store.history import make_record, trends
@@ -162,9 +162,9 @@ def test_pytest_benchmark_export_uses_steady_steps(results):  # noqa: F811
 def test_progress_line_uses_the_slowest_worker_and_sums_rates():
     latest = {"worker-0": {"event": "step", "step": 11, "images": 8, "total_s": 0.5},
               "worker-1": {"event": "step", "step": 10, "images": 8, "total_s": 0.25}}
-    assert launcher.progress_line("t[omp-passive] repeat 1/3", 20, latest) == \
+    assert watchdog.progress_line("t[omp-passive] repeat 1/3", 20, latest) == \
         "t[omp-passive] repeat 1/3: step 11/20, 48.0 img/s"
-    assert launcher.progress_line("t", 20, {"worker-0": None, "worker-1": latest["worker-1"]}) is None
+    assert watchdog.progress_line("t", 20, {"worker-0": None, "worker-1": latest["worker-1"]}) is None
 
 
 class FakeGroup:

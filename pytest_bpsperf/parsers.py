@@ -1,0 +1,197 @@
+"""Value parsers of the settings: each takes a raw value (a str from the command line,
+environment or ini, anything from a marker) and returns the typed value, or raises
+ValueError saying what is accepted. :mod:`pytest_bpsperf.settings` names them in its
+options and says where a bad value came from.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .profile import validate_profile_id
+from .remote.environ import planner_owned
+
+#: The shipped backends; plugins may register more (``pytest_bpsperf.backends.register``).
+BACKENDS = ("auto", "mxnet", "byteps")
+
+
+def _int_at_least(low: int) -> Callable[[Any], int]:
+    def parse(raw: Any) -> int:
+        if isinstance(raw, bool):
+            raise ValueError(f"expected an integer >= {low}")
+        try:
+            value = int(str(raw).strip()) if not isinstance(raw, int) else raw
+        except ValueError:
+            raise ValueError(f"expected an integer >= {low}") from None
+        if value < low:
+            raise ValueError(f"expected an integer >= {low}")
+        return value
+
+    parse.accepted = f"an integer >= {low}"  # type: ignore[attr-defined]
+    return parse
+
+
+def _positive_float(raw: Any) -> float:
+    try:
+        value = float(str(raw).strip()) if not isinstance(raw, (int, float)) else float(raw)
+    except ValueError:
+        raise ValueError("expected a number of seconds > 0") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise ValueError("expected a number of seconds > 0")
+    return value
+
+
+def _percent(raw: Any) -> float:
+    """Tolerance: ``10%``, ``10`` (percent) or ``0.1`` (fraction); stored as a fraction."""
+    text = str(raw).strip()
+    try:
+        if text.endswith("%"):
+            value = float(text[:-1]) / 100.0
+        else:
+            value = float(text)
+            if value >= 1.0:
+                value /= 100.0
+    except ValueError:
+        raise ValueError("expected a percentage such as 10% or 0.1") from None
+    if not 0.0 < value < 1.0:
+        raise ValueError("expected a percentage between 0% and 100% (exclusive), such as 10%")
+    return value
+
+
+def _backend(raw: Any) -> str:
+    text = str(raw).strip().lower()
+    if not text or not all(ch.isalnum() or ch in "_-" for ch in text):
+        raise ValueError("expected auto or a backend name such as " + ", ".join(BACKENDS[1:]))
+    return text  # a registered name: checked against the registry once the plugins are loaded
+
+
+def _omp_threads(raw: Any) -> int:
+    text = str(raw).strip().lower()
+    if text == "auto":
+        return 0  # resolved against the hardware in resolve()
+    return _int_at_least(1)(raw)
+
+
+def _ray_address(raw: Any) -> str:
+    text = str(raw).strip()
+    if text in ("", "local", "embedded"):
+        return ""
+    if text == "auto" or text.startswith("ray://") or ":" in text:
+        return text
+    raise ValueError(
+        "expected empty/'local' (embedded Ray on this machine), 'auto' (the cluster "
+        "'ray start' runs here), HOST:PORT of a head node, or ray://HOST:PORT"
+    )
+
+
+def _tricks(raw: Any) -> tuple:
+    if isinstance(raw, (list, tuple)):
+        names = [str(n).strip() for n in raw]
+    else:
+        names = [n.strip() for n in str(raw).split(",")]
+    names = [n for n in names if n]
+    if not names:
+        raise ValueError("expected a comma-separated list of trick names such as baseline,omp-passive")
+    return tuple(names)
+
+
+def _switch(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "on", "yes", "true"):
+        return True
+    if text in ("0", "off", "no", "false"):
+        return False
+    raise ValueError("expected on or off")
+
+
+def _trace_window(raw: Any) -> tuple:
+    accepted = "expected START:END training steps with 1 <= START < END, such as 10:20"
+    text = str(raw).strip()
+    start, sep, end = text.partition(":")
+    if not sep or not start.strip().isdigit() or not end.strip().isdigit():
+        raise ValueError(accepted)
+    window = (int(start), int(end))
+    if not 1 <= window[0] < window[1]:
+        raise ValueError(accepted)
+    return window
+
+
+#: How the verdict judges throughput: as measured, or relative to this session's single-process img/s.
+NORMALIZE = ("off", "single")
+
+
+def _normalize(raw: Any) -> str:
+    text = str(raw).strip().lower()
+    if text not in NORMALIZE:
+        raise ValueError("expected off or single")
+    return text
+
+
+def _profile_id(raw: Any) -> str:
+    return validate_profile_id(str(raw).strip())
+
+
+#: The roles an environment item can name (``all`` is every one of them).
+ROLE_NAMES = ("scheduler", "server", "worker")
+_VAR_CHARS = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def parse_env_item(item: str) -> "list[tuple[str, str, str]]":
+    """``ROLES:VAR=VALUE`` -> [(role, VAR, VALUE), ...]; ROLES is a comma list of roles or ``all``.
+
+    Raises ValueError saying what is accepted (shared by tricks and the ``role_env`` setting).
+    """
+    roles_text, colon, assignment = item.partition(":")
+    var, eq, value = assignment.partition("=")
+    if not colon or not eq or not var or var[0].isdigit() or not set(var) <= _VAR_CHARS:
+        raise ValueError(f"{item!r} is not ROLES:VAR=VALUE (ROLES from {','.join(ROLE_NAMES)} or 'all')")
+    roles = ROLE_NAMES if roles_text == "all" else tuple(r for r in roles_text.split(",") if r)
+    unknown = [r for r in roles if r not in ROLE_NAMES]
+    if unknown or not roles:
+        raise ValueError(f"invalid role {unknown[0] if unknown else roles_text!r} in {item!r}; roles are "
+                         f"{', '.join(ROLE_NAMES)} or 'all'")
+    return [(role, var, value) for role in roles]
+
+
+def _role_env(raw: Any) -> tuple:
+    items = raw if isinstance(raw, (list, tuple)) else str(raw).split()
+    out = []
+    for item in items:
+        out.extend(parse_env_item(str(item).strip()))
+    owned = sorted({var for _role, var, _value in out if planner_owned(var)})
+    if owned:
+        raise ValueError(f"{owned[0]} is set by the planner (ranks, counts, addresses, GPU ids); expected other "
+                         "variables, such as DMLC_INTERFACE, DMLC_ENABLE_RDMA or BYTEPS_ENABLE_IPC")
+    if not out:
+        raise ValueError("expected ROLES:VAR=VALUE items such as 'server,scheduler:DMLC_INTERFACE=eth0'")
+    return tuple(out)
+
+
+def _resource(raw: Any) -> str:
+    text = str(raw).strip()
+    if not text or any(ch.isspace() for ch in text) or text in ("CPU", "GPU", "memory"):
+        raise ValueError("expected the name of a custom Ray resource, such as bpsperf_server")
+    return text
+
+
+def _stall_timeout(raw: Any) -> float:
+    if str(raw).strip().lower() == "auto":
+        return 0.0  # derived from the run's own step times (see pytest_bpsperf.watchdog)
+    return _positive_float(raw)
+
+
+def _gpus_per_worker(raw: Any) -> int:
+    if str(raw).strip().lower() == "auto":
+        return 0  # every worker node's GPUs, which must then be the same count everywhere
+    return _int_at_least(1)(raw)
+
+
+def _path(raw: Any) -> str:
+    text = str(raw).strip()
+    if not text:
+        raise ValueError("expected a directory path")
+    return text
+
+
