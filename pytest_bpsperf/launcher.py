@@ -357,6 +357,8 @@ def run_roles(
     passes; the exception carries the partial :class:`RunOutput`. Teardown
     runs in every case, Ctrl-C included.
     """
+    from ray.exceptions import RayError
+
     say = on_progress or (lambda _msg: None)
     t_start = time.perf_counter()
     with RoleGroup(plan, log_dir) as group:
@@ -364,6 +366,11 @@ def run_roles(
             group.start(timeout, placement_timeout=placement_timeout, replan=replan)
         except ReservationError as exc:
             raise RoleFailed(f"bpsperf run failed ({plan.backend}, trick {plan.trick.name}): {exc}") from None
+        except RayError as exc:  # a node or actor lost during bring-up: still a role failure, by name
+            reason = f"bring-up failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            if group.actors:
+                reason += f"; {lost(group)}"
+            raise RoleFailed(f"bpsperf run failed ({plan.backend}, trick {plan.trick.name}): {reason}") from None
         say(f"{len(group.roles)} roles started in {group.bringup_s:.1f}s (scheduler "
             f"{group.root['DMLC_PS_ROOT_URI']}:{group.root['DMLC_PS_ROOT_PORT']})")
         tick = None
