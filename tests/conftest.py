@@ -4,5 +4,9 @@ import os
 # start Ray in this process (or in subprocesses, which inherit it) must only
 # ever use 127.0.0.1.
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+# Every Ray the tests start is a throw-away cluster on loopback, without token
+# authentication. Ray reads the mode once per process, so all of them (embedded,
+# simulated clusters, the subprocess sessions) must agree on it.
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 pytest_plugins = ["pytester"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 
@@ -95,6 +96,7 @@ def test_record_then_check_then_prune(results, tmp_path, capsys):
 
     code, out, _ = bpsperf(capsys, "baselines", "list", "--dir", bl)
     assert code == 0 and "testprof" in out and " 2 " in out
+    assert re.search(r" \d{4}-\d\d-\d\dT", out)  # the latest recorded session's date
     code, out, _ = bpsperf(capsys, "baselines", "show", "testprof", "--dir", bl)
     assert "median 31.9 img/s, n=6" in out
 

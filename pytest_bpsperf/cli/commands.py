@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from ..store.entries import latest_session
 from ..offline import baseline_sessions, check_results, compare_results, profile_of
 from ..store.baselines import BaselineStore, utc_now_iso
 from ..store.files import atomic_write_text
@@ -69,7 +70,7 @@ def baselines_list(args: argparse.Namespace) -> int:
     print(f"{'profile':48s} {'entries':>7s}  latest")
     for f in files:
         data = store.load(f.stem)
-        dates = sorted(str(e.get("date", "")) for e in data.entries.values())
+        dates = sorted(str(latest_session(e).get("date") or "") for e in data.entries.values())
         print(f"{f.stem:48s} {len(data.entries):7d}  {dates[-1] if dates else '-'}")
     return 0
 
