@@ -113,7 +113,7 @@ def test_timing_modes_record_data_and_custom_entry_end_to_end(pytester, tmp_path
     # an error in user code fails its test naming the function, with the role's log tail
     result.stdout.fnmatch_lines([
         "*test_custom_broken*",
-        "*--- role worker-? on node node-0: exit code 3; log *worker-?.log",
+        "*--- role worker-? on node *: exit code 3; log *worker-?.log",
         "*ValueError: shapes do not match in the team's layer",
         "*bpsperf workload: entry point broken_model:build raised in step(): ValueError: shapes do not match*",
     ])
