@@ -1,7 +1,7 @@
 """Student's t distribution in plain Python: tail probabilities and quantiles.
 
 Pure standard-library Python (no numpy, no scipy), for the interval and the
-p-value of :func:`pytest_bpsperf.stats.compare.log_difference`.
+p-value of :func:`pytest_bpsperf.stats.method.log_difference`.
 """
 
 from __future__ import annotations
