@@ -111,3 +111,27 @@ def test_missing_index_is_named(tmp_path):
     proc = _run(tmp_path, "--data", str(rec), "--model", "resnet18_v1")
     assert proc.returncode == 1
     assert "train.idx does not exist (a .rec needs its .idx beside it)" in proc.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("spec, backend, expected", [
+    ("slowdown:25", "local", (None, 0.25)),  # a slower model slows the single-process reference too
+    ("slowdown:25", "mxnet", (None, 0.25)),
+    ("dist-slowdown:40", "mxnet", (None, 0.40)),
+    ("dist-slowdown:40", "byteps", (None, 0.40)),
+    ("dist-slowdown:40", "local", (None, 0.0)),  # only the distributed part is slower
+    ("crash-at-step:3", "local", (3, 0.0)),
+])
+def test_fault_injection_reaches_the_processes_it_names(monkeypatch, spec, backend, expected):
+    from pytest_bpsperf.remote.workload import _fault
+
+    monkeypatch.setenv("BPSPERF_FAULT", spec)
+    assert _fault(backend) == expected
+
+
+def test_unknown_fault_names_the_accepted_forms(monkeypatch):
+    from pytest_bpsperf.remote.workload import WorkloadError, _fault
+
+    monkeypatch.setenv("BPSPERF_FAULT", "slowdown:lots")
+    with pytest.raises(WorkloadError, match=r"BPSPERF_FAULT='slowdown:lots' is not understood; accepted: "
+                                            r"crash-at-step:N, slowdown:PERCENT, dist-slowdown:PERCENT"):
+        _fault("mxnet")

@@ -42,8 +42,10 @@ from .environ import rank_records_path, reported
 
 #: Fault injection, for testing the harness itself: ``crash-at-step:N`` makes the
 #: worker die abruptly (os._exit) at step N, as a segfaulting worker would;
-#: ``slowdown:P`` adds P percent of each step's time as extra CPU work, a
-#: regression of the size a bad change brings.
+#: ``slowdown:P`` adds P percent of each step's time as extra CPU work in every
+#: training process, the single-process reference included (a slower model);
+#: ``dist-slowdown:P`` does so only in the workers of a distributed run (a slower
+#: distributed part, which the single-process reference does not share).
 FAULT_ENV = "BPSPERF_FAULT"
 
 
@@ -78,17 +80,20 @@ def parse_args(argv: "Sequence[str] | None" = None) -> argparse.Namespace:
     return args
 
 
-def _fault() -> tuple:
-    """(crash step or None, slowdown fraction) from ``BPSPERF_FAULT``."""
+def _fault(backend: str) -> tuple:
+    """(crash step or None, slowdown fraction) from ``BPSPERF_FAULT``, for a process of ``backend``."""
     spec = os.environ.get(FAULT_ENV, "")
     if not spec:
         return None, 0.0
     kind, _, value = spec.partition(":")
     if kind == "crash-at-step" and value.isdigit():
         return int(value), 0.0
-    if kind == "slowdown" and value.replace(".", "", 1).isdigit():
+    if kind in ("slowdown", "dist-slowdown") and value.replace(".", "", 1).isdigit():
+        if kind == "dist-slowdown" and backend == "local":
+            return None, 0.0
         return None, float(value) / 100.0
-    raise WorkloadError(f"{FAULT_ENV}={spec!r} is not understood; accepted: crash-at-step:N, slowdown:PERCENT")
+    raise WorkloadError(f"{FAULT_ENV}={spec!r} is not understood; accepted: crash-at-step:N, slowdown:PERCENT, "
+                        "dist-slowdown:PERCENT")
 
 
 class Recorder:
@@ -210,7 +215,7 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
     """Train ``args.steps`` steps, one record per step."""
     import mxnet as mx
 
-    fault, slowdown = _fault()
+    fault, slowdown = _fault(args.backend)
     started = time.perf_counter()
     timer = Timer(args.timing == "breakdown")
     step, info = _build(args, timer)
