@@ -32,18 +32,23 @@ def profile_of(results: Mapping[str, Any], override: Optional[str] = None, *, so
 
 
 def _decide(job: JobSamples, profile_id: str, baseline: "Mapping[str, Any] | None",
-            tolerance: Optional[float], *, same_session: bool = False) -> Verdict:
-    """The plugin's decision, with the job's own confidence and session spread from its settings.
+            tolerance: Optional[float], *, session_spread: Optional[float] = None,
+            one_session: bool = False) -> Verdict:
+    """The plugin's decision, with the job's own confidence.
 
-    ``same_session``: base and head ran on one machine back to back, so no
-    spread between sessions is assumed (the plugin's method within one session).
+    ``session_spread``: the spread between sessions assumed while the baseline
+    has one recorded session (the job's setting when None); ``one_session``:
+    both sides come from one session (the plugin's method within a session).
     """
     settings = job.settings
+    if one_session:
+        spread = None
+    else:
+        spread = float(settings.get("session_spread", 0.25)) if session_spread is None else float(session_spread)
     return decide(nodeid=job.nodeid, test=job.test, trick=job.trick, profile_id=profile_id, key=job.key,
                   samples=job.samples, baseline=baseline,
                   tolerance=job.tolerance if tolerance is None else tolerance,
-                  confidence=float(settings.get("confidence", 0.99)),
-                  session_spread=None if same_session else float(settings.get("session_spread", 0.25)))
+                  confidence=float(settings.get("confidence", 0.99)), session_spread=spread)
 
 
 def check_results(results: Mapping[str, Any], store: BaselineStore, *, profile_id: str,
@@ -57,11 +62,17 @@ def check_results(results: Mapping[str, Any], store: BaselineStore, *, profile_i
 
 
 def compare_results(base: Mapping[str, Any], head: Mapping[str, Any], *,
-                    tolerance: Optional[float] = None) -> "tuple[list[Verdict], list[str]]":
+                    tolerance: Optional[float] = None,
+                    session_spread: Optional[float] = None) -> "tuple[list[Verdict], list[str]]":
     """Each job of ``head`` against the same job in ``base`` (its runs as the baseline samples).
 
-    Returns the verdicts and the keys of ``head`` that ``base`` does not have
-    (their verdict is ``no-baseline``). The profile is ``head``'s when recorded.
+    Two results files are two pytest sessions, and sessions on one machine
+    differ by more than the runs of one session do (a session effect: about
+    7% on the CPU machine class, back to back), so the spread between them
+    is assumed to be ``session_spread`` (each head job's setting when None);
+    ``0`` compares as if both ran in one session. Returns the verdicts and
+    the keys of ``head`` that ``base`` does not have (their verdict is
+    ``no-baseline``). The profile is ``head``'s when recorded.
     """
     base_jobs = jobs_of(base)
     profile_id = (head.get("profile") or {}).get("id") or "-"
@@ -72,7 +83,8 @@ def compare_results(base: Mapping[str, Any], head: Mapping[str, Any], *,
             missing.append(key)
         baseline = None if ref is None else {"samples": list(ref.samples), "commit": base.get("commit"),
                                              "date": base.get("date")}
-        verdicts.append(_decide(job, profile_id, baseline, tolerance, same_session=True))
+        verdicts.append(_decide(job, profile_id, baseline, tolerance, session_spread=session_spread,
+                                one_session=session_spread == 0.0))
     return verdicts, missing
 
 

@@ -74,8 +74,12 @@ class Verdict:
             return f"measured {self.measured:.1f} img/s ({runs}), no baseline" + (f" ({self.note})" if self.note else "")
         c = self.comparison
         n_sessions = self.baseline_sessions
-        spread = (f"between sessions ±{c.between_sd_pct:.0f}% "
-                  f"{'assumed (1 recorded session)' if c.between_assumed else f'from {n_sessions} sessions'}")
+        if c.between_assumed:
+            spread = f"between sessions ±{c.between_sd_pct:.0f}% assumed (1 recorded session)"
+        elif n_sessions > 1:
+            spread = f"between sessions ±{c.between_sd_pct:.0f}% from {n_sessions} sessions"
+        else:  # both sides ran in one session (bpsperf compare): nothing between sessions to add
+            spread = "one session: no spread between sessions"
         text = (
             f"measured {self.measured:.1f} img/s ({runs}) vs baseline {self.baseline_median:.1f} img/s "
             f"(n={c.baseline_summary.n}, {n_sessions} session{'s' if n_sessions != 1 else ''}): "

@@ -65,13 +65,34 @@ def test_compare_same_results_is_ok(results, capsys):
 
 def test_compare_fails_on_a_regression_as_the_plugin_would(results, tmp_path, capsys):
     head = slowed(results, 0.7, tmp_path / "head.json")
-    code, out, _ = bpsperf(capsys, "compare", results, head)
+    code, out, _ = bpsperf(capsys, "compare", results, head, "--session-spread", "0")
     assert code == 1
     assert out.count("REGRESSION") == 2
     assert "-30.0%" in out or "-29.9%" in out or "-30.1%" in out
+    # Told that both sides ran in one session, the margin adds nothing between sessions, and says so.
+    assert out.count("(one session: no spread between sessions)") == 2
     # A tolerance wider than the drop passes it.
-    code, out, _ = bpsperf(capsys, "compare", results, head, "--tolerance", "40%")
+    code, out, _ = bpsperf(capsys, "compare", results, head, "--session-spread", "0", "--tolerance", "40%")
     assert code == 0 and "REGRESSION" not in out
+
+
+def test_compare_allows_for_the_spread_between_two_sessions(results, tmp_path, capsys):
+    # Two results files are two sessions: by default the head's session_spread (25%) is assumed
+    # between them, and a 30% drop could be a slow session.
+    head = slowed(results, 0.7, tmp_path / "head.json")
+    code, out, _ = bpsperf(capsys, "compare", results, head)
+    assert code == 0 and "REGRESSION" not in out
+    assert out.count("between sessions ±25% assumed") == 2
+    # The machine's measured spread (much smaller than 30%) makes the drop a regression again.
+    code, out, _ = bpsperf(capsys, "compare", results, head, "--session-spread", "5%")
+    assert code == 1 and out.count("between sessions ±5% assumed") == 2
+
+
+def test_compare_names_a_bad_session_spread(results, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bpsperf(capsys, "compare", results, results, "--session-spread", "lots")
+    assert exc.value.code == 2
+    assert "--session-spread 'lots'" in capsys.readouterr().err
 
 
 def test_record_then_check_then_prune(results, tmp_path, capsys):

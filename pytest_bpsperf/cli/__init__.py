@@ -20,13 +20,15 @@ from .. import __version__
 __all__ = ["main"]
 
 
-def _percent(option: str) -> Callable[[str], float]:
-    """A parser for a percentage option (``10%``, ``10`` or ``0.1``), as the plugin's tolerance setting."""
+def _percent(option: str, setting: str = "tolerance") -> Callable[[str], float]:
+    """A parser for a percentage option (``10%``, ``10`` or ``0.1``), as the plugin's ``setting``."""
     from ..settings import OPTIONS
 
-    parse = next(o for o in OPTIONS if o.name == "tolerance").parse
+    parse = next(o for o in OPTIONS if o.name == setting).parse
 
     def convert(text: str) -> float:
+        if setting == "session_spread" and text.strip().rstrip("%").strip() in ("0", "0.0"):
+            return 0.0  # none between sessions: both sides ran in one session
         try:
             return parse(text)
         except ValueError as exc:
@@ -51,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("base", metavar="BASE.json")
     q.add_argument("head", metavar="HEAD.json")
     q.add_argument("--tolerance", type=_percent("--tolerance"), help="override each test's tolerance, e.g. 10%%")
+    q.add_argument("--session-spread", type=_percent("--session-spread", "session_spread"), metavar="PCT",
+                   help="spread between the two sessions to allow for (default: HEAD's session_spread setting, "
+                        "25%%; two pytest sessions on one machine differ by more than runs of one session); "
+                        "0 compares as if both ran in one session")
 
     q = add("check", c.check, "verdicts of a results file against the stored baselines (exit 1 on a regression)")
     q.add_argument("results", metavar="RESULTS.json")

@@ -38,7 +38,7 @@ def _print_verdicts(verdicts: Sequence[Verdict]) -> int:
 def compare(args: argparse.Namespace) -> int:
     """``bpsperf compare BASE.json HEAD.json``."""
     base, head = read_document(args.base, "results"), read_document(args.head, "results")
-    verdicts, missing = compare_results(base, head, tolerance=args.tolerance)
+    verdicts, missing = compare_results(base, head, tolerance=args.tolerance, session_spread=args.session_spread)
     for key in missing:
         print(f"note: {args.base} has no runs of {key}")
     return _print_verdicts(verdicts)
