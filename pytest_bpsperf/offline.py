@@ -67,12 +67,12 @@ def compare_results(base: Mapping[str, Any], head: Mapping[str, Any], *,
     """Each job of ``head`` against the same job in ``base`` (its runs as the baseline samples).
 
     Two results files are two pytest sessions, and sessions on one machine
-    differ by more than the runs of one session do (a session effect: about
-    7% on the CPU machine class, back to back), so the spread between them
-    is assumed to be ``session_spread`` (each head job's setting when None);
-    ``0`` compares as if both ran in one session. Returns the verdicts and
-    the keys of ``head`` that ``base`` does not have (their verdict is
-    ``no-baseline``). The profile is ``head``'s when recorded.
+    differ by more than the runs of one session do (a session effect: SD
+    about 6% on the CPU machine class, sessions minutes apart), so the spread
+    between them is assumed to be ``session_spread`` (each head job's setting
+    when None); ``0`` compares as if both ran in one session. Returns the
+    verdicts and the keys of ``head`` that ``base`` does not have (their
+    verdict is ``no-baseline``). The profile is ``head``'s when recorded.
     """
     base_jobs = jobs_of(base)
     profile_id = (head.get("profile") or {}).get("id") or "-"
