@@ -211,7 +211,7 @@ def session_difference(
         between = (f"between sessions: SD of log {math.sqrt(tau2):.4f} estimated from {n_sessions} recorded "
                    "sessions (session means as units)")
     var = max(0.0, math.fsum(c for c, _ in components))
-    # As the current session's runs grow without bound, the within-session dof do too.
+    # What infinitely many runs of this session would leave (margin_limit): the between-session part.
     var_limit = max(0.0, math.fsum(c for c, _ in limit))
     if not across:
         dof = dof_w
