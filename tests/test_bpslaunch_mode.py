@@ -136,19 +136,8 @@ def test_bpslaunch(bpsperf_train):
     assert bpsperf_train().img_per_sec > 0
 """
 
-GPU_INI = """
-[pytest]
-bpsperf_backend = byteps
-bpsperf_workers = 1
-bpsperf_steps = 12
-bpsperf_batch_size = 16
-bpsperf_image_size = 64
-bpsperf_scaling = off
-"""
-
-
 def test_fp16_and_bpslaunch_training_end_to_end_on_gpus(pytester, tmp_path):
-    from test_byteps import _byteps_mxnet_problem
+    from test_byteps import GPU_INI, _byteps_mxnet_problem  # the BytePS GPU test's settings
 
     problem = _byteps_mxnet_problem()
     if problem:
