@@ -26,14 +26,23 @@ from .settings import Hardware, Settings
 from .watchdog import StallWatch
 
 
+def _probe_here(backend: Backend) -> "str | None":
+    """The body of the probe task: ``backend.probe()`` on the node the task runs on.
+
+    A plain function, because ``ray.remote`` takes functions and classes, not
+    bound methods (``ray.remote(backend.probe)`` raises TypeError).
+    """
+    return backend.probe()
+
+
 def probe_on_node(backend: Backend, node: Node) -> "str | None":
     """Run ``backend.probe`` on ``node`` in a Ray task; why the backend cannot run there, or None."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     strategy = NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)
-    task = ray.remote(num_cpus=0)(backend.probe).options(scheduling_strategy=strategy)
-    return ray.get(task.remote(), timeout=120)
+    task = ray.remote(num_cpus=0)(_probe_here).options(scheduling_strategy=strategy)
+    return ray.get(task.remote(backend), timeout=120)
 
 
 class PerfSession:

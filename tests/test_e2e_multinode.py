@@ -140,6 +140,27 @@ def test_mxnet_trains_across_nodes_where_ray_placed_each_role(cluster, pytester,
     assert role_processes(doc["session_info"]["run_id"]) == []
 
 
+def test_auto_on_a_cluster_with_gpus_probes_a_gpu_node_and_trains(cluster, pytester, tmp_path):
+    # backend auto (the default) on a cluster with GPUs: the BytePS probe runs on a GPU node
+    # (this machine has no byteps.mxnet, so auto falls back to mxnet and says why)
+    pytester.makeini(
+        "[pytest]\nbpsperf_steps = 4\nbpsperf_batch_size = 2\nbpsperf_image_size = 32\n"
+        "bpsperf_workers = 1\nbpsperf_scaling = off\n"
+    )
+    pytester.makepyfile(test_perf=PERF_TEST)
+    out = tmp_path / "result.json"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf",
+                                           f"--bpsperf-ray-address={cluster.address}", f"--bpsperf-json={out}")
+    result.assert_outcomes(passed=1)
+    doc = json.loads(out.read_text())
+    choice = doc["session_info"]["backend_choice"]
+    assert choice.startswith("auto -> mxnet: on 127.0.0.") and choice.split()[4].split("/")[0] in GPU_IPS, choice
+    assert "byteps.mxnet does not import" in choice
+    (entry,) = doc["tests"]
+    assert entry["backend"] == "mxnet"
+    assert role_processes(doc["session_info"]["run_id"]) == []
+
+
 class StandInWorkers(BytePSBackend):
     """BytePS's plan and real servers; each worker process only records the environment it got."""
 
