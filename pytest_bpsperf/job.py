@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from .measurement import Measurement, RunOutput, WorkerRecords
 from .settings import Settings
 from .store.baselines import entry_key
 from .tricks import Trick
 from .verdict import CONFIRM, REGRESSION, STOP, Verdict, decide, next_step
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .arms import Arm
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,9 @@ class RunSpec:
     repeat: int  # 0-based
     settings: Settings
     log_dir: str
+    #: base-vs-head: the arm this run measures (None without a base) and its job's pair (0-based)
+    arm: "Arm | None" = None
+    pair: "int | None" = None
 
 
 def run_key(spec: RunSpec, backend: str) -> str:
@@ -113,6 +119,8 @@ class RunResult:
             "trick": self.spec.trick.name,
             "trick_env": self.spec.trick.as_dict()["env"],
             "repeat": self.spec.repeat,
+            "arm": self.spec.arm.name if self.spec.arm is not None else None,
+            "pair": self.spec.pair,
             "backend": self.backend,
             "settings": self.spec.settings.as_dict(),
             "topology": dict(self.output.topology),
@@ -121,7 +129,10 @@ class RunResult:
         }
         out.update(self.measurement.as_dict())
         # Per-step series, so that reports and pictures can be made again from the file alone.
+        starts = {w.name: w.start for w in self.output.workers}
         out["workers"] = [{"name": w.name, "batch_size": w.batch_size, "step_s": list(w.step_seconds),
+                           "python": starts.get(w.name, {}).get("python"),
+                           "entry_file": starts.get(w.name, {}).get("entry_file"),
                            "compute_s": None if w.compute_seconds is None else list(w.compute_seconds),
                        "sync_s": None if w.sync_seconds is None else list(w.sync_seconds),
                            "warmup_steps": list(w.steady.warmup_steps)}

@@ -113,10 +113,11 @@ class RoleGroup:
         t0 = time.perf_counter()
         self._reservation = reserve(self.plan, placement_timeout)
         actor_cls = _remote_role_class()
+        shipping = {"runtime_env": dict(self.plan.runtime_env)} if self.plan.runtime_env else {}
         for role in self.plan.roles:
             self.actors[role.name] = actor_cls.options(
-                scheduling_strategy=self._reservation.strategy(role.bundle), num_gpus=role.gpus,
-            ).remote(role.name, self.log_dir)
+                scheduling_strategy=self._reservation.strategy(role.bundle), num_gpus=role.gpus, **shipping,
+            ).remote(role.name, self.log_dir, self.plan.tree)
         names = list(self.actors)
         found = _gather([self.actors[n].where.remote() for n in names], timeout)
         failed = [n for n, w in zip(names, found) if isinstance(w, Exception)]

@@ -10,14 +10,17 @@ All go through :func:`pytest_bpsperf.verdict.decide` (and so
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from .store.baselines import BaselineStore, check_baseline_quality, utc_now_iso
 from .store.entries import make_session
-from .store.results import JobSamples, jobs_of
+from .store.results import JobSamples, jobs_of, run_key_of
 from .verdict import Verdict, decide
 
-__all__ = ["baseline_sessions", "check_results", "compare_results", "profile_of"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .pairs import PairedVerdict
+
+__all__ = ["baseline_sessions", "check_results", "compare_results", "pair_verdicts", "profile_of"]
 
 
 def profile_of(results: Mapping[str, Any], override: Optional[str] = None, *, source: str = "the results file") -> str:
@@ -113,3 +116,49 @@ def baseline_sessions(results: Mapping[str, Any], *, max_spread: Optional[float]
                                             date=results.get("date") or utc_now_iso(),
                                             versions=results.get("versions") or {}, extra=extra))
     return sessions, refused
+
+
+def pair_verdicts(results: Mapping[str, Any], *, tolerance: Optional[float] = None) -> "list[PairedVerdict]":
+    """The verdict of each base-vs-head job of ``results``, decided again from its runs.
+
+    The pairs are rebuilt from the runs themselves (``arm`` and ``pair`` of each
+    run; a pair whose base run is missing, because it failed, is dropped) and
+    decided by :func:`pytest_bpsperf.pairs.decide_pairs` with each job's own
+    settings, as the plugin decided them. Empty for a results file of one checkout.
+    """
+    from .pairs import decide_pairs
+    from .stats.paired import MIN_PAIRS
+
+    section = results.get("base_vs_head")
+    if not section:
+        return []
+    runs: "dict[str, dict[int, dict[str, Any]]]" = {}
+    for run in results.get("tests", []):
+        if run.get("arm") in ("base", "head") and run.get("pair") is not None:
+            pair = runs.setdefault(run_key_of(run), {}).setdefault(int(run["pair"]), {"first": run["arm"]})
+            pair[run["arm"]] = run
+    profile_id = (results.get("profile") or {}).get("id") or "-"
+    out = []
+    for key, by_index in runs.items():
+        table, last = [], None
+        for index in sorted(by_index):
+            pair = by_index[index]
+            base, head = pair.get("base"), pair.get("head")
+            last = head or last
+            row: "dict[str, Any]" = {"pair": index + 1,
+                                     "order": "base-head" if pair["first"] == "base" else "head-base",
+                                     "base_img_per_sec": base["img_per_sec"] if base else None,
+                                     "head_img_per_sec": head["img_per_sec"] if head else None,
+                                     "ratio": head["img_per_sec"] / base["img_per_sec"] if base and head else None}
+            if base is None:
+                row["dropped"] = "base run failed"
+            table.append(row)
+        if last is None:
+            continue
+        s = last["settings"]
+        out.append(decide_pairs(
+            nodeid=last["nodeid"], test=last["test"], trick=last["trick"], profile_id=profile_id, key=key,
+            pairs=table, tolerance=float(s["tolerance"]) if tolerance is None else tolerance,
+            confidence=float(s.get("confidence", 0.99)), first_look=max(MIN_PAIRS, int(s.get("repeats", 1))),
+            max_pairs=int(s.get("max_pairs", 12)), arms=section.get("arms") or {}, aa=bool(section.get("aa"))))
+    return out

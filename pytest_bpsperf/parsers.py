@@ -6,6 +6,7 @@ options and says where a bad value came from.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 from .profile import validate_profile_id
@@ -195,3 +196,30 @@ def _path(raw: Any) -> str:
     return text
 
 
+
+
+def _base(raw: Any) -> "str | None":
+    """A git revision or a directory (which one is decided against the repository, in :mod:`.arms`)."""
+    text = str(raw).strip()
+    if not text or text.lower() == "none":
+        return None
+    if any(ch.isspace() for ch in text) and not os.path.isdir(os.path.expanduser(text)):
+        raise ValueError("expected a git revision (origin/main, HEAD~1, a commit) or a directory of the base's code")
+    return text
+
+
+def _interpreter(raw: Any) -> "str | None":
+    """The path of a Python interpreter (made absolute: roles start elsewhere); empty for none."""
+    text = str(raw).strip()
+    if not text:
+        return None
+    if text.endswith(os.sep) or os.path.isdir(os.path.expanduser(text)):
+        raise ValueError("expected the path of a Python interpreter (e.g. .venv-base/bin/python), not a directory")
+    return os.path.abspath(os.path.expanduser(text)) if os.sep in text or text.startswith(".") else text
+
+
+def _seed(raw: Any) -> "int | None":
+    """An integer >= 0, or ``random`` (a new seed per session, recorded in the results)."""
+    if str(raw).strip().lower() in ("random", ""):
+        return None
+    return _int_at_least(0)(raw)

@@ -9,18 +9,22 @@ anything; the launcher turns the plan into processes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+import os
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from . import backends
 from .backends import Backend, PlanError
 from .placement import Node, NodeKindPlacement, Placement, PlacementStrategy
-from .remote.environ import CHOSEN_VARS, PYTHON, RECORDS, planner_owned
+from .remote.environ import CHOSEN_VARS, IMPORT_PATH, PYTHON, RECORDS, planner_owned
 from .settings import Settings
 from .tricks import Trick
 
-__all__ = ["PYTHON", "RECORDS", "Bundle", "Node", "Plan", "PlanError", "RolePlan", "base_env", "local_command",
-           "make_plan"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .arms import Arm
+
+__all__ = ["PYTHON", "RECORDS", "Bundle", "Node", "Plan", "PlanError", "RolePlan", "base_env", "for_arm",
+           "local_command", "make_plan"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,11 @@ class Plan:
     worker_processes: int
     server_nodes: int
     servers_per_node: int
+    #: base-vs-head runs: the arm (``base``/``head``), what its role actors get as their tree
+    #: (a local path, or ``shipped`` where Ray unpacks it), and the actors' runtime_env that ships it
+    arm: str = ""
+    tree: "str | None" = None
+    runtime_env: "Mapping[str, object] | None" = field(default=None, hash=False)
 
     def by_role(self, role: str) -> list:
         """The role plans of one kind, in plan order."""
@@ -201,3 +210,32 @@ def make_plan(
         server_nodes=settings.server_nodes,
         servers_per_node=servers_per_node,
     )
+
+
+def arm_command(command: Sequence[str], python: "str | None", entry_path: "str | None") -> tuple:
+    """``command`` for an arm: its interpreter for ``PYTHON``, its entry point directory for ``--entry-path``."""
+    out = [python if python and a == PYTHON else a for a in command]
+    if entry_path is not None:
+        for i, a in enumerate(out[:-1]):
+            if a == "--entry-path":
+                out[i + 1] = entry_path
+    return tuple(out)
+
+
+def for_arm(plan: Plan, arm: "Arm", *, runtime_env: "Mapping[str, object] | None" = None) -> Plan:
+    """``plan`` as one arm of a base-vs-head pair runs it.
+
+    Every role (scheduler, servers, workers) runs under the arm's interpreter,
+    with the arm's tree first on its import path (after the harness) and the
+    entry point imported from the arm's tree. ``runtime_env``: on an existing
+    cluster the tree travels as the role actors' ``working_dir`` (uploaded
+    once, unpacked by Ray on each node); without it (the embedded Ray) the
+    actors read the tree where it is.
+    """
+    from .remote.roles import SHIPPED_TREE
+
+    roles = tuple(replace(r, command=arm_command(r.command, arm.python, arm.entry_path),
+                          env={**r.env, IMPORT_PATH: os.pathsep.join(arm.paths), "BPSPERF_ARM": arm.name})
+                  for r in plan.roles)
+    return replace(plan, roles=roles, arm=arm.name, tree=SHIPPED_TREE if runtime_env else arm.tree,
+                   runtime_env=dict(runtime_env) if runtime_env else None)

@@ -18,6 +18,7 @@ from . import hooks
 from .glue.config import SettingsPlugin, add_markers, add_options
 from .glue.gate import BaselineGate
 from .glue.guard import SessionGuard, under_xdist
+from .glue.pairs import PairGate
 from .glue.reporting import ReportPlugin
 from .glue.runner import RunnerPlugin
 from .job import Ledger, RunResult, RunSpec, job_dir_name
@@ -45,7 +46,8 @@ def pytest_configure(config: pytest.Config) -> None:
     ledger = Ledger()
     settings = config.stash[settings_key] = SettingsPlugin(config)
     runner = config.stash[runner_key] = RunnerPlugin(config, settings, ledger)
-    gate = config.stash[gate_key] = BaselineGate(config, settings, runner, ledger)
+    gate_class = PairGate if settings.settings.base else BaselineGate
+    gate = config.stash[gate_key] = gate_class(config, settings, runner, ledger)
     config.stash[report_key] = ReportPlugin(config, runner, gate, ledger)
     config.stash[guard_key] = SessionGuard(config, str(gate.store().directory), gate.updating)
     for key in _KEYS:
@@ -83,6 +85,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if runner_key in config.stash:
         config.stash[runner_key].close()
+    if gate_key in config.stash:
+        config.stash[gate_key].close()  # after Ray: no role may still read the base worktree
     if guard_key in config.stash:
         config.stash[guard_key].restore()
     for key in _KEYS:
@@ -119,7 +123,9 @@ def bpsperf_train(request: pytest.FixtureRequest, bpsperf_trick: Trick) -> Itera
     started on Ray under this test's trick; the result gives aggregate img/s,
     per-worker img/s, warm-up steps, compute/sync split, bring-up and teardown
     seconds and the role logs. ``result.assert_within_baseline()`` compares the
-    run's job with its stored baseline.
+    run's job with its stored baseline, or, with ``--bpsperf-base``, with the
+    base arm: each call then runs a pair (base and head, in alternating
+    order) and returns the head run.
     """
     config = request.config
     case = SettingsPlugin.case_of(request.node)
@@ -134,6 +140,6 @@ def bpsperf_train(request: pytest.FixtureRequest, bpsperf_trick: Trick) -> Itera
             settings=config.stash[settings_key].settings_for(request.node, **overrides),
             log_dir=os.path.join(str(runner.base_log_dir()), job_dir_name(request.node.nodeid)),
         )
-        return config.stash[gate_key].admit(runner.run(spec))
+        return config.stash[gate_key].train(spec)
 
     yield train

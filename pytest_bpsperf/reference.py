@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from .launcher import RoleFailed, _node_strategy, _remote_role_class
 from .measurement import WorkerRecords
@@ -10,15 +10,19 @@ from .placement import Node
 
 
 def run_single_process(node: Node, command: Sequence[str], env: dict, log_dir: str, *, timeout: float,
-                       gpus: int = 0) -> WorkerRecords:
+                       gpus: int = 0, tree: "str | None" = None,
+                       runtime_env: "Mapping[str, object] | None" = None) -> WorkerRecords:
     """Run one workload process with no parameter server (reference for scaling efficiency).
 
     With ``gpus``, its actor asks Ray for them and the process sees exactly the ids Ray assigned.
+    ``tree`` and ``runtime_env``: the arm's source tree of a base-vs-head run (see
+    :func:`pytest_bpsperf.plan.for_arm`).
     """
     import ray
 
-    actor = _remote_role_class().options(scheduling_strategy=_node_strategy(node), num_gpus=gpus).remote(
-        "single", log_dir)
+    shipping = {"runtime_env": dict(runtime_env)} if runtime_env else {}
+    actor = _remote_role_class().options(scheduling_strategy=_node_strategy(node), num_gpus=gpus,
+                                         **shipping).remote("single", log_dir, tree)
     try:
         if gpus:
             ids = ray.get(actor.where.remote(), timeout=timeout)["gpu_ids"]

@@ -9,11 +9,13 @@ stops what the session started. Driver-side, plain Python.
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
 from . import backends
+from .arms import HEAD, Arm
 from .backends import Backend
 from .cluster import ClusterError, RayCluster
 from .job import RunSpec
@@ -21,7 +23,10 @@ from .launcher import run_roles
 from .reference import run_single_process
 from .measurement import RunOutput, measure_worker
 from .placement import Node
-from .plan import Plan, base_env, local_command, make_plan
+from .plan import Plan, arm_command, base_env, for_arm, local_command, make_plan
+from .remote.environ import IMPORT_PATH
+from .remote.preflight import PreflightError, check_interpreter, role_needs
+from .remote.roles import SHIPPED_TREE
 from .settings import Hardware, Settings
 from .watchdog import StallWatch
 
@@ -64,6 +69,7 @@ class PerfSession:
         self._single_cache: "dict[tuple, float]" = {}
         self._seen: "dict[str, Node]" = {}  # every node read, kept after close(): the reports name them
         self.hosts: "dict[str, str]" = {}  # node id -> the kind of roles it hosted (worker, server)
+        self._shipped: "dict[str, dict]" = {}  # arm -> the runtime_env that ships its tree (existing cluster)
 
     # -- cluster ---------------------------------------------------------------
     def nodes(self) -> "list[Node]":
@@ -127,15 +133,51 @@ class PerfSession:
         self.cluster.close()
 
     # -- runs ------------------------------------------------------------------
+    @property
+    def ships_trees(self) -> bool:
+        """Whether an arm's source tree travels to the nodes (an existing cluster) or is read in place."""
+        return not self.cluster.owned
+
+    def shipped(self, arm: Arm) -> "dict | None":
+        """The role actors' ``runtime_env`` that brings ``arm``'s tree to the nodes (None on the embedded Ray).
+
+        The tree is packed and uploaded to the cluster once per session, as
+        ``ray.init`` ships the plugin: Ray's own packaging (``.gitignore`` and
+        ``.rayignore`` honoured, ``.git`` left out), unpacked on each node as
+        the actors' working directory.
+        """
+        if not self.ships_trees:
+            return None
+        if arm.name not in self._shipped:
+            try:
+                from ray._private.runtime_env.working_dir import upload_working_dir_if_needed
+            except ImportError as exc:  # pragma: no cover - other Ray versions
+                raise ClusterError(f"this Ray cannot ship the {arm.name} arm's tree to the nodes: {exc}") from None
+            try:
+                env = upload_working_dir_if_needed({"working_dir": arm.tree}, include_gitignore=True,
+                                                   scratch_dir=tempfile.gettempdir())
+            except Exception as exc:  # noqa: BLE001 - Ray raises many kinds (too large, unreadable)
+                raise ClusterError(f"cannot ship the {arm.name} arm's tree {arm.tree} to the cluster: {exc}") \
+                    from None
+            self._shipped[arm.name] = {"working_dir": env["working_dir"]}
+        return dict(self._shipped[arm.name])
+
     def run(self, spec: RunSpec) -> RunOutput:
-        """Bring up the roles of ``spec`` on Ray and run them to the end (the node list is read now)."""
+        """Bring up the roles of ``spec`` on Ray and run them to the end (the node list is read now).
+
+        With ``spec.arm`` (base-vs-head), every role runs as that arm's code (see
+        :func:`~pytest_bpsperf.plan.for_arm`); the scaling reference runs for the head arm only.
+        """
         settings = spec.settings
         backend = self.backend(settings.backend)
         nodes = self.nodes()
+        arm = spec.arm
+        shipping = self.shipped(arm) if arm is not None else None
 
         def plan_with(gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
-            return make_plan(settings, spec.trick, nodes, backend=backend, run_id=self.run_id,
+            plan = make_plan(settings, spec.trick, nodes, backend=backend, run_id=self.run_id,
                              verbose_ps=self.verbose_ps, gpu_ids=gpu_ids)
+            return for_arm(plan, arm, runtime_env=shipping) if arm is not None else plan
 
         plan = plan_with()
         os.makedirs(spec.log_dir, exist_ok=True)
@@ -147,22 +189,67 @@ class PerfSession:
             kind = "worker" if role.role == "worker" else "server"
             if self.hosts.get(role.node_id) != "worker":  # a node that hosts a worker counts as a worker node
                 self.hosts[role.node_id] = kind
-        if not settings.scaling:
+        if not settings.scaling or (arm is not None and arm.name != HEAD):
             return output
         worker_node = next(r.node for r in plan.roles if r.role == "worker")
         device = "gpu" if backends.get(backend).needs_gpu_workers else "cpu"
         single = self.single_process_img_per_sec(settings, worker_node, device,
-                                                 os.path.join(self.base_log_dir, "single-process"))
+                                                 os.path.join(self.base_log_dir, "single-process"), arm=arm)
         return replace(output, single_img_per_sec=single)
 
-    def single_process_img_per_sec(self, settings: Settings, node: Node, device: str, log_dir: str) -> float:
+    def single_process_img_per_sec(self, settings: Settings, node: Node, device: str, log_dir: str,
+                                   arm: "Arm | None" = None) -> float:
         """img/s of the same workload in one process on a worker node and its device, no parameter server
-        (cached per node, device and workload)."""
-        key = (node.node_id, device) + tuple(sorted(settings.workload().items()))
+        (cached per node, device, workload and arm)."""
+        key = (node.node_id, device, arm.name if arm else "") + tuple(sorted(settings.workload().items()))
         if key not in self._single_cache:
             env = {**base_env(settings), "BPSPERF_RUN_ID": self.run_id}
+            command = local_command(settings, device)
+            tree = runtime_env = None
+            if arm is not None:
+                env[IMPORT_PATH] = os.pathsep.join(arm.paths)
+                command = arm_command(command, arm.python, arm.entry_path)
+                runtime_env = self.shipped(arm)
+                tree = SHIPPED_TREE if runtime_env else arm.tree
             os.makedirs(log_dir, exist_ok=True)
-            records = run_single_process(node, local_command(settings, device), env, log_dir,
-                                         timeout=settings.timeout, gpus=1 if device == "gpu" else 0)
+            records = run_single_process(node, command, env, log_dir, timeout=settings.timeout,
+                                         gpus=1 if device == "gpu" else 0, tree=tree, runtime_env=runtime_env)
             self._single_cache[key] = measure_worker(records).img_per_sec
         return self._single_cache[key]
+
+    # -- base-vs-head: can each arm's interpreter run the roles? ---------------
+    def preflight(self, arms: "Sequence[Arm]", spec: RunSpec) -> "dict[str, dict]":
+        """Arm name -> its interpreter's facts, checked on every node that the first run's plan uses.
+
+        Raises :class:`~pytest_bpsperf.remote.preflight.PreflightError` naming the arm, the node and
+        what does not import there.
+        """
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        settings = spec.settings
+        backend = self.backend(settings.backend)
+        plan = make_plan(settings, spec.trick, self.nodes(), backend=backend, run_id=self.run_id)
+        by_node: "dict[str, tuple[Node, set]]" = {}
+        for role in plan.roles:
+            by_node.setdefault(role.node.node_id, (role.node, set()))[1].update(
+                role_needs(backend, role.role, settings))
+        task = ray.remote(num_cpus=0, max_retries=0)(check_interpreter)
+        found: "dict[str, dict]" = {}
+        for arm in arms:
+            options: dict = {}
+            if self.ships_trees:
+                options["runtime_env"] = self.shipped(arm)
+            for node, needs in by_node.values():
+                strategy = NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)
+                ref = task.options(scheduling_strategy=strategy, **options).remote(
+                    arm.python, list(arm.paths), None if self.ships_trees else arm.tree, sorted(needs),
+                    entry=settings.entry.spec if settings.entry else None, entry_path=arm.entry_path,
+                    harness_dir=os.path.join(tempfile.gettempdir(), f"bpsperf-preflight-{self.run_id}"))
+                try:
+                    facts = ray.get(ref, timeout=600)
+                except ray.exceptions.RayTaskError as exc:
+                    cause = exc.cause if isinstance(getattr(exc, "cause", None), Exception) else exc
+                    raise PreflightError(f"{arm.name} arm on node {node.name}: {cause}") from None
+                found.setdefault(arm.name, facts)
+        return found

@@ -20,6 +20,9 @@ from typing import Any, Callable, Mapping, Sequence
 from .parsers import (  # noqa: F401 - BACKENDS stays importable from here
     BACKENDS,
     _backend,
+    _base,
+    _interpreter,
+    _seed,
     _gpus_per_worker,
     _int_at_least,
     _normalize,
@@ -104,7 +107,8 @@ OPTIONS: tuple = (
            "letters, digits, '.', '_' and '-'", None, False),
     Option("baselines_dir", "directory of the baseline files (default: baselines/ under the rootdir)", _path,
            "a directory path", None, False),
-    Option("strict", "fail (rather than skip) tests that have no baseline", _switch, "on or off", False, False),
+    Option("strict", "fail (rather than skip) tests that have no baseline or an inconclusive verdict", _switch,
+           "on or off", False, False),
     Option("max_spread", "largest spread (stdev/mean of the runs) a new baseline may have", _percent,
            "a percentage such as 20%", 0.2, False),
     Option("log_dir", "directory for role logs (default: under pytest's basetemp)", _path, "a directory path",
@@ -145,6 +149,15 @@ OPTIONS: tuple = (
            "from the run's own step times, at least 30)", _stall_timeout, "a number of seconds > 0 or 'auto'", 0.0),
     Option("connect_timeout", "seconds to reach an existing Ray cluster (ray_address) before the session stops",
            _positive_float, "a number of seconds > 0", 30.0, False),
+    Option("base", "measure the working tree (head) against this base in one session, in pairs of runs: a git "
+           "revision of the tests' repository (checked out as a temporary worktree) or a directory of the base's "
+           "code", _base, "a git revision (origin/main, HEAD~1, a commit) or a directory", None, False),
+    Option("base_python", "interpreter of the base arm's roles (a venv with other builds of MXNet, BytePS, gluoncv)",
+           _interpreter, "the path of a Python interpreter", None, False),
+    Option("max_pairs", "most pairs of base and head runs a job takes to decide (it stops once decided)",
+           _int_at_least(3), "an integer >= 3", 12),
+    Option("seed", "seed of the order of the arms in each job's pairs ('random': a new one per session; the "
+           "results record it)", _seed, "an integer >= 0 or 'random'", None, False),
 )
 
 OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
@@ -240,6 +253,10 @@ class Settings:
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
     stall_timeout: float = 0.0  # 0: derived from the run's step times (watchdog)
     connect_timeout: float = 30.0
+    base: "str | None" = None  # base-vs-head: a revision or a directory (see pytest_bpsperf.arms)
+    base_python: "str | None" = None
+    max_pairs: int = 12
+    seed: "int | None" = None  # None: random per session
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).

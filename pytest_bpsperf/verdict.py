@@ -1,7 +1,8 @@
 """Verdicts: a measurement against the baseline stored for this hardware profile.
 
 ``ok``, ``regression`` (the test fails), ``improvement`` (passes; the report
-suggests updating) or ``no-baseline`` (skipped unless strict). The decision is
+suggests updating), ``inconclusive`` (the data cannot tell: skipped unless
+strict, never shown as a pass) or ``no-baseline`` (skipped unless strict). The decision is
 :func:`pytest_bpsperf.stats.compare` on this session's runs against the
 baseline's recorded sessions: a drop beyond the noise of runs *and* of
 sessions, not shown to be smaller than the tolerance. With ``normalize``
@@ -22,6 +23,8 @@ from .stats import Comparison, compare, summarize
 from .store.entries import entry_samples, entry_sessions, latest_session
 
 OK, REGRESSION, IMPROVEMENT, NO_BASELINE = "ok", "regression", "improvement", "no-baseline"
+#: the interval holds both no change and a drop of the tolerance: the data cannot tell (never a pass)
+INCONCLUSIVE = "inconclusive"
 #: What a job does after a verdict (:func:`next_step`).
 STOP, CONFIRM, MORE = "stop", "confirm", "more"
 
@@ -92,7 +95,8 @@ class Verdict:
         return text + (
             f"tolerance -{100 * self.tolerance:.0f}%, noise margin ±{c.margin_pct:.1f}% ({spread}), "
             f"smallest detectable drop {c.min_detectable_change_pct:.1f}%; verdict after {runs}"
-            + ("" if c.decided else f" (not decided at {c.confidence:.0%})")
+            + ("" if c.decided else f" (inconclusive at {c.confidence:.0%}: the interval holds both no change "
+                                    "and a drop of the tolerance)")
         )
 
     def message(self, *, update_command: str = "", bisect: str = "") -> str:

@@ -57,10 +57,16 @@ def test_results_file_matches_its_schema_and_records_where_it_ran(results):
     assert len(doc["tests"][0]["workers"][0]["step_s"]) == 20  # the default steps on CPU
 
 
-def test_compare_same_results_is_ok(results, capsys):
-    code, out, _ = bpsperf(capsys, "compare", results, results)
+def test_compare_same_results_is_ok_within_one_session_and_inconclusive_across_two(results, capsys):
+    code, out, _ = bpsperf(capsys, "compare", results, results, "--session-spread", "0")
     assert code == 0
     assert out.count("OK ") == 2 and "2 ok" in out
+    # two sessions 25% apart cannot rule out a 15% drop from three runs: inconclusive, never "OK"
+    code, out, _ = bpsperf(capsys, "compare", results, results)
+    assert code == 0 and "OK " not in out
+    assert out.count("INCONCLUSIVE") == 2 and "2 inconclusive" in out and "--strict fails it" in out
+    code, out, _ = bpsperf(capsys, "compare", results, results, "--strict")
+    assert code == 1
 
 
 def test_compare_fails_on_a_regression_as_the_plugin_would(results, tmp_path, capsys):

@@ -285,6 +285,12 @@ INVALID = [
     ("stall_timeout", "0"),
     ("stall_timeout", "soon"),
     ("connect_timeout", "-1"),
+    ("base", "two words"),
+    ("base_python", "/usr/bin/"),
+    ("max_pairs", "2"),
+    ("max_pairs", "many"),
+    ("seed", "-1"),
+    ("seed", "lucky"),
 ]
 
 

@@ -219,10 +219,12 @@ def test_clear_regression():
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_noise_only_is_ok(seed):
+def test_noise_only_is_never_a_regression_and_undecided_is_inconclusive(seed):
     rng = random.Random(seed)
     c = compare(_noisy(rng, 1000, 0.2, 3), _noisy(rng, 1000, 0.2, 3), tolerance=0.1)
-    assert c.verdict == "ok"
+    assert c.verdict != "regression"
+    assert c.verdict == ("inconclusive" if not c.decided else c.verdict)
+    assert c.decided == (c.verdict != "inconclusive")
 
 
 def test_noise_only_false_regression_rate_is_small():
@@ -257,10 +259,10 @@ def test_improvement():
     assert c.ci_low > 1.0
 
 
-def test_drop_within_huge_noise_is_ok_and_says_what_it_could_detect():
+def test_drop_within_huge_noise_is_inconclusive_and_says_what_it_could_detect():
     c = compare([1000, 400, 1600], [700, 280, 1120], tolerance=0.1)
     assert c.change_pct == pytest.approx(-30)
-    assert c.verdict == "ok"
+    assert c.verdict == "inconclusive" and not c.decided
     assert c.min_detectable_change_pct > 30
     assert c.margin_pct > 30
 
@@ -275,7 +277,7 @@ def test_single_runs_fall_back_to_default_noise():
     c = compare([1000], [700], tolerance=0.1)
     assert not c.noise_estimated
     assert "default relative noise 25%" in c.method
-    assert c.verdict == "ok"  # 30% is inside the assumed noise of single runs
+    assert c.verdict == "inconclusive"  # 30% is inside the assumed noise of single runs
     assert c.p_value > 0.05  # the same method's p, from the assumed noise
     expected_margin = 1.959964 * math.log(1.25) * math.sqrt(2)
     assert c.min_detectable_change_pct == pytest.approx(100 * -math.expm1(-expected_margin), rel=1e-5)

@@ -6,7 +6,8 @@ plugin. It imports neither Ray nor MXNet, nor pytest, and starts in well
 under a second.
 
 Exit status: 0 when all is well, 1 when a verdict is ``regression`` (or a
-baseline was refused), 2 for bad input (the message names the file or value).
+baseline was refused; with ``--strict`` also ``inconclusive``), 2 for bad
+input (the message names the file or value).
 """
 
 from __future__ import annotations
@@ -49,9 +50,11 @@ def _parser() -> argparse.ArgumentParser:
         q.set_defaults(func=func)
         return q
 
-    q = add("compare", c.compare, "decide HEAD results against BASE results (exit 1 on a regression)")
-    q.add_argument("base", metavar="BASE.json")
-    q.add_argument("head", metavar="HEAD.json")
+    q = add("compare", c.compare, "decide HEAD results against BASE results, or the pairs of one base-vs-head "
+            "results file (exit 1 on a regression)")
+    q.add_argument("base", metavar="BASE.json", help="results of the base, or of a base-vs-head session alone")
+    q.add_argument("head", metavar="HEAD.json", nargs="?", help="results of the head (omit for a base-vs-head file)")
+    q.add_argument("--strict", action="store_true", help="exit 1 on an inconclusive verdict too")
     q.add_argument("--tolerance", type=_percent("--tolerance"), help="override each test's tolerance, e.g. 10%%")
     q.add_argument("--session-spread", type=_percent("--session-spread", "session_spread"), metavar="PCT",
                    help="spread between the two sessions to allow for (default: HEAD's session_spread setting, "
@@ -64,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--profile", help="profile id (default: the one the results record)")
     q.add_argument("--tolerance", type=_percent("--tolerance"), help="override each test's tolerance, e.g. 10%%")
     q.add_argument("--markdown", metavar="PATH", help="also write the verdicts as Markdown")
+    q.add_argument("--strict", action="store_true", help="exit 1 on an inconclusive verdict too")
 
     b = add("baselines", None, "list, show, record and prune stored baselines")
     bsub = b.add_subparsers(dest="action", metavar="ACTION", required=True)

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Sequence
 
 from ..store.entries import latest_session
-from ..offline import baseline_sessions, check_results, compare_results, profile_of
+from ..offline import baseline_sessions, check_results, compare_results, pair_verdicts, profile_of
 from ..store.baselines import BaselineStore, utc_now_iso
 from ..store.files import atomic_write_text
 from ..store.history import HistoryStore, current_branch, make_record, trends
 from ..store.results import read_document
-from ..verdict import IMPROVEMENT, REGRESSION, Verdict
+from ..verdict import IMPROVEMENT, INCONCLUSIVE, REGRESSION, Verdict
 
 
 def _write(path: "str | Path", text: str) -> None:
@@ -23,7 +23,8 @@ def _write(path: "str | Path", text: str) -> None:
     atomic_write_text(target, text)
 
 
-def _print_verdicts(verdicts: Sequence[Verdict]) -> int:
+def _print_verdicts(verdicts: Sequence[Verdict], strict: bool = False) -> int:
+    """One line per verdict and a count; exit 1 on a regression (with ``strict``, also on inconclusive)."""
     from ..report.text import verdict_line
 
     for v in verdicts:
@@ -32,28 +33,46 @@ def _print_verdicts(verdicts: Sequence[Verdict]) -> int:
     print(", ".join(f"{n} {s}" for s, n in counts.items()) or "no jobs in the results")
     if any(v.status == IMPROVEMENT for v in verdicts):
         print("faster beyond noise: consider recording new baselines (bpsperf baselines record RESULTS.json)")
-    return 1 if any(v.status == REGRESSION for v in verdicts) else 0
+    failing = (REGRESSION, INCONCLUSIVE) if strict else (REGRESSION,)
+    if any(v.status == INCONCLUSIVE for v in verdicts) and not strict:
+        print("inconclusive: the data could not tell (not a pass; --strict fails it)")
+    return 1 if any(v.status in failing for v in verdicts) else 0
 
 
 def compare(args: argparse.Namespace) -> int:
-    """``bpsperf compare BASE.json HEAD.json``."""
+    """``bpsperf compare BASE.json HEAD.json``, or ``bpsperf compare PAIRS.json`` (a base-vs-head session)."""
+    if args.head is None:
+        results = read_document(args.base, "results")
+        verdicts = pair_verdicts(results, tolerance=args.tolerance)
+        if not verdicts:
+            raise ValueError(f"{args.base} holds no base-vs-head session (--bpsperf-base); compare two results "
+                             "files with: bpsperf compare BASE.json HEAD.json")
+        return _print_verdicts(verdicts, args.strict)
     base, head = read_document(args.base, "results"), read_document(args.head, "results")
     verdicts, missing = compare_results(base, head, tolerance=args.tolerance, session_spread=args.session_spread)
     for key in missing:
         print(f"note: {args.base} has no runs of {key}")
-    return _print_verdicts(verdicts)
+    return _print_verdicts(verdicts, args.strict)
 
 
 def check(args: argparse.Namespace) -> int:
-    """``bpsperf check RESULTS.json``."""
+    """``bpsperf check RESULTS.json``: against the stored baselines, or a base-vs-head session's own pairs."""
     from ..report.markdown import verdict_markdown
 
     results = read_document(args.results, "results")
+    if results.get("base_vs_head"):
+        verdicts = pair_verdicts(results, tolerance=args.tolerance)
+        print(f"base vs head ({args.results}): decided from its pairs, no stored baseline")
+        status = _print_verdicts(verdicts, args.strict)
+        if args.markdown:
+            _write(args.markdown, "\n".join(["## bpsperf verdicts", ""] + verdict_markdown(verdicts)) + "\n")
+            print(f"wrote {args.markdown}")
+        return status
     profile_id = profile_of(results, args.profile, source=args.results)
     verdicts = check_results(results, BaselineStore(args.baselines_dir), profile_id=profile_id,
                              tolerance=args.tolerance)
     print(f"profile {profile_id}, baselines {BaselineStore(args.baselines_dir).path_for(profile_id)}")
-    status = _print_verdicts(verdicts)
+    status = _print_verdicts(verdicts, args.strict)
     if args.markdown:
         _write(args.markdown, "\n".join(["## bpsperf verdicts", ""] + verdict_markdown(verdicts)) + "\n")
         print(f"wrote {args.markdown}")

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..job import Job, Ledger, RunResult
+from ..job import Job, Ledger, RunResult, RunSpec
 from ..profile import Profile, collect_facts, make_profile
 from ..store.baselines import (BaselineError, BaselineStore, check_baseline_quality, current_commit,
                                software_versions, utc_now_iso)
 from ..store.entries import latest_session, make_session
-from ..verdict import IMPROVEMENT, NO_BASELINE, REGRESSION, Verdict, bisect_hint
+from ..verdict import IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, REGRESSION, Verdict, bisect_hint
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import SettingsPlugin
@@ -72,7 +72,22 @@ class BaselineGate:
         repeats = max(3, self.settings.repeats)
         return f"pytest -m perf --bpsperf-update-baselines --bpsperf-repeats {repeats} {test_id}"
 
+    def header_lines(self) -> "list[str]":
+        """What the report header says about this gate (the base-vs-head gate names its arms)."""
+        return []
+
+    def close(self) -> None:
+        """Release what the gate holds (nothing here; the base-vs-head gate removes its worktree)."""
+
+    def results_section(self) -> "dict | None":
+        """The gate's own part of the results document (the base-vs-head gate's arms and pairs)."""
+        return None
+
     # -- jobs -------------------------------------------------------------------
+    def train(self, spec: RunSpec) -> RunResult:
+        """One run of ``spec`` in its job (what ``bpsperf_train()`` does)."""
+        return self.admit(self.runner.run(spec))
+
     def admit(self, run: RunResult) -> RunResult:
         """Record ``run`` in the ledger, in its job (created on its first run)."""
         return self.ledger.record(run, self._new_job)
@@ -125,6 +140,10 @@ class BaselineGate:
         if verdict.status == NO_BASELINE:
             if settings.strict:
                 pytest.fail(text + " (--bpsperf-strict: a missing baseline fails)", pytrace=False)
+            pytest.skip(text)
+        if verdict.status == INCONCLUSIVE:
+            if settings.strict:
+                pytest.fail(text + " (--bpsperf-strict: an inconclusive verdict fails)", pytrace=False)
             pytest.skip(text)
         if verdict.status == IMPROVEMENT:
             self.lines.append(text.splitlines()[0])

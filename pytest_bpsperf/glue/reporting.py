@@ -36,7 +36,7 @@ class ReportPlugin:
         if profile is not None:
             facts = ", ".join(f"{k}={v}" for k, v in sorted(profile.facts.items()) if k != "cluster")
             lines.append(f"profile: {profile.id} ({facts})")
-        return lines + self.runner.header_lines()
+        return lines + self.runner.header_lines() + self.gate.header_lines()
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
         ledger = self.ledger
@@ -50,7 +50,7 @@ class ReportPlugin:
             write(report.result_line(result))
         for failure in ledger.failures:
             write(f"{failure.nodeid}: FAILED to measure: {failure.reason.splitlines()[0]}")
-        for table in report.matrix_tables(ledger.runs):
+        for table in report.matrix_tables(report.head_runs(ledger.runs)):
             write("")
             for line in report.format_matrix_text(table):
                 write(line)
@@ -79,7 +79,7 @@ class ReportPlugin:
         document = report.json_document(
             ledger.runs, ledger.failures, header, self.runner.session_info(), profile=profile,
             commit=current_commit(root), branch=current_branch(root), date=utc_now_iso(),
-            versions=software_versions(),
+            versions=software_versions(), base_vs_head=self.gate.results_section(),
         )
         json_path = self.config.getoption("bpsperf_json")
         if json_path:
@@ -116,6 +116,18 @@ class ReportPlugin:
         if not directory or not self.ledger.runs or profile is None:
             return []
         store = HistoryStore(directory)
+        pairs = document.get("base_vs_head")
+        if pairs is not None:
+            # The history is one line of commits: of a base-vs-head session it keeps the base arm
+            # (a commit of the line, measured again by every pull request on it), never the head.
+            base = pairs.get("arms", {}).get("base", {})
+            if not base.get("commit") or base.get("dirty"):
+                self.gate.lines.append("history not saved: the base arm is not a commit")
+                return []
+            document = {**document, "tests": [{**r, "arm": None, "pair": None} for r in document["tests"]
+                                              if r.get("arm") == "base"],
+                        "commit": base["commit"], "branch": None,
+                        "versions": {**(document.get("versions") or {}), **(base.get("versions") or {})}}
         try:
             record = make_record(document, profile=profile.as_dict(), commit=document["commit"],
                                  branch=document["branch"], date=document["date"], versions=document["versions"])

@@ -106,6 +106,17 @@ class RunnerPlugin:
 
     def run(self, spec: RunSpec) -> RunResult:
         """One run through the hook, measured; a failed run fails the test (and is kept for the reports)."""
+        outcome = self.attempt(spec)
+        if isinstance(outcome, RunFailure):
+            # Outside the except block: the report shows the message once, not as a chain.
+            pytest.fail(outcome.reason, pytrace=False)
+        return outcome
+
+    def attempt(self, spec: RunSpec) -> "RunResult | RunFailure":
+        """One run through the hook, measured, or the failure (kept for the reports) when it failed.
+
+        A Ray that is unavailable for the session fails the test at once.
+        """
         from ..cluster import ClusterError
         from ..launcher import RoleFailed
 
@@ -129,9 +140,12 @@ class RunnerPlugin:
                 raise
             failure = f"bpsperf run failed: Ray raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         if failure is not None:
+            if spec.arm is not None:
+                failure = f"{spec.arm.name} arm, pair {(spec.pair or 0) + 1}: {failure}"
             self.ledger.failures.append(RunFailure(spec.nodeid, failure))
-            # Outside the except block: the report shows the message once, not as a chain.
-            pytest.fail(failure, pytrace=False)
+            if self._session is not None and self._session.start_error is not None:
+                pytest.fail(failure, pytrace=False)
+            return RunFailure(spec.nodeid, failure)
         return RunResult(spec=spec, output=output, measurement=measurement)
 
     def session_info(self) -> "dict[str, object]":

@@ -14,6 +14,12 @@ from typing import Mapping
 PYTHON = "{python}"
 #: Stands for the worker's per-step records file, chosen by the role actor.
 RECORDS = "{records}"
+#: Stands for the root of the arm's source tree on the role's node (base-vs-head runs):
+#: the local checkout on this machine, or where Ray unpacked it on a cluster's node.
+TREE = "{tree}"
+#: Import path entries (``os.pathsep``-separated, may use ``TREE``) that the role actor
+#: puts first on a role's PYTHONPATH, after the harness: the code under test.
+IMPORT_PATH = "BPSPERF_IMPORT_PATH"
 
 #: Variables that configure OpenMP, ps-lite, BytePS, MXNet or the GPUs a role
 #: sees. A role inherits none of them (Ray puts OMP_NUM_THREADS=1 into every

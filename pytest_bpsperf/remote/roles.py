@@ -25,9 +25,42 @@ import sys
 import time
 from typing import Mapping, Sequence
 
-from .environ import PYTHON, RECORDS, rank_records_path, scrub
+from .environ import IMPORT_PATH, PYTHON, RECORDS, TREE, rank_records_path, scrub
 
 _SETPRIV = shutil.which("setpriv")
+
+#: ``tree`` of a role actor whose arm's tree was shipped by Ray (``runtime_env`` working_dir):
+#: the tree is the directory Ray started the actor in.
+SHIPPED_TREE = "shipped"
+
+
+def package_dir() -> str:
+    """The directory of this package (``pytest_bpsperf``) as this process imported it."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def harness_root(directory: str) -> str:
+    """A directory holding only this package (a link to it): the harness on a role's import path.
+
+    Base-vs-head runs put the harness first and each arm's tree after it; the
+    directory this package was installed in (a checkout, site-packages) would
+    bring other packages ahead of the arm's tree. Made once in ``directory``.
+    """
+    root = os.path.join(directory, ".bpsperf-harness")
+    link = os.path.join(root, "pytest_bpsperf")
+    target = package_dir()
+    if os.path.realpath(link) != os.path.realpath(target):
+        os.makedirs(root, exist_ok=True)
+        tmp = f"{link}.{os.getpid()}.tmp"
+        try:
+            os.symlink(target, tmp)
+            os.replace(tmp, link)
+        except OSError:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            if os.path.realpath(link) != os.path.realpath(target):
+                raise
+    return root
 
 
 def free_port(host: str) -> int:
@@ -80,9 +113,11 @@ def process_state(pid: int) -> "str | None":
 class RoleProcess:
     """Owner of one role's process on the node where this object lives."""
 
-    def __init__(self, name: str, log_dir: str) -> None:
+    def __init__(self, name: str, log_dir: str, tree: "str | None" = None) -> None:
         self.name = name
         self.log_dir = log_dir
+        # the root of the arm's source tree here (base-vs-head runs), or None
+        self.tree = os.getcwd() if tree == SHIPPED_TREE else tree
         os.makedirs(log_dir, exist_ok=True)
         self.log_path = os.path.join(log_dir, f"{name}.log")
         self.records_path = os.path.join(log_dir, f"{name}.records.jsonl")
@@ -125,17 +160,22 @@ class RoleProcess:
         """Start the role; returns its pid. ``command`` may use the PYTHON/RECORDS placeholders."""
         if self.proc is not None:
             raise RuntimeError(f"role {self.name} already started")
-        argv = [sys.executable if a == PYTHON else a.replace(RECORDS, self.records_path) for a in command]
+        tree = self.tree or ""
+        argv = [sys.executable if a == PYTHON else a.replace(RECORDS, self.records_path).replace(TREE, tree)
+                for a in command]
         if _SETPRIV:
             argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
         full_env = scrub(os.environ)
         full_env.update(env)
-        # The plugin's own package must import in the role (the worker runs it
-        # with -m) wherever the actor found it, e.g. shipped by Ray's py_modules.
-        pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        full_env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (pkg_root, full_env.get("PYTHONPATH", "")) if p
-        )
+        arm_paths = full_env.pop(IMPORT_PATH, "")
+        if arm_paths:
+            # base-vs-head: the harness alone, then the arm's code, then what the node has
+            first = [harness_root(self.log_dir)] + [p.replace(TREE, tree) for p in arm_paths.split(os.pathsep) if p]
+        else:
+            # The plugin's own package must import in the role (the worker runs it
+            # with -m) wherever the actor found it, e.g. shipped by Ray's py_modules.
+            first = [os.path.dirname(package_dir())]
+        full_env["PYTHONPATH"] = os.pathsep.join(first + [p for p in [full_env.get("PYTHONPATH", "")] if p])
         full_env["PYTHONUNBUFFERED"] = "1"
         for stale in [self.records_path, *self._rank_records_paths()]:
             if os.path.exists(stale):

@@ -196,7 +196,10 @@ def _build(args: argparse.Namespace, timer: Timer) -> tuple:
             raise WorkloadError(f"model {args.model!r} is not in gluoncv's model zoo")
         step = build_zoo_model(ctx)
     info = {"backend": args.backend, "rank": rank, "num_workers": num_workers, "ctx": str(device),
-            "data": data.kind, **facts}
+            "data": data.kind, "python": sys.executable, **facts}
+    if args.entry:
+        # where the code under test came from (base-vs-head: the arm's tree)
+        info["entry_file"] = getattr(sys.modules.get(args.entry.partition(":")[0]), "__file__", None)
     return step, info
 
 

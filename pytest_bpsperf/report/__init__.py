@@ -6,8 +6,8 @@ writing is atomic.
 """
 
 from .documents import JSON_SCHEMA_VERSION, benchmark_document, json_document, write_json, write_text
-from .markdown import format_matrix_markdown, markdown_document, verdict_markdown
-from .matrix import MatrixRow, MatrixTable, format_matrix_text, matrix_tables, step_samples
+from .markdown import format_matrix_markdown, markdown_document, pairs_markdown, verdict_markdown
+from .matrix import MatrixRow, MatrixTable, format_matrix_text, head_runs, matrix_tables, step_samples
 from .text import github_annotations, result_line, verdict_line
 
 __all__ = [
@@ -18,9 +18,11 @@ __all__ = [
     "format_matrix_markdown",
     "format_matrix_text",
     "github_annotations",
+    "head_runs",
     "json_document",
     "markdown_document",
     "matrix_tables",
+    "pairs_markdown",
     "result_line",
     "step_samples",
     "verdict_line",

@@ -11,9 +11,10 @@ from ..job import RunFailure, RunResult
 from ..profile import Profile
 from ..store.files import atomic_write_text
 from .exports import benchmark_export
-from .matrix import matrix_tables
+from .matrix import head_runs, matrix_tables
 
-JSON_SCHEMA_VERSION = 1
+#: 2: runs carry ``arm`` and ``pair``; base-vs-head sessions add ``base_vs_head`` (arms, seed, pair tables)
+JSON_SCHEMA_VERSION = 2
 
 __all__ = ["JSON_SCHEMA_VERSION", "benchmark_document", "json_document", "write_json", "write_text"]
 
@@ -22,10 +23,10 @@ def json_document(
     results: Sequence[RunResult], failures: Sequence[RunFailure], header: Sequence[str],
     info: "Mapping[str, object] | None" = None, *, profile: "Profile | None" = None,
     commit: "str | None" = None, branch: "str | None" = None, date: "str | None" = None,
-    versions: "Mapping[str, str] | None" = None,
+    versions: "Mapping[str, str] | None" = None, base_vs_head: "Mapping[str, object] | None" = None,
 ) -> dict:
     """The ``--bpsperf-json`` document (schema ``pytest_bpsperf/schemas/results.schema.json``)."""
-    return {
+    doc = {
         "schema_version": JSON_SCHEMA_VERSION,
         "profile": profile.as_dict() if profile is not None else None,
         "commit": commit,
@@ -36,8 +37,11 @@ def json_document(
         "session_info": dict(info or {}),
         "tests": [r.as_dict() for r in results],
         "failures": [{"nodeid": f.nodeid, "reason": f.reason} for f in failures],
-        "matrix": [t.as_dict() for t in matrix_tables(results)],
+        "matrix": [t.as_dict() for t in matrix_tables(head_runs(results))],
     }
+    if base_vs_head is not None:
+        doc["base_vs_head"] = dict(base_vs_head)
+    return doc
 
 
 def benchmark_document(results: Sequence[RunResult], profile: "Profile | None" = None) -> dict:

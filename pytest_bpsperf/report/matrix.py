@@ -11,7 +11,12 @@ from ..job import RunResult
 from ..stats import Significance, change_pct, scaling_efficiency, significance, summarize
 from ..tricks import REFERENCE_TRICK
 
-__all__ = ["HEADER", "MatrixRow", "MatrixTable", "format_matrix_text", "matrix_tables", "step_samples"]
+__all__ = ["HEADER", "MatrixRow", "MatrixTable", "format_matrix_text", "head_runs", "matrix_tables", "step_samples"]
+
+
+def head_runs(results: Iterable[RunResult]) -> "list[RunResult]":
+    """The runs a matrix is made of: all of them, or of a base-vs-head session the head arm's."""
+    return [r for r in results if r.spec.arm is None or r.spec.arm.name == "head"]
 
 
 def step_samples(result: RunResult) -> "list[float]":

@@ -4,7 +4,8 @@
 - the trick matrix as bars with their 95% intervals (:func:`matrix_picture`);
 - compute against sync seconds per step, per trick (:func:`split_picture`);
 - a job's history across commits with the baseline band and the detected
-  change points (:func:`history_picture`).
+  change points (:func:`history_picture`);
+- a base-vs-head job's ratio per pair with its interval (:func:`pairs_picture`).
 
 Each function computes the numbers first and returns a :class:`Picture` that
 keeps them (``data``), so that a test, or a reader, can check that what was
@@ -30,7 +31,8 @@ from ..store.entries import entry_samples
 from ..store.history import Trend
 from ..store.results import step_img_per_sec
 
-__all__ = ["Picture", "history_picture", "matrix_picture", "session_pictures", "split_picture", "steps_picture"]
+__all__ = ["Picture", "history_picture", "matrix_picture", "pairs_picture", "session_pictures", "split_picture",
+           "steps_picture"]
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,11 @@ def _figure(width: float = 8.0, height: float = 4.5) -> Any:
 
 
 def _by_test(results: Mapping[str, Any]) -> "dict[str, list]":
+    """Runs per test; of a base-vs-head session, the head arm's (the base's are in the pairs picture)."""
     grouped: "dict[str, list]" = {}
     for run in results.get("tests", []):
+        if run.get("arm") not in (None, "head"):
+            continue
         grouped.setdefault(run["test"], []).append(run)
     return grouped
 
@@ -258,6 +263,36 @@ def history_picture(trend: Trend, out_dir: "str | os.PathLike", *, baseline: Opt
     return Picture(str(path), "history", title, data)
 
 
+def pairs_picture(job: Mapping[str, Any], out_dir: "str | os.PathLike") -> Picture:
+    """Head over base img/s of each pair of a base-vs-head job, with the final interval and the tolerance."""
+    rows = [p for p in job.get("pair_table", []) if p.get("ratio") is not None]
+    data = {"pairs": [int(p["pair"]) for p in rows], "ratio": [float(p["ratio"]) for p in rows],
+            "order": [str(p.get("order", "")) for p in rows], "ci_low": job.get("ci_low"),
+            "ci_high": job.get("ci_high"), "tolerance": job.get("tolerance"), "status": job.get("status")}
+    fig = _figure()
+    ax = fig.add_subplot(1, 1, 1)
+    colours = ["#4c78a8" if o.startswith("base") else "#f58518" for o in data["order"]]
+    ax.scatter(data["pairs"], [100 * (r - 1) for r in data["ratio"]], c=colours, zorder=3)
+    ax.axhline(0.0, color="black", linewidth=1)
+    if data["tolerance"] is not None:
+        ax.axhline(-100 * float(data["tolerance"]), color="#e45756", linestyle="--",
+                   label=f"tolerance -{100 * float(data['tolerance']):.0f}%")
+    if data["ci_low"] is not None and data["ci_high"] is not None:
+        ax.axhspan(100 * (float(data["ci_low"]) - 1), 100 * (float(data["ci_high"]) - 1), color="#72b7b2", alpha=0.3,
+                   label="interval over all looks")
+    ax.set_xlabel("pair (blue: base ran first, orange: head ran first)")
+    ax.set_ylabel("head vs base img/s (%)")
+    name = str(job.get("nodeid", job.get("test", "job")))
+    title = f"base vs head, {data['status']}: {name.split('::')[-1]}"
+    ax.set_title(title)
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    digest = hashlib.sha1(str(job.get("key", name)).encode()).hexdigest()[:6]
+    path = Path(out_dir) / f"pairs-{_slug(name)}-{digest}.png"
+    _save(fig, path)
+    return Picture(str(path), "pairs", title, data)
+
+
 def session_pictures(results: Mapping[str, Any], out_dir: "str | os.PathLike", *,
                      trends: Sequence[Trend] = (), baselines: "Mapping[str, Mapping[str, Any]] | None" = None,
                      tolerances: "Mapping[str, float] | None" = None) -> "list[Picture]":
@@ -274,6 +309,8 @@ def session_pictures(results: Mapping[str, Any], out_dir: "str | os.PathLike", *
         split = [r for r in runs if r.get("compute_s_per_step") is not None]
         if split:  # only timing=breakdown splits a step; overlapped steps have no split to draw
             out.append(split_picture(test, split, out_dir))
+    for job in (results.get("base_vs_head") or {}).get("jobs", []):
+        out.append(pairs_picture(job, out_dir))
     for trend in trends:
         if len(trend.points) < 2:
             continue

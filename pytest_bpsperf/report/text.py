@@ -16,8 +16,9 @@ def result_line(result: RunResult) -> str:
     m = result.measurement
     workers = ", ".join(f"{n} {v:.1f}" for n, v in m.per_worker_img_per_sec.items())
     warm = sorted({s for steps in m.warmup_steps.values() for s in steps})
+    arm = f" ({result.spec.arm.name}, pair {(result.spec.pair or 0) + 1})" if result.spec.arm is not None else ""
     line = (
-        f"{result.spec.nodeid}: {m.img_per_sec:.1f} img/s ({workers}); "
+        f"{result.spec.nodeid}{arm}: {m.img_per_sec:.1f} img/s ({workers}); "
         f"{_step(m)}; "
         f"warm-up steps {_ranges(warm)}; bring-up {m.bringup_s:.1f}s, teardown {m.teardown_s:.1f}s"
     )
@@ -63,7 +64,8 @@ def github_annotations(verdicts: Sequence[Verdict]) -> "list[str]":
 
     out = []
     for v in verdicts:
-        level = {"regression": "error", "improvement": "warning", "no-baseline": "warning"}.get(v.status)
+        level = {"regression": "error", "improvement": "warning", "no-baseline": "warning",
+                 "inconclusive": "warning"}.get(v.status)
         if level is None:
             continue
         path = v.nodeid.split("::")[0]

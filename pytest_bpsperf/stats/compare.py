@@ -150,8 +150,10 @@ def compare(
     With the interval ``[lo, hi]`` on the ratio: ``"regression"`` when
     ``hi < 1`` (a drop beyond noise) and ``lo < 1 - tolerance`` (the drop is
     not shown to be smaller than the tolerance); ``"improvement"``
-    symmetrically; ``"ok"`` otherwise. A drop beyond noise that the interval
-    shows to be smaller than the tolerance is ok; so is a drop within noise.
+    symmetrically; ``"ok"`` when the interval shows any drop to be smaller
+    than the tolerance (``lo > 1 - tolerance``: a drop beyond noise that small
+    is ok); ``"inconclusive"`` when the interval holds both no change and a
+    drop of the tolerance, so the data cannot tell.
     The tolerance is the drop that must not go unnoticed, the confidence sets
     the false-alarm rate (one-sided ``(1 - confidence) / 2`` per decision).
     """
@@ -163,13 +165,15 @@ def compare(
                            session_spread=session_spread)
     low, high = d.diff - d.margin, d.diff + d.margin
     drop, gain = math.log1p(-tolerance), math.log1p(tolerance)
+    decided = high < 0.0 or low > drop
     if high < 0.0 and low < drop:
         verdict = "regression"
     elif low > 0.0 and high > gain:
         verdict = "improvement"
-    else:
+    elif decided:
         verdict = "ok"
-    decided = high < 0.0 or low > drop
+    else:  # the interval holds both no change and a drop of the tolerance: it cannot tell
+        verdict = "inconclusive"
     # The smallest measured drop (in log) that is called a regression: beyond the
     # margin, and with the interval reaching a drop of the tolerance.
     smallest = max(d.margin, -drop - d.margin)

@@ -91,9 +91,15 @@ class JobSamples:
 
 
 def jobs_of(document: Mapping[str, Any]) -> "dict[str, JobSamples]":
-    """Key -> :class:`JobSamples`, in the order the jobs first ran."""
+    """Key -> :class:`JobSamples`, in the order the jobs first ran.
+
+    Of a base-vs-head session only the head arm's runs count (the code under
+    test; :func:`pytest_bpsperf.offline.pair_verdicts` decides its pairs).
+    """
     grouped: "dict[str, list]" = {}
     for run in document.get("tests", []):
+        if run.get("arm") == "base":
+            continue
         grouped.setdefault(run_key_of(run), []).append(run)
     out = {}
     for key, runs in grouped.items():

@@ -1,0 +1,321 @@
+"""The two arms of a base-vs-head session: where each one's code is and which interpreter runs it.
+
+With ``base`` set, every job runs pairs of runs: the *base* arm (a git
+revision of the repository that holds the tests, checked out as a detached
+worktree outside the checkout, or a directory holding the base's code) and
+the *head* arm (the working tree as it is, uncommitted changes included).
+Only the code under test differs: each arm's tree comes first on its roles'
+import path (the entry module and any package of the repository), the base
+arm's roles may run under another interpreter (``base_python``), and the
+harness (this plugin, the perf tests, settings, tricks, the workload spec) is
+head's for both.
+
+Driver-side, plain Python (git through subprocess). :class:`Worktree` owns the
+checkout and removes it (also at the next session, should this one be
+killed before it could).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from .remote.environ import TREE
+from .remote.reaper import start_time
+
+__all__ = ["Arm", "ArmError", "BaseSource", "Worktree", "arm_import_paths", "git_state", "remove_stale_worktrees",
+           "resolve_base"]
+
+BASE, HEAD = "base", "head"
+#: Prefix of the temporary directories that hold base worktrees (stale ones are found by it).
+WORKTREE_PREFIX = "bpsperf-base-"
+_OWNER_FILE = "bpsperf-owner.json"
+
+
+class ArmError(ValueError):
+    """A base or base interpreter cannot be used; the message says which, where from, and what is accepted."""
+
+
+def _git(args: Sequence[str], cwd: str, timeout: float = 120.0) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def git_toplevel(path: str) -> "str | None":
+    """The root of the git work tree that holds ``path``, or None (no repository, no git)."""
+    try:
+        proc = _git(["rev-parse", "--show-toplevel"], path, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    top = proc.stdout.strip()
+    return os.path.realpath(top) if proc.returncode == 0 and top else None
+
+
+@dataclass(frozen=True)
+class GitState:
+    """The commit a tree is at and what it holds besides (``dirty``: changed or untracked, not ignored)."""
+
+    commit: "str | None"
+    dirty: bool = False
+    changed: "tuple[str, ...]" = ()
+
+    def describe(self) -> str:
+        if self.commit is None:
+            return "no git commit"
+        if not self.dirty:
+            return self.commit[:12]
+        n = len(self.changed)
+        return f"{self.commit[:12]} + uncommitted changes ({n} file{'s' if n != 1 else ''})"
+
+
+def git_state(path: str) -> GitState:
+    """Commit and dirty flag of the work tree at ``path`` (untracked, not ignored files count as dirty)."""
+    try:
+        head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], path, timeout=10)
+        status = _git(["status", "--porcelain", "--untracked-files=normal"], path, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return GitState(None)
+    commit = head.stdout.strip() if head.returncode == 0 else None
+    changed = tuple(line[3:] for line in status.stdout.splitlines() if line.strip()) if status.returncode == 0 else ()
+    return GitState(commit, bool(changed), changed)
+
+
+@dataclass(frozen=True)
+class BaseSource:
+    """What ``base`` named: a revision of the repository (checked out later) or a directory."""
+
+    value: str
+    origin: str
+    repository: str  # the git work tree that holds the tests (for a revision), or the directory
+    commit: "str | None"
+    is_revision: bool
+    dirty: bool = False
+
+    def describe(self) -> str:
+        if self.is_revision:
+            return f"{self.value} = {self.commit[:12] if self.commit else '?'}"
+        state = f" at {self.commit[:12]}{' + uncommitted changes' if self.dirty else ''}" if self.commit else ""
+        return f"directory {self.repository}{state}"
+
+
+def resolve_base(value: str, origin: str, rootdir: str) -> BaseSource:
+    """``base`` as a directory (when one exists there) or a git revision of the repository of ``rootdir``.
+
+    Raises :class:`ArmError` for a value that is neither, naming it and where it came from.
+    """
+    text = value.strip()
+    as_dir = os.path.abspath(os.path.expanduser(text))
+    if os.path.isdir(as_dir):
+        state = git_state(as_dir) if git_toplevel(as_dir) == os.path.realpath(as_dir) else GitState(None)
+        return BaseSource(text, origin, os.path.realpath(as_dir), state.commit, False, state.dirty)
+    top = git_toplevel(rootdir)
+    if top is None:
+        raise ArmError(f"invalid value {text!r} for setting 'base' from {origin}: not a directory, and {rootdir} "
+                       "is in no git repository, so it cannot be a revision; accepted: a git revision of the "
+                       "repository that holds the tests (origin/main, HEAD~1, a commit) or a directory holding "
+                       "the base's code")
+    if text.startswith("-"):
+        raise ArmError(f"invalid value {text!r} for setting 'base' from {origin}: a revision cannot start with '-'")
+    try:
+        proc = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}"], top, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ArmError(f"setting 'base' ({text!r}, from {origin}): git could not be run: {exc}") from None
+    sha = proc.stdout.strip()
+    if proc.returncode != 0 or not sha:
+        raise ArmError(f"invalid value {text!r} for setting 'base' from {origin}: neither a directory nor a "
+                       f"revision of the git repository {top} (git rev-parse found no commit); accepted: a branch, "
+                       "tag or commit (origin/main, HEAD~1, the merge base of the pull request) or the path of "
+                       "a directory holding the base's code")
+    return BaseSource(text, origin, top, sha, True)
+
+
+@dataclass
+class Worktree:
+    """A detached worktree of ``commit`` in a temporary directory outside the checkout.
+
+    :meth:`create` checks it out (``git worktree add --detach``), :meth:`remove`
+    deletes it and its administrative entry in the repository (idempotent). An
+    owner file records this process, so that a later session removes the
+    worktree of one that was killed (:func:`remove_stale_worktrees`).
+    """
+
+    repository: str
+    commit: str
+    path: "str | None" = None
+    _holder: "str | None" = field(default=None, repr=False)
+
+    def create(self) -> str:
+        """Check out the commit; returns the worktree's path. Raises :class:`ArmError` if git refuses."""
+        if self.path is not None:
+            return self.path
+        holder = tempfile.mkdtemp(prefix=WORKTREE_PREFIX)
+        pid = os.getpid()
+        with open(os.path.join(holder, _OWNER_FILE), "w", encoding="utf-8") as fh:
+            json.dump({"pid": pid, "start_time": start_time(pid), "repository": self.repository}, fh)
+        path = os.path.join(holder, "tree")
+        proc = _git(["worktree", "add", "--detach", "--force", path, self.commit], self.repository, timeout=600)
+        if proc.returncode != 0:
+            shutil.rmtree(holder, ignore_errors=True)
+            _git(["worktree", "prune"], self.repository, timeout=60)
+            raise ArmError(f"git worktree add of {self.commit[:12]} in {self.repository} failed: "
+                           f"{(proc.stderr or proc.stdout).strip()}")
+        self._holder, self.path = holder, path
+        return path
+
+    def remove(self) -> None:
+        """Delete the worktree and its entry in the repository (nothing else of the repository is touched)."""
+        if self._holder is None:
+            return
+        holder, path = self._holder, self.path
+        self._holder = self.path = None
+        try:
+            _git(["worktree", "remove", "--force", "--force", str(path)], self.repository, timeout=120)
+        except (OSError, subprocess.SubprocessError):
+            pass
+        shutil.rmtree(holder, ignore_errors=True)
+        try:
+            _git(["worktree", "prune"], self.repository, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            pass
+
+
+def remove_stale_worktrees(repository: str) -> "list[str]":
+    """Remove the base worktrees of ``repository`` whose session is gone (killed before its teardown).
+
+    Only worktrees in a ``bpsperf-base-*`` directory with an owner file naming a
+    process that no longer runs (pid and start time) are touched. Returns their paths.
+    """
+    try:
+        proc = _git(["worktree", "list", "--porcelain"], repository, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    removed = []
+    for line in proc.stdout.splitlines():
+        if not line.startswith("worktree "):
+            continue
+        path = line[len("worktree "):]
+        holder = os.path.dirname(path)
+        if not os.path.basename(holder).startswith(WORKTREE_PREFIX):
+            continue
+        try:
+            with open(os.path.join(holder, _OWNER_FILE), encoding="utf-8") as fh:
+                owner = json.load(fh)
+        except (OSError, ValueError):
+            owner = {}
+        pid = owner.get("pid")
+        if isinstance(pid, int) and start_time(pid) is not None and start_time(pid) == owner.get("start_time"):
+            continue  # its session still runs
+        _git(["worktree", "remove", "--force", "--force", path], repository, timeout=120)
+        shutil.rmtree(holder, ignore_errors=True)
+        removed.append(path)
+    # directories whose worktree entry is already gone (git worktree prune ran) but whose files stayed
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp) if os.path.isdir(tmp) else ():
+        holder = os.path.join(tmp, name)
+        if not name.startswith(WORKTREE_PREFIX) or not os.path.isfile(os.path.join(holder, _OWNER_FILE)):
+            continue
+        try:
+            with open(os.path.join(holder, _OWNER_FILE), encoding="utf-8") as fh:
+                owner = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        pid = owner.get("pid")
+        if owner.get("repository") != repository or not isinstance(pid, int):
+            continue
+        if start_time(pid) is None or start_time(pid) != owner.get("start_time"):
+            shutil.rmtree(holder, ignore_errors=True)
+            removed.append(os.path.join(holder, "tree"))
+    if removed:
+        _git(["worktree", "prune"], repository, timeout=60)
+    return sorted(set(removed))
+
+
+def arm_import_paths(tree: str, head_tree: str, search: Sequence[str]) -> "tuple[str, ...]":
+    """The import path entries of an arm, relative to its tree (``TREE``-prefixed placeholders).
+
+    The tree itself first, then the tree's counterpart of every entry of
+    ``search`` (the driver's ``sys.path`` and the entry point's directory)
+    that lies inside the head's tree (an editable install's ``src/``, a
+    subdirectory rootdir), then ``src`` when the tree has one. So the same
+    rule gives both arms their paths, each into its own tree.
+    """
+    head = os.path.realpath(head_tree)
+    rels: "list[str]" = ["."]
+    for entry in search:
+        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
+            continue  # '' (the current directory) and path hooks are no places in the tree
+        real = os.path.realpath(entry)
+        if real == head or real.startswith(head + os.sep):
+            rels.append(os.path.relpath(real, head))
+    if os.path.isdir(os.path.join(tree, "src")):
+        rels.append("src")
+    out: "list[str]" = []
+    for rel in rels:
+        placeholder = TREE if rel == "." else f"{TREE}/{rel.replace(os.sep, '/')}"
+        if placeholder not in out:
+            out.append(placeholder)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm of a pair: its name, the root of its code, the interpreter of its roles, what it is at.
+
+    ``tree`` is the checkout root on the driver (the worktree, the directory,
+    or the head's work tree); ``paths`` the import path entries its roles put
+    first (``TREE`` placeholders, see :func:`arm_import_paths`); ``entry_path``
+    the entry point's directory inside the tree (``TREE``-relative, or None);
+    ``python`` the interpreter of its roles (None: the nodes' own, as without
+    a base).
+    """
+
+    name: str
+    tree: str
+    paths: "tuple[str, ...]"
+    python: "str | None" = None
+    commit: "str | None" = None
+    dirty: bool = False
+    ref: str = ""  # what the user named (base) or "working tree" (head)
+    entry_path: "str | None" = None
+    #: interpreter facts from the preflight: versions of the packages the roles use, executable
+    facts: "dict" = field(default_factory=dict, compare=False, hash=False)
+
+    def expand(self, text: str, tree: "str | None" = None) -> str:
+        """``text`` with the ``TREE`` placeholder replaced by ``tree`` (default: this arm's local tree)."""
+        return text.replace(TREE, tree if tree is not None else self.tree)
+
+    @property
+    def interpreter(self) -> str:
+        """The interpreter that runs this arm's roles, in words."""
+        return self.python or f"{sys.executable} (the nodes' own)"
+
+    def describe(self) -> str:
+        """``base: origin/main = 1a2b3c4d5e6f; python /venv/bin/python`` (what the report header says)."""
+        if self.commit:
+            state = self.commit[:12] + (" + uncommitted changes (measured as they are)" if self.dirty else "")
+        else:
+            state = f"{self.tree} (no git commit)"
+        where = (f"{self.ref} = {state}" if self.name == BASE else f"{self.ref} at {state}") if self.ref else state
+        python = self.python or "the nodes' own (as without a base)"
+        return f"{self.name}: {where}; python {python}"
+
+    def as_dict(self) -> dict:
+        """JSON view (the results' ``arms``)."""
+        return {"name": self.name, "tree": self.tree, "ref": self.ref, "commit": self.commit, "dirty": self.dirty,
+                "python": self.python, "paths": list(self.paths), "versions": dict(self.facts.get("versions", {})),
+                "executable": self.facts.get("executable")}
+
+
+def same_code(base: Arm, head: Arm) -> bool:
+    """Whether both arms resolve to the same commit (head clean) and the same interpreter: an A/A run."""
+    if base.commit is None or base.commit != head.commit or base.dirty or head.dirty:
+        return False
+    # A venv's interpreter is a link to the same binary as another's: its path, not its target, is the venv.
+    b = os.path.abspath(base.python or sys.executable)
+    h = os.path.abspath(head.python or sys.executable)
+    return b == h

@@ -1,0 +1,282 @@
+"""Base-vs-head jobs: pairs of runs in one session, and their verdict.
+
+With ``base`` set, a job (test, trick, topology, workload) is a sequence of
+*pairs*: one run of the base arm and one of the head arm, back to back, the
+order alternating from pair to pair (A B, B A, ...) from a start drawn from
+the session's seed. :class:`PairedJob` adds pairs while its verdict is not
+decided, up to ``max_pairs``, and :class:`PairedVerdict` is a pure function of
+the pairs' ratios (:func:`pytest_bpsperf.stats.paired.paired_compare`).
+
+A failed base run drops its pair; a head run that fails where the base run of
+its pair did not is a failure of the test (never "slower"); a pair where both
+failed is dropped. Plain Python, like :mod:`.job`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from .arms import BASE, HEAD
+from .job import RunResult, RunSpec
+from .stats import summarize
+from .stats.paired import MIN_PAIRS, PairedComparison, paired_compare
+
+__all__ = ["INCONCLUSIVE", "Pair", "PairedJob", "PairedVerdict", "decide_pairs", "first_arm"]
+
+REGRESSION, IMPROVEMENT, OK, INCONCLUSIVE = "regression", "improvement", "ok", "inconclusive"
+
+
+def first_arm(seed: int, key: str, index: int) -> str:
+    """Which arm runs first in pair ``index`` of job ``key``: a seeded start, then alternating."""
+    start = random.Random(f"{seed}:{key}").randrange(2)
+    return (BASE, HEAD)[(start + index) % 2]
+
+
+@dataclass
+class Pair:
+    """One base run and one head run of a job, in the order they ran; ``dropped`` says why it is left out."""
+
+    index: int
+    first: str
+    base: "RunResult | None" = None
+    head: "RunResult | None" = None
+    dropped: "str | None" = None
+
+    @property
+    def order(self) -> "tuple[str, str]":
+        return (BASE, HEAD) if self.first == BASE else (HEAD, BASE)
+
+    @property
+    def valid(self) -> bool:
+        return self.dropped is None and self.base is not None and self.head is not None
+
+    @property
+    def log_ratio(self) -> float:
+        """log(head img/s / base img/s)."""
+        return math.log(self.head.img_per_sec / self.base.img_per_sec)  # type: ignore[union-attr]
+
+    def as_dict(self) -> dict:
+        """A row of the per-pair table (JSON, Markdown)."""
+        row: dict = {"pair": self.index + 1, "order": "-".join(self.order),
+                     "base_img_per_sec": self.base.img_per_sec if self.base is not None else None,
+                     "head_img_per_sec": self.head.img_per_sec if self.head is not None else None,
+                     "ratio": math.exp(self.log_ratio) if self.valid else None}
+        if self.dropped is not None:
+            row["dropped"] = self.dropped
+        return row
+
+
+@dataclass(frozen=True)
+class PairedVerdict:
+    """The outcome of one base-vs-head job: its status, the pairs it used and the interval of their ratio."""
+
+    status: str
+    nodeid: str
+    test: str
+    trick: str
+    profile_id: str
+    key: str
+    tolerance: float
+    comparison: PairedComparison
+    pairs: "tuple[Mapping[str, object], ...]" = ()
+    arms: "Mapping[str, Mapping[str, object]]" = field(default_factory=dict, hash=False)
+    aa: bool = False  # both arms resolved to the same commit and interpreter
+    note: str = ""
+    kind: str = "pairs"
+
+    @property
+    def samples(self) -> tuple:
+        """Head img/s of the pairs used (what ``measured`` summarizes)."""
+        return tuple(float(p["head_img_per_sec"]) for p in self.pairs if p.get("ratio") is not None)
+
+    @property
+    def base_samples(self) -> tuple:
+        return tuple(float(p["base_img_per_sec"]) for p in self.pairs if p.get("ratio") is not None)
+
+    @property
+    def runs(self) -> int:
+        return self.comparison.pairs
+
+    @property
+    def measured(self) -> float:
+        """Median head img/s over the pairs used."""
+        return summarize(self.samples).median if self.samples else float("nan")
+
+    @property
+    def baseline_median(self) -> "float | None":
+        """Median base img/s over the pairs used (the reference, in the reports' columns)."""
+        return summarize(self.base_samples).median if self.base_samples else None
+
+    @property
+    def base_ref(self) -> str:
+        base = self.arms.get(BASE, {})
+        commit = base.get("commit")
+        ref = str(base.get("ref") or "")
+        return f"{ref} = {str(commit)[:12]}" if commit and ref else (str(commit)[:12] if commit else ref or "base")
+
+    def figures(self) -> str:
+        """Head against base against tolerance in one phrase; how many pairs and looks."""
+        c = self.comparison
+        n = c.pairs
+        dropped = sum(1 for p in self.pairs if p.get("dropped"))
+        text = (f"head {self.measured:.1f} img/s vs base {self.baseline_median or float('nan'):.1f} img/s "
+                f"(medians of {n} pair{'s' if n != 1 else ''}, base {self.base_ref}): ")
+        if c.pairs < c.first_look:
+            text += f"{c.change_pct:+.1f}%, no interval before {c.first_look} pairs"
+        else:
+            text += (f"{c.change_pct:+.1f}% ({c.confidence:.0%} interval over all looks {100 * (c.ci_low - 1):+.1f}% "
+                     f"to {100 * (c.ci_high - 1):+.1f}%), tolerance -{100 * self.tolerance:.0f}%")
+        text += f"; verdict after {n} pair{'s' if n != 1 else ''}, {c.looks} look{'s' if c.looks != 1 else ''}"
+        if dropped:
+            text += f" ({dropped} pair{'s' if dropped != 1 else ''} dropped: a base run failed)"
+        if self.status == INCONCLUSIVE:
+            text += (f" (inconclusive: the interval holds both no change and a drop of the tolerance after "
+                     f"{c.last_look} pairs, the most max_pairs allows)" if n >= c.last_look else " (inconclusive)")
+        if self.aa:
+            text += "; A/A run: both arms are the same commit and interpreter"
+        if self.note:
+            text += f"; {self.note}"
+        return text
+
+    def message(self, **_ignored: str) -> str:
+        """The text for a failure, a skip or a report line."""
+        return (f"{self.nodeid} [profile {self.profile_id}, trick {self.trick}, base vs head]: "
+                f"{self.status.upper()}: {self.figures()}")
+
+    def as_dict(self) -> dict:
+        """JSON view (also the JUnit properties)."""
+        c = self.comparison
+        return {
+            "kind": "pairs", "status": self.status, "profile": self.profile_id, "key": self.key,
+            "tolerance": self.tolerance, "measured_img_per_sec": self.measured,
+            "base_img_per_sec": self.baseline_median, "change_pct": c.change_pct, "ratio": c.ratio,
+            "ci_low": c.ci_low, "ci_high": c.ci_high, "pairs": c.pairs, "looks": c.looks,
+            "confidence": c.confidence, "decided": c.decided, "aa": self.aa, "base": self.base_ref,
+            "comparison": c.as_dict(), "pair_table": [dict(p) for p in self.pairs], "note": self.note,
+        }
+
+
+def decide_pairs(*, nodeid: str, test: str, trick: str, profile_id: str, key: str,
+                 pairs: Sequence[Mapping[str, object]], tolerance: float, confidence: float, first_look: int,
+                 max_pairs: int, arms: "Mapping[str, Mapping[str, object]] | None" = None, aa: bool = False,
+                 note: str = "") -> PairedVerdict:
+    """The verdict of a job from its pair table (rows of :meth:`Pair.as_dict`): a pure function.
+
+    Rows without a ratio (dropped pairs) are left out. An undecided verdict is
+    ``inconclusive``: the job takes another pair while it may, and it is final
+    when the job stops. The offline command calls this with the table of a
+    results file, and so decides as the plugin did.
+    """
+    ratios = [math.log(float(p["ratio"])) for p in pairs if p.get("ratio") is not None]  # type: ignore[arg-type]
+    c = paired_compare(ratios, tolerance=tolerance, confidence=confidence, first_look=first_look,
+                       last_look=max_pairs)
+    return PairedVerdict(status=c.verdict, nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key,
+                         tolerance=tolerance, comparison=c, pairs=tuple(dict(p) for p in pairs),
+                         arms=dict(arms or {}), aa=aa, note=note)
+
+
+#: ``run_pair(spec, index, first)``: run pair ``index`` of the job (``first`` arm first); the pair.
+PairRunner = Callable[[RunSpec, int, str], Pair]
+#: Called with the job, the head run that asked, and the verdict (None while repeats are pending).
+PairCallback = Callable[["PairedJob", "RunResult | None", "PairedVerdict | None"], None]
+
+
+class PairedJob:
+    """The pairs of one configuration; decides its verdict, running pairs until it is decided.
+
+    The job's first ``repeats`` pairs are the test's parametrized items
+    (interleaved with other tricks); then it adds pairs while the verdict is
+    undecided and it has fewer than ``max_pairs`` (a dropped pair does not
+    count, but at most two such are replaced).
+    """
+
+    #: dropped pairs (failed base runs) a job replaces before it stops
+    MAX_DROPPED = 2
+
+    def __init__(self, key: str, *, profile_id: str, seed: int, run_pair: "PairRunner | None" = None,
+                 arms: "Mapping[str, Mapping[str, object]] | None" = None, aa: bool = False,
+                 on_verdict: "PairCallback | None" = None, say: "Callable[[str], None] | None" = None) -> None:
+        self.key = key
+        #: what the pair order is drawn from (fixed: ``key`` becomes the key of the backend that ran)
+        self.order_key = key
+        self.profile_id = profile_id
+        self.seed = seed
+        self.pairs: "list[Pair]" = []
+        self.verdict: "PairedVerdict | None" = None
+        self.arms = dict(arms or {})
+        self.aa = aa
+        self._run_pair = run_pair
+        self._on_verdict = on_verdict
+        self._say = say or (lambda _message: None)
+        self.adaptive_pairs = 0
+
+    def first_arm(self, index: int) -> str:
+        """Which arm runs first in pair ``index`` of this job."""
+        return first_arm(self.seed, self.order_key, index)
+
+    def add(self, pair: Pair) -> Pair:
+        """Make ``pair`` one of this job's pairs (its head run then belongs to this job)."""
+        for run in (pair.base, pair.head):
+            if run is not None:
+                run.job = self  # type: ignore[assignment]
+        self.pairs.append(pair)
+        return pair
+
+    @property
+    def runs(self) -> "list[RunResult]":
+        """The head runs of the job's pairs (the job's measurements of the code under test)."""
+        return [p.head for p in self.pairs if p.head is not None]
+
+    @property
+    def samples(self) -> "list[float]":
+        return [r.img_per_sec for r in self.runs]
+
+    @property
+    def valid_pairs(self) -> int:
+        return sum(1 for p in self.pairs if p.valid)
+
+    @property
+    def dropped(self) -> int:
+        return sum(1 for p in self.pairs if p.dropped is not None)
+
+    def decide(self, spec: RunSpec) -> PairedVerdict:
+        """The verdict over every pair so far (a pure function of the pairs and the settings)."""
+        s = spec.settings
+        note = ""
+        if self.dropped > self.MAX_DROPPED:
+            note = f"stopped after {self.dropped} failed base runs (see the failures)"
+        return decide_pairs(nodeid=spec.nodeid, test=spec.test, trick=spec.trick.name, profile_id=self.profile_id,
+                            key=self.key, pairs=[p.as_dict() for p in self.pairs], tolerance=s.tolerance,
+                            confidence=s.confidence, first_look=max(MIN_PAIRS, s.repeats), max_pairs=s.max_pairs,
+                            arms=self.arms, aa=self.aa, note=note)
+
+    def assert_within_baseline(self, run: RunResult) -> None:
+        """Decide once every repeat ran; add pairs until decided; report the verdict."""
+        settings = run.spec.settings
+        if run.spec.repeat + 1 < settings.repeats:
+            self._report(run, None)
+            return
+        verdict = self.decide(run.spec)
+        while (self._run_pair is not None and not verdict.comparison.decided
+               and self.valid_pairs < settings.max_pairs and self.dropped <= self.MAX_DROPPED):
+            index = len(self.pairs)
+            self.adaptive_pairs += 1
+            if self.valid_pairs >= verdict.comparison.first_look:
+                why = f"not decided at {settings.confidence:.0%}"
+            else:
+                why = f"{verdict.comparison.first_look} pairs before the first look"
+            self._say(f"{run.spec.nodeid}: {verdict.figures()}; {why}: pair {index + 1} of at most "
+                      f"{settings.max_pairs}")
+            self._run_pair(run.spec, index, self.first_arm(index))
+            verdict = self.decide(run.spec)
+        self.verdict = verdict
+        self._report(run, verdict)
+
+    def _report(self, run: RunResult, verdict: "PairedVerdict | None") -> None:
+        if self._on_verdict is not None:
+            self._on_verdict(self, run, verdict)
+        elif verdict is not None and verdict.status == REGRESSION:
+            raise AssertionError(verdict.message())

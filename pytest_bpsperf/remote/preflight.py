@@ -1,0 +1,141 @@
+"""Can this interpreter run the roles? Checked on a node before anything is timed.
+
+``python -m pytest_bpsperf.remote.preflight --needs mxnet,gluoncv [--entry mod:fn --entry-path DIR]``
+
+Imports what the roles of a run need (``mxnet``; ``gluoncv`` for the shipped
+model; ``byteps.mxnet`` on BytePS workers; the BytePS server library, looked
+up without importing it, since importing ``byteps.server`` starts a server;
+the entry point's module and function), and the harness itself (this
+package's workload, so an interpreter too old for it is found here, not in a
+role). Prints one JSON object: the interpreter, its Python and package
+versions, where the entry module was found, and the problems (empty when it
+can run the roles). :func:`check_interpreter` runs it under a given
+interpreter with a role's import path; the driver calls it on this machine,
+a Ray task on each node of a cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import subprocess
+import sys
+from typing import Sequence
+
+from .environ import TREE, scrub
+
+#: What each kind of requirement means: how to check it (import, or look up a file).
+KNOWN_NEEDS = ("mxnet", "gluoncv", "byteps.mxnet", "byteps.server")
+
+
+def _check(need: str) -> "str | None":
+    if need == "byteps.server":
+        from ..backends.byteps_env import server_library
+
+        return None if server_library() else "the BytePS server library (byteps/server/c_lib*.so) is not installed"
+    try:
+        importlib.import_module(need)
+    except Exception as exc:  # noqa: BLE001 - any failure means the roles cannot run here
+        return f"{need} does not import: {type(exc).__name__}: {exc}"
+    return None
+
+
+def facts(needs: Sequence[str], entry: "str | None", entry_path: "str | None") -> dict:
+    """What this interpreter has, and why it cannot run the roles (``problems``)."""
+    from ..store.provenance import software_versions
+
+    problems = []
+    try:
+        importlib.import_module("pytest_bpsperf.remote.workload")
+    except Exception as exc:  # noqa: BLE001
+        problems.append(f"the harness (pytest_bpsperf.remote.workload) does not import: {type(exc).__name__}: {exc}")
+    for need in needs:
+        problem = _check(need)
+        if problem:
+            problems.append(problem)
+    entry_file = None
+    if entry:
+        module_name, _, function = entry.partition(":")
+        if entry_path and entry_path not in sys.path:
+            sys.path.insert(0, entry_path)
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"entry point {entry}: module {module_name!r} does not import from "
+                            f"{entry_path or 'sys.path'}: {type(exc).__name__}: {exc}")
+        else:
+            entry_file = getattr(module, "__file__", None)
+            if not callable(getattr(module, function, None)):
+                problems.append(f"entry point {entry}: module {module_name!r} ({entry_file}) has no function "
+                                f"{function!r}")
+    return {"executable": sys.executable, "python": platform.python_version(), "versions": software_versions(),
+            "entry_file": entry_file, "problems": problems}
+
+
+def main(argv: "Sequence[str] | None" = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m pytest_bpsperf.remote.preflight")
+    p.add_argument("--needs", default="", help="comma-separated: " + ", ".join(KNOWN_NEEDS))
+    p.add_argument("--entry", default=None)
+    p.add_argument("--entry-path", default=None)
+    args = p.parse_args(argv)
+    needs = [n for n in args.needs.split(",") if n]
+    print(json.dumps(facts(needs, args.entry, args.entry_path), sort_keys=True))
+    return 0
+
+
+def role_needs(backend: str, role: str, settings: object) -> "tuple[str, ...]":
+    """What a role of ``backend`` imports (see :data:`KNOWN_NEEDS`); other backends' roles: the workload's."""
+    entry = getattr(settings, "entry", None)
+    if role == "worker":
+        model = () if entry is not None else ("gluoncv",)
+        return ("mxnet", "byteps.mxnet") + model if backend == "byteps" else ("mxnet",) + model
+    if backend == "byteps":
+        return ("byteps.server",)
+    return ("mxnet",) if backend == "mxnet" else ()
+
+
+class PreflightError(RuntimeError):
+    """The interpreter cannot run the roles; the message names it, the node and what failed."""
+
+
+def check_interpreter(python: "str | None", import_paths: Sequence[str], tree: "str | None", needs: Sequence[str],
+                      *, entry: "str | None" = None, entry_path: "str | None" = None, harness_dir: str,
+                      timeout: float = 300.0) -> dict:
+    """Run the preflight under ``python`` (None: this one) with a role's import path; its facts.
+
+    ``import_paths`` and ``entry_path`` may use ``TREE`` for ``tree`` (None: where
+    Ray unpacked the shipped tree, the current directory). Raises
+    :class:`PreflightError` when the interpreter cannot be run or cannot run the roles.
+    """
+    from .roles import harness_root
+
+    root = tree if tree is not None else os.getcwd()
+    paths = [harness_root(harness_dir)] + [p.replace(TREE, root) for p in import_paths]
+    env = scrub(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in [env.get("PYTHONPATH", "")] if p])
+    argv = [python or sys.executable, "-m", "pytest_bpsperf.remote.preflight", "--needs", ",".join(needs)]
+    if entry:
+        argv += ["--entry", entry]
+        if entry_path:
+            argv += ["--entry-path", entry_path.replace(TREE, root)]
+    try:
+        proc = subprocess.run(argv, env=env, cwd=harness_dir, capture_output=True, text=True, timeout=timeout,
+                              check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise PreflightError(f"interpreter {argv[0]} cannot be run: {exc}") from None
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-6:])
+        raise PreflightError(f"interpreter {argv[0]} cannot run the harness (exit {proc.returncode}): {tail}")
+    found = json.loads(lines[-1])
+    if found.get("problems"):
+        raise PreflightError(f"interpreter {found.get('executable') or argv[0]} cannot run the roles: "
+                             + "; ".join(found["problems"]))
+    return found
+
+
+if __name__ == "__main__":
+    sys.exit(main())
