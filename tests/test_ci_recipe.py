@@ -14,8 +14,10 @@ import pytest
 yaml = pytest.importorskip("yaml")  # PyYAML comes with Ray
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "github-actions"
-GATE = EXAMPLES / "bpsperf-gate.yml"
+PR = EXAMPLES / "bpsperf-pr.yml"
+MAIN = EXAMPLES / "bpsperf-main.yml"
 RECORD = EXAMPLES / "bpsperf-record-baselines.yml"
+WORKFLOWS = (PR, MAIN, RECORD)
 
 
 def load(path):
@@ -54,7 +56,7 @@ def runner_labels():
     return {"bpsperf"} | {p.stem for p in baselines.glob("*.json")}
 
 
-@pytest.mark.parametrize("path", [GATE, RECORD], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
 def test_actionlint(path):
     command, env = actionlint_command()
     if command is None:
@@ -70,14 +72,19 @@ def test_actionlint(path):
     assert proc.returncode in (0, 1), proc.stderr
 
 
-@pytest.mark.parametrize("path", [GATE, RECORD], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
 def test_workflow_structure(path):
     wf = load(path)
     assert set(wf) >= {"name", "on", "permissions", "jobs"}
     for name, job in wf["jobs"].items():
         assert job["runs-on"][:2] == ["self-hosted", "bpsperf"], name
         assert job["timeout-minutes"] > 0
-        assert job["concurrency"]["cancel-in-progress"] is False  # never kill a measurement half-way
+        # never kill a measurement half-way; gates have no group at all (a group drops queued runs but the
+        # newest, and the plugin's machine lock already makes sessions on one machine wait for each other)
+        if "concurrency" in job:
+            assert job["concurrency"]["cancel-in-progress"] is False
+        if path in (PR, MAIN):
+            assert "concurrency" not in job and "concurrency" not in wf
         for step in job["steps"]:
             assert ("uses" in step) != ("run" in step), step
             if "uses" in step:
@@ -87,23 +94,51 @@ def test_workflow_structure(path):
             assert "github.event" not in step.get("run", ""), step
 
 
-def test_gate_runs_on_pull_requests_comments_in_place_and_fails_on_regression():
-    wf = load(GATE)
+def test_pull_requests_run_base_vs_head_against_the_merge_base_and_comment_in_place():
+    wf = load(PR)
     assert "pull_request" in wf["on"]
     assert wf["permissions"]["pull-requests"] == "write"
-    job = wf["jobs"]["perf"]
+    job = wf["jobs"]["base-vs-head"]
     assert "head.repo.full_name == github.repository" in job["if"]  # no fork code on self-hosted runners
-    assert "${{ matrix.profile }}" in job["runs-on"]
-    by_name = {s["name"]: s for s in steps(wf, "perf") if "name" in s}
-    perf = by_name["Perf suite against baselines/${{ matrix.profile }}.json"]
+    by_name = {s["name"]: s for s in steps(wf, "base-vs-head") if "name" in s}
+    checkout = steps(wf, "base-vs-head")[0]
+    assert checkout["with"]["fetch-depth"] == 0  # the merge base must be in the clone
+    assert 'git merge-base "origin/$BASE_REF" HEAD' in by_name["Merge base of the pull request"]["run"]
+    perf = by_name["Base vs head"]
     assert perf["continue-on-error"] is True and perf["id"] == "perf"
-    script = by_name["Comment on the pull request (one comment per profile, updated in place)"]["with"]["script"]
+    assert '--bpsperf-base="$MERGE_BASE"' in perf["run"] and "--bpsperf-update-baselines" not in perf["run"]
+    assert perf["env"]["MERGE_BASE"] == "${{ steps.base.outputs.sha }}"
+    assert "--bpsperf-history" not in perf["run"]  # the history is main's (bpsperf-main.yml)
+    script = by_name["Comment on the pull request (one comment per runner kind, updated in place)"]["with"]["script"]
     assert "updateComment" in script and "createComment" in script and "<!-- bpsperf:" in script
     upload = by_name["Upload reports and pictures"]
     assert upload["if"] == "always()" and upload["with"]["path"] == "bpsperf-out/"
     assert "--bpsperf-plots=\"$OUT/img\"" in perf["run"]  # the PNGs land inside the artifact
-    final = steps(wf, "perf")[-1]
+    final = steps(wf, "base-vs-head")[-1]
     assert final["if"] == "steps.perf.outcome == 'failure'" and "exit 1" in final["run"]
+
+
+def test_main_keeps_the_stored_baseline_gate_and_saves_the_history():
+    wf = load(MAIN)
+    assert wf["on"]["push"]["branches"] == ["main"] and "pull_request" not in wf["on"]
+    job = wf["jobs"]["stored-baselines"]
+    assert "${{ matrix.profile }}" in job["runs-on"]
+    by_name = {s["name"]: s for s in steps(wf, "stored-baselines") if "name" in s}
+    perf = by_name["Perf suite against baselines/${{ matrix.profile }}.json"]
+    assert "--bpsperf-strict" in perf["run"] and "--bpsperf-history=.bpsperf-history" in perf["run"]
+    assert "--bpsperf-base" not in perf["run"]
+    assert by_name["Restore the history of this profile"]["uses"].startswith("actions/cache/restore@")
+    assert by_name["Keep the history for the next run"]["uses"].startswith("actions/cache/save@")
+    final = steps(wf, "stored-baselines")[-1]
+    assert final["if"] == "steps.perf.outcome == 'failure'" and "exit 1" in final["run"]
+
+
+def test_the_pull_request_comment_leads_with_the_base_vs_head_table():
+    from pytest_bpsperf.report.markdown import markdown_document
+    from test_report_pairs import paired_verdict
+
+    text = markdown_document([], ["profile: p"], [paired_verdict()])
+    assert text.index("### Base vs head") < text.index("profile: p")
 
 
 def test_record_is_manual_and_proposes_only_the_profile_file():
@@ -119,7 +154,7 @@ def test_record_is_manual_and_proposes_only_the_profile_file():
 
 def test_every_option_and_command_used_exists(pytester):
     used = set()
-    for path in (GATE, RECORD):
+    for path in WORKFLOWS:
         used |= set(re.findall(r"--bpsperf-[a-z-]+", path.read_text()))
     result = pytester.runpytest("--help")
     help_text = result.stdout.str()
@@ -127,7 +162,7 @@ def test_every_option_and_command_used_exists(pytester):
 
     from pytest_bpsperf.cli import _parser
 
-    for line in all_runs(load(GATE)).splitlines():
+    for line in (all_runs(load(PR)) + "\n" + all_runs(load(MAIN))).splitlines():
         if "bin/bpsperf " in line:
             args = line.split("bin/bpsperf ", 1)[1].replace('"', "").split()
             _parser().parse_args(args)  # exits (fails the test) on an unknown command or option

@@ -106,12 +106,14 @@ def _seconds(value: "float | None") -> str:
 
 
 def markdown_document(results: Sequence[RunResult], header: Sequence[str], verdicts: Sequence[Verdict] = ()) -> str:
-    """The Markdown report: header, verdicts, per-test results, trick matrices."""
+    """The Markdown report: a summary line, the verdicts (base vs head first), the session, results, matrices."""
     lines = ["## bpsperf results", ""]
-    lines += [f"- {h}" for h in header]
-    if header:
-        lines.append("")
+    if verdicts:
+        counts = {st: sum(v.status == st for v in verdicts) for st in dict.fromkeys(v.status for v in verdicts)}
+        lines += ["**" + ", ".join(f"{n} {st}" for st, n in counts.items()) + "**", ""]
     lines += verdict_markdown(verdicts)
+    if header:
+        lines += ["### Session", ""] + [f"- {h}" for h in header] + [""]
     lines += ["| test | img/s | compute/step | sync/step | bring-up | teardown |", "|---|---:|---:|---:|---:|---:|"]
     for r in results:
         m = r.measurement
