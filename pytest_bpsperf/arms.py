@@ -17,6 +17,7 @@ killed before it could).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -165,6 +166,9 @@ class Worktree:
             raise ArmError(f"git worktree add of {self.commit[:12]} in {self.repository} failed: "
                            f"{(proc.stderr or proc.stdout).strip()}")
         self._holder, self.path = holder, path
+        # Also when pytest cannot reach its unconfigure (a closed terminal breaks its summary):
+        # the interpreter's exit removes it. Only SIGKILL leaves it, for the next session.
+        atexit.register(self.remove)
         return path
 
     def remove(self) -> None:
@@ -185,7 +189,8 @@ class Worktree:
 
 
 def remove_stale_worktrees(repository: str) -> "list[str]":
-    """Remove the base worktrees of ``repository`` whose session is gone (killed before its teardown).
+    """Remove base worktrees whose session is gone (killed before its teardown): ``repository``'s, and
+    any other left in the temporary directory (removed from its repository too, where that still exists).
 
     Only worktrees in a ``bpsperf-base-*`` directory with an owner file naming a
     process that no longer runs (pid and start time) are touched. Returns their paths.
@@ -213,7 +218,8 @@ def remove_stale_worktrees(repository: str) -> "list[str]":
         _git(["worktree", "remove", "--force", "--force", path], repository, timeout=120)
         shutil.rmtree(holder, ignore_errors=True)
         removed.append(path)
-    # directories whose worktree entry is already gone (git worktree prune ran) but whose files stayed
+    # directories whose worktree entry is gone (git worktree prune ran, or the repository was
+    # deleted) but whose files stayed: any of ours whose owner no longer runs
     tmp = tempfile.gettempdir()
     for name in os.listdir(tmp) if os.path.isdir(tmp) else ():
         holder = os.path.join(tmp, name)
@@ -225,11 +231,17 @@ def remove_stale_worktrees(repository: str) -> "list[str]":
         except (OSError, ValueError):
             continue
         pid = owner.get("pid")
-        if owner.get("repository") != repository or not isinstance(pid, int):
+        if not isinstance(pid, int) or (start_time(pid) is not None and start_time(pid) == owner.get("start_time")):
             continue
-        if start_time(pid) is None or start_time(pid) != owner.get("start_time"):
-            shutil.rmtree(holder, ignore_errors=True)
-            removed.append(os.path.join(holder, "tree"))
+        other = str(owner.get("repository") or "")
+        if other != repository and os.path.isdir(other):
+            try:
+                _git(["worktree", "remove", "--force", "--force", os.path.join(holder, "tree")], other, timeout=120)
+                _git(["worktree", "prune"], other, timeout=60)
+            except (OSError, subprocess.SubprocessError):
+                pass
+        shutil.rmtree(holder, ignore_errors=True)
+        removed.append(os.path.join(holder, "tree"))
     if removed:
         _git(["worktree", "prune"], repository, timeout=60)
     return sorted(set(removed))

@@ -10,7 +10,7 @@ All go through :func:`pytest_bpsperf.verdict.decide` (and so
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
 from .store.baselines import BaselineStore, check_baseline_quality, utc_now_iso
 from .store.entries import make_session
@@ -19,6 +19,7 @@ from .verdict import Verdict, decide
 
 if TYPE_CHECKING:  # pragma: no cover
     from .pairs import PairedVerdict
+    from .stats import BetweenPrior
 
 __all__ = ["baseline_sessions", "check_results", "compare_results", "pair_verdicts", "profile_of"]
 
@@ -36,7 +37,7 @@ def profile_of(results: Mapping[str, Any], override: Optional[str] = None, *, so
 
 def _decide(job: JobSamples, profile_id: str, baseline: "Mapping[str, Any] | None",
             tolerance: Optional[float], *, session_spread: Optional[float] = None,
-            one_session: bool = False) -> Verdict:
+            one_session: bool = False, prior: "BetweenPrior | None" = None) -> Verdict:
     """The plugin's decision, with the job's own confidence.
 
     ``session_spread``: the spread between sessions assumed while the baseline
@@ -51,17 +52,45 @@ def _decide(job: JobSamples, profile_id: str, baseline: "Mapping[str, Any] | Non
     return decide(nodeid=job.nodeid, test=job.test, trick=job.trick, profile_id=profile_id, key=job.key,
                   samples=job.samples, baseline=baseline,
                   tolerance=job.tolerance if tolerance is None else tolerance,
-                  confidence=float(settings.get("confidence", 0.99)), session_spread=spread)
+                  confidence=float(settings.get("confidence", 0.99)), session_spread=spread, prior=prior)
+
+
+def profile_prior(entries: Mapping[str, Any], key: str, history: "Sequence[Mapping[str, Any]]" = (), *,
+                  profile_id: str = "") -> "BetweenPrior | None":
+    """The spread between sessions that a profile measured besides entry ``key``: its other entries'
+    recorded sessions and the sessions of one commit in ``history`` (the plugin's rule)."""
+    from dataclasses import replace
+
+    from .stats import pooled_between
+    from .store.entries import between_groups
+    from .store.history import session_groups
+
+    groups = between_groups(entries, exclude=key)
+    found = session_groups(history, profile_id=profile_id) if history else []
+    prior = pooled_between(groups + found)
+    if prior is None:
+        return None
+    where = []
+    if groups:
+        where.append(f"{sum(len(g) for g in groups)} sessions of {len(groups)} other job(s)")
+    if found:
+        where.append(f"{sum(len(g) for g in found)} sessions of one commit in the history")
+    return replace(prior, source=" and ".join(where) + " of this profile")
 
 
 def check_results(results: Mapping[str, Any], store: BaselineStore, *, profile_id: str,
-                  tolerance: Optional[float] = None) -> "list[Verdict]":
+                  tolerance: Optional[float] = None,
+                  history: "Sequence[Mapping[str, Any]]" = ()) -> "list[Verdict]":
     """One verdict per job of ``results`` against the baselines of ``profile_id`` in ``store``.
 
-    The tolerance is each test's own (from the results), unless ``tolerance`` is given.
+    The tolerance is each test's own (from the results), unless ``tolerance`` is given. The spread
+    between sessions pools what the profile measured elsewhere, as the plugin does (``history``:
+    the records of ``--bpsperf-history``, when the session had one).
     """
     stored = store.load(profile_id)
-    return [_decide(job, profile_id, stored.get(key), tolerance) for key, job in jobs_of(results).items()]
+    return [_decide(job, profile_id, stored.get(key), tolerance,
+                    prior=profile_prior(stored.entries, key, history, profile_id=profile_id))
+            for key, job in jobs_of(results).items()]
 
 
 def compare_results(base: Mapping[str, Any], head: Mapping[str, Any], *,

@@ -19,7 +19,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from .stats import Comparison, compare, summarize
+from .stats import BetweenPrior, Comparison, compare, summarize
 from .store.entries import entry_samples, entry_sessions, latest_session
 
 OK, REGRESSION, IMPROVEMENT, NO_BASELINE = "ok", "regression", "improvement", "no-baseline"
@@ -78,7 +78,11 @@ class Verdict:
         c = self.comparison
         n_sessions = self.baseline_sessions
         if c.between_assumed:
-            spread = f"between sessions ±{c.between_sd_pct:.0f}% assumed (1 recorded session)"
+            spread = (f"between sessions ±{c.between_sd_pct:.0f}% assumed (1 recorded session, nothing else "
+                      "measured on this profile)")
+        elif c.between_source == "pooled":
+            spread = (f"between sessions ±{c.between_sd_pct:.0f}% from {n_sessions} session"
+                      f"{'s' if n_sessions != 1 else ''} pooled with {c.between_pooled_from}")
         elif n_sessions > 1:
             spread = f"between sessions ±{c.between_sd_pct:.0f}% from {n_sessions} sessions"
         else:  # both sides ran in one session (bpsperf compare): nothing between sessions to add
@@ -144,6 +148,8 @@ class Verdict:
                 confidence=c.confidence,
                 between_sessions_pct=c.between_sd_pct,
                 between_sessions_assumed=c.between_assumed,
+                between_sessions_source=c.between_source,
+                between_sessions_pooled_from=c.between_pooled_from,
                 decided=c.decided,
                 method=c.method,
             )
@@ -166,8 +172,14 @@ def decide(
     session_spread: "float | None" = 0.25,
     normalize: str = "off",
     single_img_per_sec: "float | None" = None,
+    prior: "BetweenPrior | None" = None,
 ) -> Verdict:
     """Compare ``samples`` (img/s per run of this session) with ``baseline`` (a stored entry or None).
+
+    ``prior``: the spread between sessions measured elsewhere on this profile
+    (:func:`pytest_bpsperf.stats.pooled_between`), pooled with the entry's
+    own sessions and used instead of the assumed ``session_spread``; left out
+    with ``normalize=single`` (it is measured on raw img/s).
 
     ``session_spread`` is the spread between sessions assumed while the
     baseline has one recorded session (None: compare as if within one
@@ -197,7 +209,7 @@ def decide(
             return Verdict(status=NO_BASELINE, baseline=dict(baseline or {}), note=note, **common)  # type: ignore
         current = [x / single_img_per_sec for x in current]
     comparison = compare(groups, current, tolerance=tolerance, confidence=confidence,
-                         session_spread=session_spread)
+                         session_spread=session_spread, prior=None if normalize == "single" else prior)
     return Verdict(status=comparison.verdict, comparison=comparison, baseline=dict(baseline or {}),
                    **common)  # type: ignore[arg-type]
 

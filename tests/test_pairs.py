@@ -156,15 +156,16 @@ def test_worktree_is_detached_outside_the_checkout_and_removed_without_a_trace(p
 def test_a_killed_sessions_worktree_is_removed_by_the_next_one(project):
     repo = str(project.path)
     # a worktree whose owner process is gone (a session killed before its teardown)
-    code = ("import sys; from pytest_bpsperf.arms import Worktree; "
-            f"print(Worktree({repo!r}, {git(repo, 'rev-parse', 'HEAD')!r}).create())")
+    code = ("import os; from pytest_bpsperf.arms import Worktree; "
+            f"print(Worktree({repo!r}, {git(repo, 'rev-parse', 'HEAD')!r}).create(), flush=True); "
+            "os._exit(0)")  # as a SIGKILL would: no teardown, no atexit
     path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert os.path.isdir(path) and len(worktrees(repo)) == 2
     # a live session's worktree is left alone
     mine = Worktree(repo, git(repo, "rev-parse", "HEAD"))
     mine.create()
     try:
-        assert remove_stale_worktrees(repo) == [path]
+        assert path in remove_stale_worktrees(repo)
         assert not os.path.exists(os.path.dirname(path)) and os.path.isdir(mine.path)
         assert len(worktrees(repo)) == 2
     finally:
@@ -210,6 +211,8 @@ def test_a_slower_head_fails_as_a_regression_naming_the_base_commit(project, mon
         assert all(p["ratio"] == pytest.approx(p["head_img_per_sec"] / p["base_img_per_sec"])
                    for p in job["pair_table"])
     # every run is in the results with its arm and pair; the order of the runs is the order in the table
+    for t in doc["tests"]:  # one log directory per run: the job's, then its pair and arm
+        assert t["log_dir"].endswith(f"/pair{t['pair'] + 1}-{t['arm']}") and t["log_dir"].count("/pair") == 1
     runs = [(t["trick"], t["arm"], t["pair"]) for t in doc["tests"]]
     assert len(runs) == 2 * sum(j["pairs"] for j in section["jobs"]) and {a for _t, a, _p in runs} == {"base", "head"}
     for job in section["jobs"]:
@@ -279,7 +282,7 @@ def test_undecided_is_inconclusive_skipped_and_strict_fails_it(project, monkeypa
 
 def test_a_failed_base_run_drops_its_pair_and_a_failure_of_head_only_fails(project, monkeypatch):
     monkeypatch.setenv("FAKE_FAIL_ARM", "base")
-    result = run(project, "--bpsperf-base=HEAD", "--bpsperf-json=r.json", "--bpsperf-tricks=default")
+    result = run(project, "--bpsperf-base=HEAD~1", "--bpsperf-json=r.json", "--bpsperf-tricks=default")
     # every base run fails: pairs are dropped (never read as "head is faster"), the job stops undecided
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["INCONCLUSIVE*3 pairs dropped: a base run failed*stopped after 3 failed base runs*"])
@@ -287,11 +290,12 @@ def test_a_failed_base_run_drops_its_pair_and_a_failure_of_head_only_fails(proje
     assert [p.get("dropped", "")[:15] for p in doc["base_vs_head"]["jobs"][0]["pair_table"]] == ["base run failed"] * 3
     assert all("base arm, pair" in f["reason"] for f in doc["failures"])
     monkeypatch.setenv("FAKE_FAIL_ARM", "head")
-    result = run(project, "--bpsperf-base=HEAD", "--bpsperf-tricks=default")
+    result = run(project, "--bpsperf-base=HEAD~1", "--bpsperf-tricks=default")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*head arm, pair 1: *the head arm died*",
                                  "*a failure of head only: the base run of the same pair passed*"])
     assert "REGRESSION" not in result.stdout.str()
+    assert worktrees(project.path) == [os.path.realpath(project.path)]  # a failed run leaves no worktree
 
 
 @pytest.mark.parametrize("args, message", [
@@ -368,3 +372,45 @@ def holders_of(repo) -> list:
             if json.load(open(owner))["repository"] == os.path.realpath(repo):
                 out.append(name)
     return out
+
+
+def test_a_worktree_left_by_an_exit_that_skips_unconfigure_goes_with_the_interpreter(project):
+    repo = str(project.path)
+    # create and exit without removing it (as when pytest cannot reach its unconfigure)
+    code = ("from pytest_bpsperf.arms import Worktree; import os; "
+            f"w = Worktree({repo!r}, {git(repo, 'rev-parse', 'HEAD')!r}); print(w.create(), flush=True)")
+    path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert not os.path.exists(path)
+    assert worktrees(repo) == [os.path.realpath(repo)]
+
+
+def test_a_terminal_closed_mid_session_leaves_no_worktree(project, tmp_path):
+    marker = tmp_path / "sleep"
+    project.makeconftest(CONFTEST.replace('        time.sleep(60)', '        time.sleep(3)'))
+    env = dict(os.environ, FAKE_SLEEP=str(marker))
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", *PINNED, "--bpsperf-base=HEAD~1"], cwd=project.path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        assert wait_until(lambda: os.path.exists(str(marker) + ".started"), 60)
+        proc.stdout.close()  # the reader went away: pytest's summary meets a broken pipe
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert worktrees(project.path) == [os.path.realpath(project.path)]
+    assert holders_of(project.path) == []
+
+
+def test_the_history_keeps_the_base_arm_at_the_base_commit_never_the_head(project, tmp_path):
+    from pytest_bpsperf.store.history import HistoryStore, session_groups
+
+    base_sha = git(project.path, "rev-parse", "HEAD~1")
+    for _ in range(2):  # two pull requests' sessions on the same merge base
+        result = run(project, "--bpsperf-base=HEAD~1", "--bpsperf-tricks=default", f"--bpsperf-history={tmp_path}/h")
+        assert result.ret in (0, 1)
+    records = HistoryStore(tmp_path / "h").load()
+    assert len(records) == 2 and {r["commit"] for r in records} == {base_sha}
+    assert all(r["branch"] is None and len(r["runs"]) >= 3 for r in records)
+    # the same commit measured in two sessions: what the stored-baseline gate pools as the spread between sessions
+    (group,) = session_groups(records, profile_id=records[0]["profile"]["id"])
+    assert len(group) == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_bpsperf.backends import resolve as resolve_backend
+from pytest_bpsperf.backends import PlanError, resolve as resolve_backend
 from pytest_bpsperf.job import job_dir_name
 from pytest_bpsperf.placement import Node
 
@@ -16,9 +16,19 @@ def never_called(backend, node):
     raise AssertionError("the byteps probe must not run")
 
 
-@pytest.mark.parametrize("setting", ["mxnet", "byteps"])
-def test_explicit_backend_is_kept(setting):
-    assert resolve_backend(setting, [GPU], never_called)[0] == setting
+def test_explicit_cpu_backend_is_kept_without_a_probe():
+    assert resolve_backend("mxnet", [GPU], never_called)[0] == "mxnet"
+
+
+def test_explicit_gpu_backend_is_probed_on_a_gpu_node_and_refused_where_it_cannot_run():
+    probed = []
+    assert resolve_backend("byteps", [CPU, GPU], lambda b, n: probed.append(n) or None)[0] == "byteps"
+    assert probed == [GPU]
+    with pytest.raises(PlanError, match="backend byteps cannot run on the GPU node node-1: byteps.mxnet does not "
+                                        "import: ImportError: libcudart.so.11.0"):
+        resolve_backend("byteps", [GPU], lambda b, n: "byteps.mxnet does not import: ImportError: libcudart.so.11.0")
+    # without GPU nodes there is nothing to probe: planning says what is missing
+    assert resolve_backend("byteps", [CPU], never_called)[0] == "byteps"
 
 
 def test_auto_without_gpus_picks_mxnet_and_says_why():

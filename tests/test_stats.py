@@ -364,3 +364,33 @@ def test_module_does_not_import_pytest_or_numpy():
         imported |= set(re.findall(r"^\s*(?:from|import)\s+([A-Za-z_][\w.]*)", path.read_text(), re.M))
     assert not {m.split(".")[0] for m in imported} & {"pytest", "numpy", "scipy"}
     assert {"math", "statistics"} <= imported
+
+
+def test_pooled_between_recovers_the_spread_and_counts_degrees_of_freedom():
+    from pytest_bpsperf.stats import pooled_between
+
+    rng = random.Random(3)
+    groups = []
+    for _ in range(40):
+        groups.append([[100 * math.exp(s + rng.gauss(0, 0.02)) for _ in range(3)]
+                       for s in (rng.gauss(0, 0.06) for _ in range(4))])
+    prior = pooled_between(groups + [[[100.0, 101.0]]])  # a group of one session adds nothing
+    assert prior.dof == 40 * 3 and prior.groups == 40 and prior.sessions == 160
+    assert prior.sd == pytest.approx(0.06, rel=0.15)
+    assert pooled_between([[[100.0, 101.0]], []]) is None
+
+
+def test_a_prior_narrows_a_one_session_margin_and_pools_with_several():
+    from pytest_bpsperf.stats import BetweenPrior
+
+    prior = BetweenPrior(tau2=0.05 ** 2, dof=20, sessions=21, groups=3, source="s")
+    assumed = compare([[100, 101, 99]], [50, 51], tolerance=0.15, confidence=0.99, session_spread=0.25)
+    pooled = compare([[100, 101, 99]], [50, 51], tolerance=0.15, confidence=0.99, session_spread=0.25, prior=prior)
+    assert assumed.verdict == "inconclusive" and assumed.between_source == "assumed"
+    assert pooled.verdict == "regression" and pooled.between_source == "pooled" and not pooled.between_assumed
+    assert pooled.margin_pct < assumed.margin_pct
+    several = [[100, 101], [96, 97], [104, 103]]
+    own = compare(several, [90], tolerance=0.15, confidence=0.99, session_spread=0.25)
+    both = compare(several, [90], tolerance=0.15, confidence=0.99, session_spread=0.25, prior=prior)
+    assert own.between_source == "estimated" and both.between_source == "pooled"
+    assert both.dof == own.dof + 20

@@ -519,7 +519,8 @@ def test_one_recorded_session_assumes_the_between_session_spread(ourtester, monk
     result = run(ourtester, "--bpsperf-session-spread=25%", "--bpsperf-json=perf.json")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: * -30.0%, tolerance -15%, noise margin ±*% "
-                                 "(between sessions ±25% assumed (1 recorded session))*"])
+                                 "(between sessions ±25% assumed (1 recorded session, nothing else measured on this "
+                                 "profile))*"])
     verdict = json.loads((ourtester.path / "perf.json").read_text())["tests"][0]["verdict"]
     assert verdict["between_sessions_assumed"] is True
     assert verdict["between_sessions_pct"] == pytest.approx(25.0)
@@ -542,8 +543,10 @@ def test_update_adds_a_session_and_the_window_prunes_the_oldest(ourtester, monke
     # The verdict estimates the spread between sessions from them (no longer assumed).
     result = run(ourtester, "--bpsperf-session-spread=25%")
     assert result.parseoutcomes().get("failed", 0) == 0
+    # (pooled with the other trick's entry, which has 2 recorded sessions too)
     result.stdout.fnmatch_lines(["* test_x.py::test_x[[]default[]]: * (n=4, 2 sessions)* "
-                                 "(between sessions ±*% from 2 sessions)*"])
+                                 "(between sessions ±*% from 2 sessions pooled with 2 sessions of 1 other job(s) of "
+                                 "this profile)*"])
 
 
 def test_undecided_job_runs_again_until_decided_and_says_how_many_runs(ourtester, monkeypatch):
@@ -619,3 +622,53 @@ def test_normalize_single_without_a_recorded_reference_is_no_baseline(ourtester,
     result = run(ourtester, "--bpsperf-scaling=on", "--bpsperf-normalize=single", "-rs")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*no recorded session has a single-process img/s*"])
+
+
+# --- the spread between sessions, measured on the profile -----------------------------------------
+
+
+def _other_entries(n_entries=2, n_sessions=5, between=0.05, seed=1):
+    """Entries of other tests with several recorded sessions whose means scatter by ``between`` (SD of log)."""
+    import math
+    import random
+
+    from pytest_bpsperf.store.entries import add_session, make_session
+
+    rng = random.Random(seed)
+    out = {}
+    for e in range(n_entries):
+        name = f"test_other.py::test_{e}"
+        entry = None
+        for _ in range(n_sessions):
+            level = 100.0 * math.exp(rng.gauss(0.0, between))
+            samples = [level * (1 + 0.01 * rng.gauss(0.0, 1.0)) for _ in range(2)]
+            entry = add_session(entry, {"test": name, "trick": "default", "topology": {}, "workload": {}},
+                                make_session(samples=samples, commit=None, date="2026-11-30T00:00:00Z",
+                                             versions={}), window=10)
+        out[f"{name}|default|-|-"] = entry
+    return out
+
+
+def test_a_one_session_baseline_borrows_the_spread_the_profile_measured(ourtester, monkeypatch, capsys):
+    doc = record(ourtester, monkeypatch)
+    monkeypatch.setenv("FAKE_SPEED", "0.5")
+    # nothing else measured: the assumed 25% between sessions cannot call even a halved throughput
+    result = run(ourtester, "--bpsperf-session-spread=25%")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: * -50.0%, * (between sessions ±25% "
+                                 "assumed (1 recorded session, nothing else measured on this profile))*"])
+    # other jobs of this profile have 5 recorded sessions each: their spread (about 5%) is pooled in
+    doc["entries"].update(_other_entries())
+    baselines_file(ourtester).write_text(json.dumps(doc))
+    result = run(ourtester, "--bpsperf-session-spread=25%", "--bpsperf-json=perf.json")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["REGRESSION   test_x.py::test_x[[]default[]]: * -50.0%, * (between sessions ±*% "
+                                 "from 1 session pooled with 10 sessions of 2 other job(s) of this profile)*"])
+    verdict = json.loads((ourtester.path / "perf.json").read_text())["tests"][-1]["verdict"]
+    assert verdict["between_sessions_source"] == "pooled" and verdict["between_sessions_assumed"] is False
+    assert 2.0 < verdict["between_sessions_pct"] < 10.0
+    # the command decides the same from the files
+    from pytest_bpsperf.cli import main
+
+    assert main(["check", str(ourtester.path / "perf.json"), "--baselines-dir", str(baselines_dir(ourtester))]) == 1
+    assert "pooled with 10 sessions of 2 other job(s)" in capsys.readouterr().out

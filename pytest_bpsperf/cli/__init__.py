@@ -67,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--profile", help="profile id (default: the one the results record)")
     q.add_argument("--tolerance", type=_percent("--tolerance"), help="override each test's tolerance, e.g. 10%%")
     q.add_argument("--markdown", metavar="PATH", help="also write the verdicts as Markdown")
+    q.add_argument("--history", metavar="DIR", help="the session's --bpsperf-history directory: its sessions of one "
+                   "commit inform the spread between sessions, as in the plugin")
     q.add_argument("--strict", action="store_true", help="exit 1 on an inconclusive verdict too")
 
     b = add("baselines", None, "list, show, record and prune stored baselines")

@@ -69,8 +69,9 @@ def check(args: argparse.Namespace) -> int:
             print(f"wrote {args.markdown}")
         return status
     profile_id = profile_of(results, args.profile, source=args.results)
+    history = HistoryStore(args.history).load(profile_id) if args.history else []
     verdicts = check_results(results, BaselineStore(args.baselines_dir), profile_id=profile_id,
-                             tolerance=args.tolerance)
+                             tolerance=args.tolerance, history=history)
     print(f"profile {profile_id}, baselines {BaselineStore(args.baselines_dir).path_for(profile_id)}")
     status = _print_verdicts(verdicts, args.strict)
     if args.markdown:

@@ -11,7 +11,10 @@ from ..job import Job, Ledger, RunResult, RunSpec
 from ..profile import Profile, collect_facts, make_profile
 from ..store.baselines import (BaselineError, BaselineStore, check_baseline_quality, current_commit,
                                software_versions, utc_now_iso)
+from ..offline import profile_prior
+from ..stats import BetweenPrior
 from ..store.entries import latest_session, make_session
+from ..store.history import HistoryError, HistoryStore
 from ..verdict import IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, REGRESSION, Verdict, bisect_hint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,6 +36,7 @@ class BaselineGate:
         self.update_failed = False
         self._profile: "Profile | None" = None
         self._item: "pytest.Item | None" = None
+        self._priors: "dict[str, BetweenPrior | None]" = {}
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
@@ -103,7 +107,27 @@ class BaselineGate:
             confirm=first.spec.settings.confirm,
             on_verdict=self._on_verdict,
             say=self.runner.say,
+            prior=lambda: self.prior(key),
         )
+
+    def prior(self, key: str) -> "BetweenPrior | None":
+        """The spread between sessions this profile measured elsewhere: its other entries' recorded
+        sessions and, with ``--bpsperf-history``, the sessions of one commit in the history."""
+        if key not in self._priors:
+            profile_id = self.profile().id
+            try:
+                entries = self.store().load(profile_id).entries
+            except BaselineError:
+                entries = {}
+            records: list = []
+            history = self.config.getoption("bpsperf_history")
+            if history:
+                try:
+                    records = HistoryStore(history).load(profile_id)
+                except HistoryError:
+                    records = []
+            self._priors[key] = profile_prior(entries, key, records, profile_id=profile_id)
+        return self._priors[key]
 
     def _baseline(self, key: str) -> "dict | None":
         problem = None

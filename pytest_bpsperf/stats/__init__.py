@@ -22,11 +22,12 @@ from .compare import (
     significance,
     summarize,
 )
-from .method import satterthwaite_dof, session_difference
+from .method import BetweenPrior, pooled_between, satterthwaite_dof, session_difference
 from .steady import SteadyState, detect_steady_state
 from .tdist import normal_quantile, t_cdf, t_quantile, t_sf
 
 __all__ = [
+    "BetweenPrior",
     "Comparison",
     "as_sessions",
     "LogDifference",
@@ -38,6 +39,7 @@ __all__ = [
     "detect_steady_state",
     "log_difference",
     "normal_quantile",
+    "pooled_between",
     "scaling_efficiency",
     "significance",
     "satterthwaite_dof",

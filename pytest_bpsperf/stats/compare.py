@@ -14,9 +14,9 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from .method import LogDifference, log_difference, session_difference
+from .method import BetweenPrior, LogDifference, log_difference, session_difference
 
-__all__ = ["BaselineSamples", "Comparison", "LogDifference", "Significance", "Summary", "as_sessions",
+__all__ = ["BaselineSamples", "BetweenPrior", "Comparison", "LogDifference", "Significance", "Summary", "as_sessions",
            "change_pct", "compare", "log_difference", "scaling_efficiency", "session_difference",
            "significance", "summarize"]
 from .validate import as_floats as _as_floats
@@ -111,6 +111,10 @@ class Comparison:
     between_assumed: bool = False
     decided: bool = True
     more_runs_can_decide: bool = False
+    #: where the spread between sessions came from: none, assumed, estimated or pooled (:class:`~.method.BetweenPrior`)
+    between_source: str = "none"
+    #: with ``pooled``: the other measured sessions, in words
+    between_pooled_from: str = ""
 
     def as_dict(self) -> Dict[str, Any]:
         """Return a JSON-ready dict (summaries nested as dicts; infinite dof as None)."""
@@ -137,6 +141,7 @@ def compare(
     confidence: float = 0.95,
     default_rel_noise: float = 0.25,
     session_spread: Optional[float] = None,
+    prior: "BetweenPrior | None" = None,
 ) -> Comparison:
     """Decide whether ``current`` throughput regressed from ``baseline``.
 
@@ -162,7 +167,7 @@ def compare(
         raise ValueError(f"tolerance is {tolerance!r}, expected 0 <= tolerance < 1 (0.1 = 10%)")
     sessions = as_sessions(baseline)
     d = session_difference(sessions, current, confidence=confidence, default_rel_noise=default_rel_noise,
-                           session_spread=session_spread)
+                           session_spread=session_spread, prior=prior)
     low, high = d.diff - d.margin, d.diff + d.margin
     drop, gain = math.log1p(-tolerance), math.log1p(tolerance)
     decided = high < 0.0 or low > drop
@@ -204,6 +209,8 @@ def compare(
         between_assumed=d.between_assumed,
         decided=decided,
         more_runs_can_decide=not decided and (d.diff - d.margin_limit > drop or d.diff + d.margin_limit < 0.0),
+        between_source=d.between_source,
+        between_pooled_from=d.prior.source if d.prior is not None else "",
     )
 
 

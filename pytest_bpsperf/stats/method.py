@@ -53,7 +53,8 @@ from typing import List, Optional, Sequence, Tuple
 from .tdist import t_quantile, t_sf
 from .validate import as_floats
 
-__all__ = ["LogDifference", "log_difference", "satterthwaite_dof", "session_difference"]
+__all__ = ["BetweenPrior", "LogDifference", "log_difference", "pooled_between", "satterthwaite_dof",
+           "session_difference"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,10 @@ class LogDifference:
     between_assumed: bool = False
     sessions: int = 1
     margin_limit: float = 0.0
+    #: where the between-session spread came from: "none" (one session), "assumed", "estimated" (this
+    #: entry's recorded sessions) or "pooled" (with the profile's other measured sessions, see BetweenPrior)
+    between_source: str = "none"
+    prior: "BetweenPrior | None" = None
 
     @property
     def beyond_noise(self) -> bool:
@@ -104,6 +109,60 @@ def satterthwaite_dof(components: Sequence[Tuple[float, float]]) -> float:
     if total <= 0.0 or denom == 0.0:
         return math.inf
     return total * total / denom
+
+
+@dataclass(frozen=True)
+class BetweenPrior:
+    """The spread between sessions of a profile, measured on other jobs or other sessions of this one.
+
+    ``tau2`` is the between-session variance of log img/s, estimated with
+    ``dof`` degrees of freedom from ``groups`` groups of recorded sessions
+    (``sessions`` in all) of the same code and job; ``source`` says where,
+    in words (for the verdict line).
+    """
+
+    tau2: float
+    dof: float
+    sessions: int
+    groups: int
+    source: str
+
+    @property
+    def sd(self) -> float:
+        return math.sqrt(self.tau2)
+
+
+def pooled_between(groups: Sequence[Sequence[Sequence[float]]], *, source: str = "") -> "BetweenPrior | None":
+    """The between-session variance pooled over ``groups`` (each a list of sessions, each a list of img/s).
+
+    In every group with two or more sessions, the variance of the session
+    means of log img/s (``S_g - 1`` dof) estimates ``tau^2 + sigma_g^2 h_g``
+    (``h_g`` the mean of ``1/n`` over its sessions, ``sigma_g^2`` its pooled
+    within-session variance); ``tau^2`` is their dof-weighted mean less the
+    within-session part, floored at 0 (the pooled estimator of a one-way
+    random-effects model, Searle et al. ch. 3). None when no group has two sessions.
+    """
+    num = 0.0
+    dof = 0
+    sessions = used = 0
+    for group in groups:
+        logs = [[math.log(x) for x in as_floats(s, "session", positive=True)] for s in group if len(s)]
+        if len(logs) < 2:
+            continue
+        means = [math.fsum(s) / len(s) for s in logs]
+        m = math.fsum(means) / len(means)
+        var_m = math.fsum((x - m) ** 2 for x in means) / (len(means) - 1)
+        ss_w = math.fsum((x - mu) ** 2 for s, mu in zip(logs, means) for x in s)
+        df_w = sum(len(s) - 1 for s in logs)
+        var_w = ss_w / df_w if df_w else 0.0
+        h = math.fsum(1.0 / len(s) for s in logs) / len(logs)
+        num += (len(means) - 1) * (var_m - var_w * h)
+        dof += len(means) - 1
+        sessions += len(logs)
+        used += 1
+    if dof == 0:
+        return None
+    return BetweenPrior(max(0.0, num / dof), float(dof), sessions, used, source)
 
 
 def _mean_and_ss(xs: Sequence[float]) -> "tuple[float, float]":
@@ -132,6 +191,7 @@ def session_difference(
     default_rel_noise: float = 0.25,
     session_spread: Optional[float] = None,
     names: "tuple[str, str]" = ("baseline", "current"),
+    prior: "BetweenPrior | None" = None,
 ) -> LogDifference:
     """The method: current session's runs against the baseline's recorded sessions, on log img/s.
 
@@ -152,6 +212,12 @@ def session_difference(
         come from different sessions; with one recorded session the spread
         between sessions is assumed to be ``log(1 + session_spread)`` (SD of
         log), with more it is estimated from them.
+    prior:
+        the spread between sessions measured elsewhere on this profile (other
+        jobs' recorded sessions, sessions of the same code in the history;
+        :func:`pooled_between`). With one recorded session it replaces the
+        assumed ``session_spread``; with more it is pooled with them (their
+        degrees of freedom add). Ignored within one session.
 
     Returns
     -------
@@ -190,26 +256,38 @@ def session_difference(
         components = [(var_w * (1.0 / n1 + 1.0 / k), dof_w)]
         limit = [(var_w / n1, math.inf)]
         between = ""
-    elif n_sessions == 1:
+    elif n_sessions == 1 and prior is None:
         centre = stats[0][0]
         tau2, between_assumed = math.log1p(float(session_spread)) ** 2, True  # type: ignore[arg-type]
         components = [(2.0 * tau2, math.inf), (var_w * (1.0 / n1 + 1.0 / k), dof_w)]
         limit = [(2.0 * tau2 + var_w / n1, math.inf)]
         between = (f"between sessions: assumed SD of log {math.sqrt(tau2):.4f} (session_spread "
-                   f"{session_spread:.0%}; the baseline has 1 recorded session)")
+                   f"{session_spread:.0%}; the baseline has 1 recorded session and nothing else was measured)")
+    elif n_sessions == 1:
+        centre = stats[0][0]
+        tau2 = prior.tau2  # type: ignore[union-attr]
+        components = [(2.0 * tau2, prior.dof), (var_w * (1.0 / n1 + 1.0 / k), dof_w)]  # type: ignore[union-attr]
+        limit = [(2.0 * tau2, prior.dof), (var_w / n1, dof_w)]  # type: ignore[union-attr]
+        between = (f"between sessions: SD of log {math.sqrt(tau2):.4f} pooled from {prior.source} "  # type: ignore
+                   f"({prior.dof:.0f} dof; the baseline has 1 recorded session)")  # type: ignore[union-attr]
     else:
         means = [m for m, _ in stats]
         centre, ss_m = _mean_and_ss(means)
         df_m = float(n_sessions - 1)
         var_m = ss_m / df_m
         h = math.fsum(1.0 / len(g) for g in groups) / n_sessions
+        if prior is not None:
+            # the profile's other measured sessions, as session means of this entry's run counts
+            var_m = (df_m * var_m + prior.dof * (prior.tau2 + var_w * h)) / (df_m + prior.dof)
+            df_m += prior.dof
         tau2 = max(0.0, var_m - var_w * h)
         # The prediction of one more session mean from S of them; runs of this session
         # beyond a recorded session's count are not credited (see the module docstring).
         components = [(var_m * (1.0 + 1.0 / n_sessions), df_m), (var_w * max(0.0, 1.0 / k - h), dof_w)]
         limit = [(var_m * (1.0 + 1.0 / n_sessions), df_m)]
         between = (f"between sessions: SD of log {math.sqrt(tau2):.4f} estimated from {n_sessions} recorded "
-                   "sessions (session means as units)")
+                   "sessions (session means as units)"
+                   + (f", pooled with {prior.source} ({prior.dof:.0f} dof)" if prior is not None else ""))
     var = max(0.0, math.fsum(c for c, _ in components))
     # What infinitely many runs of this session would leave (margin_limit): the between-session part.
     var_limit = max(0.0, math.fsum(c for c, _ in limit))
@@ -218,7 +296,13 @@ def session_difference(
     elif n_sessions == 1:
         dof = satterthwaite_dof(components)
     else:
-        dof = float(n_sessions - 1)  # session means as units (see the module docstring)
+        dof = df_m  # session means as units (see the module docstring); the prior's dof add
+    if not across:
+        source = "none"
+    elif between_assumed:
+        source = "assumed"
+    else:
+        source = "pooled" if prior is not None else "estimated"
     two_sided = 1.0 - (1.0 - confidence) / 2.0
     q = _quantile(two_sided, dof)
     se = math.sqrt(var)
@@ -239,6 +323,7 @@ def session_difference(
         confidence=confidence, description=description, between_sd=math.sqrt(tau2),
         between_assumed=between_assumed, sessions=n_sessions,
         margin_limit=_quantile(two_sided, satterthwaite_dof(limit)) * math.sqrt(var_limit),
+        between_source=source, prior=prior if across else None,
     )
 
 

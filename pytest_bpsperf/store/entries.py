@@ -30,6 +30,7 @@ from ..stats import summarize
 __all__ = [
     "SESSION_KEYS",
     "add_session",
+    "between_groups",
     "entry_sessions",
     "entry_samples",
     "latest_session",
@@ -129,3 +130,14 @@ def add_session(
     entry["sessions"] = kept[-window:]
     entry["summary"] = summarize(entry_samples(entry)).as_dict()
     return entry
+
+
+def between_groups(entries: "Mapping[str, Mapping[str, object]]", *, exclude: Optional[str] = None) \
+        -> "List[List[List[float]]]":
+    """The recorded sessions of every entry but ``exclude``, one group per entry with two or more sessions.
+
+    What the profile knows about the spread between its sessions, for an entry
+    that has few of its own (:func:`pytest_bpsperf.stats.pooled_between`).
+    """
+    return [groups for key, entry in sorted(entries.items()) if key != exclude
+            for groups in [session_samples(entry)] if len(groups) >= 2]

@@ -33,7 +33,7 @@ from .results import DocumentError, jobs_of, read_document, run_key_of, step_img
 from .schema import validate
 
 __all__ = ["SCHEMA_VERSION", "HistoryError", "HistoryStore", "Trend", "TrendPoint", "current_branch",
-           "make_record", "trends"]
+           "make_record", "session_groups", "trends"]
 
 SCHEMA_VERSION = 1
 
@@ -227,3 +227,21 @@ def trends(records: Iterable[Mapping[str, Any]], *, profile_id: Optional[str] = 
         test, trick = meta[(prof, key)]
         out.append(Trend(profile_id=prof, key=key, test=test, trick=trick, points=points, fit=fit))
     return sorted(out, key=lambda t: (t.profile_id, t.test, t.trick, t.key))
+
+
+def session_groups(records: Iterable[Mapping[str, Any]], *, profile_id: str) -> "list[list[list[float]]]":
+    """Sessions of the same code: for each job and commit measured in two or more sessions, their runs' img/s.
+
+    Every base-vs-head session on main's line adds its base arm at main's
+    commit (see the plugin's ``--bpsperf-history``), so a runner's history
+    holds the same commit measured again and again: the spread between those
+    sessions is the runner's own (:func:`pytest_bpsperf.stats.pooled_between`).
+    """
+    by_code: "dict[tuple, dict[str, list]]" = {}
+    for rec in records:
+        if rec["profile"]["id"] != profile_id or not rec.get("commit"):
+            continue
+        for run in rec["runs"]:
+            sessions = by_code.setdefault((run["key"], rec["commit"]), {})
+            sessions.setdefault(rec["session"], []).append(float(run["img_per_sec"]))
+    return [list(s.values()) for _code, s in sorted(by_code.items()) if len(s) >= 2]
