@@ -23,6 +23,7 @@ from .verdict import CONFIRM, REGRESSION, STOP, Verdict, decide, next_step
 
 if TYPE_CHECKING:  # pragma: no cover
     from .arms import Arm
+    from .stats import BetweenPrior
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,12 @@ class RunResult:
                           for w in self.measurement.workers]
         if self.output.single_img_per_sec is not None:
             out["single_img_per_sec"] = self.output.single_img_per_sec
+        if self.output.node_img_per_sec is not None:
+            out["node_img_per_sec"] = self.output.node_img_per_sec
         if self.output.comm:
             out["timeline"] = {w.name: w.as_dict() for w in self.output.comm}
+        if self.output.notes:
+            out["exit_notes"] = list(self.output.notes)
         if self.verdict is not None:
             out["verdict"] = self.verdict.as_dict()
         return out
@@ -166,7 +171,8 @@ class Job:
 
     def __init__(self, key: str, *, profile_id: str, baseline: BaselineLookup,
                  rerun: "Callable[[RunSpec], RunResult] | None" = None, confirm: int = 0,
-                 on_verdict: "VerdictCallback | None" = None, say: "Callable[[str], None] | None" = None) -> None:
+                 on_verdict: "VerdictCallback | None" = None, say: "Callable[[str], None] | None" = None,
+                 prior: "Callable[[], BetweenPrior | None] | None" = None) -> None:
         self.key = key
         self.profile_id = profile_id
         self.runs: "list[RunResult]" = []
@@ -178,6 +184,7 @@ class Job:
         self._confirm = confirm
         self._on_verdict = on_verdict
         self._say = say or (lambda _message: None)
+        self._prior = prior or (lambda: None)
 
     def add(self, run: RunResult) -> RunResult:
         """Make ``run`` one of this job's runs."""
@@ -207,7 +214,7 @@ class Job:
         return decide(nodeid=last.nodeid, test=last.test, trick=last.trick.name, profile_id=self.profile_id,
                       key=self.key, samples=self.samples, baseline=self._baseline(), tolerance=s.tolerance,
                       confidence=s.confidence, session_spread=s.session_spread, normalize=s.normalize,
-                      single_img_per_sec=self.single_img_per_sec)
+                      single_img_per_sec=self.single_img_per_sec, prior=self._prior())
 
     def assert_within_baseline(self, run: RunResult) -> None:
         """Decide once every repeat of ``run`` ran; run again until decided; report the verdict."""

@@ -93,6 +93,7 @@ class RoleGroup:
         self.gone: "set[str]" = set()  # roles whose actor stopped answering: teardown does not ask them again
         self.status: "dict[str, dict]" = {}  # role -> its last status (exit code, process state, progress)
         self.culprits: "tuple[str, ...]" = ()  # the roles a failure is about (their log tails are shown)
+        self.exit_notes: "list[str]" = []  # exit errors after every worker finished training (not failures)
         self._reservation: "Reservation | None" = None
 
     @property
@@ -130,9 +131,11 @@ class RoleGroup:
                      if self.where[r.name]["node_id"] != r.node.node_id]
         if misplaced:
             raise RoleFailed("Ray placed roles elsewhere than reserved: " + "; ".join(misplaced))
-        sched = self.plan.scheduler
-        port = ray.get(self.actors[sched.name].pick_port.remote(sched.node.ip), timeout=timeout)
-        self.root = {"DMLC_PS_ROOT_URI": sched.node.ip, "DMLC_PS_ROOT_PORT": str(port)}
+        schedulers = self.plan.by_role("scheduler")
+        if schedulers:  # a plan without one (the scaling reference) meets no parameter server
+            sched = schedulers[0]
+            port = ray.get(self.actors[sched.name].pick_port.remote(sched.node.ip), timeout=timeout)
+            self.root = {"DMLC_PS_ROOT_URI": sched.node.ip, "DMLC_PS_ROOT_PORT": str(port)}
         pids = ray.get(
             [self.actors[r.name].start.remote(list(r.command), {**r.env, **self.root}) for r in self.plan.roles],
             timeout=timeout,
@@ -310,18 +313,30 @@ def _watch(group: RoleGroup, deadline: float, timeout: float, exit_grace: float,
             codes = group.poll()
         except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError):
             return lost(group)
-        bad = [n for n, c in codes.items() if c not in (None, 0)]
+        trained = all(group.status.get(w, {}).get("finished") for w in workers)
+        bad = []
+        for n, c in codes.items():
+            if c in (None, 0):
+                continue
+            if trained:
+                # Training is over and every worker wrote its end record: an exit error now
+                # (BytePS shuts down in an atexit barrier) is noted, not a failed measurement.
+                note = f"{n} exited {c} after training finished (shutdown)"
+                if note not in group.exit_notes:
+                    group.exit_notes.append(note)
+                continue
+            bad.append(n)
         if bad:
             group.culprits = tuple(bad)
             return "role(s) exited with an error: " + ", ".join(f"{n} (exit {codes[n]})" for n in bad)
-        if all(c == 0 for c in codes.values()):
+        if all(c is not None for c in codes.values()):
             return None
         now = time.perf_counter()
         stuck = stall.check(group.status, workers, now)
         if stuck is not None:
             group.culprits = stuck.culprits
             return stuck.message
-        if t_workers_done is None and all(codes[w] == 0 for w in workers):
+        if t_workers_done is None and all(codes[w] is not None for w in workers):
             t_workers_done = now
         if t_workers_done is not None and now - t_workers_done > exit_grace:
             hung = [n for n, c in codes.items() if c is None]
@@ -372,8 +387,9 @@ def run_roles(
             if group.actors:
                 reason += f"; {lost(group)}"
             raise RoleFailed(f"bpsperf run failed ({plan.backend}, trick {plan.trick.name}): {reason}") from None
-        say(f"{len(group.roles)} roles started in {group.bringup_s:.1f}s (scheduler "
-            f"{group.root['DMLC_PS_ROOT_URI']}:{group.root['DMLC_PS_ROOT_PORT']})")
+        where = (f"scheduler {group.root['DMLC_PS_ROOT_URI']}:{group.root['DMLC_PS_ROOT_PORT']}" if group.root
+                 else "no parameter server")
+        say(f"{len(group.roles)} roles started in {group.bringup_s:.1f}s ({where})")
         tick = None
         if live is not None:
             live(f"{label}: {len(group.roles)} roles up in {group.bringup_s:.1f}s, training {steps} steps")
@@ -397,6 +413,7 @@ def run_roles(
         backend=plan.backend,
         topology=plan.topology(),
         comm=group.comm,
+        notes=tuple(group.exit_notes),
     )
     if failure is None:
         unfinished = [w.name for w in output.workers if not w.finished]

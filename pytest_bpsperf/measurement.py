@@ -101,7 +101,8 @@ class RunOutput:
     ``backend`` is the backend that ran (never ``auto``); ``topology`` the counts
     after the trick; ``comm`` what the backend measured itself;
     ``single_img_per_sec`` the same workload's img/s in one process without a
-    parameter server (the scaling reference), when it was measured.
+    parameter server (on GPUs: one process on one GPU), ``node_img_per_sec``
+    that of one worker node alone (the scaling reference), when measured.
     """
 
     workers: "tuple[WorkerRecords, ...]"
@@ -114,6 +115,11 @@ class RunOutput:
     topology: Mapping[str, int] = field(default_factory=dict, hash=False)
     comm: "tuple[CommWindow, ...]" = ()
     single_img_per_sec: "float | None" = None
+    #: img/s of the run's first worker node alone (same trick, no parameter server): the headline
+    #: scaling reference, as the BytePS report computed it (on CPUs the same as ``single_img_per_sec``)
+    node_img_per_sec: "float | None" = None
+    #: what went wrong after training had finished (a shutdown's exit error): said, not a failure
+    notes: "tuple[str, ...]" = ()
 
     def __post_init__(self) -> None:
         if self.backend == "auto" or not self.backend:
@@ -227,7 +233,9 @@ def measure_worker(worker: WorkerRecords) -> WorkerMeasurement:
         raise MeasurementError(f"worker {worker.name}: records do not say the batch size")
     steady = detect_steady_state(total)
     seconds = sum(total[i] for i in steady.steady_steps)
-    img_per_sec = batch * len(steady.steady_steps) / seconds
+    # a record is one step, or a window of steps (sync_every): its own image count
+    images = [int(s.get("images") or batch) for s in steps]
+    img_per_sec = sum(images[i] for i in steady.steady_steps) / seconds
     return WorkerMeasurement(worker.name, img_per_sec, steady, total, compute, sync, batch, timing)
 
 

@@ -73,6 +73,12 @@ def _omp_threads(raw: Any) -> int:
     return _int_at_least(1)(raw)
 
 
+def _workers(raw: Any) -> int:
+    if str(raw).strip().lower() == "auto":
+        return 0  # resolved against the hardware in resolve()
+    return _int_at_least(1)(raw)
+
+
 def _ray_address(raw: Any) -> str:
     text = str(raw).strip()
     if text in ("", "local", "embedded"):

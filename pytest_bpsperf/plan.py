@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .arms import Arm
 
 __all__ = ["PYTHON", "RECORDS", "Bundle", "Node", "Plan", "PlanError", "RolePlan", "base_env", "for_arm",
-           "local_command", "make_plan"]
+           "local_command", "make_plan", "reference_plan"]
 
 
 @dataclass(frozen=True)
@@ -239,3 +239,42 @@ def for_arm(plan: Plan, arm: "Arm", *, runtime_env: "Mapping[str, object] | None
                   for r in plan.roles)
     return replace(plan, roles=roles, arm=arm.name, tree=SHIPPED_TREE if runtime_env else arm.tree,
                    runtime_env=dict(runtime_env) if runtime_env else None)
+
+
+def reference_plan(settings: Settings, trick: Trick, node: Node, *, backend: "str | Backend", run_id: str,
+                   gpus: int = 0, one_gpu: bool = False,
+                   gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
+    """The scaling reference as a plan the launcher runs: one worker node alone, no parameter server.
+
+    The BytePS report's reference is one worker node with all its GPUs under the
+    same trick (8478 img/s over 4 x 2800 of one node alone): with ``gpus`` and a
+    GPU backend, every GPU of ``node`` trains as one BytePS worker node
+    (``DMLC_NUM_WORKER=1`` without ``BYTEPS_FORCE_DISTRIBUTED``: BytePS reduces
+    on the node and starts no servers). ``one_gpu``: one process on one GPU of
+    ``node`` alone (the per-GPU figure). On CPUs a worker node runs one worker
+    process, so the node reference is one process training without a kvstore.
+    Every process gets the trick's worker variables and the run's OpenMP threads.
+    """
+    impl = backends.get(backend) if isinstance(backend, str) else backend
+    env = {**base_env(settings), **trick.env_for("worker"), "BPSPERF_RUN_ID": run_id, "DMLC_ROLE": "worker",
+           "DMLC_NODE_HOST": node.ip}
+    chosen = sorted(set(trick.env_for("worker")))
+    if chosen:
+        env[CHOSEN_VARS] = ",".join(chosen)
+    if not impl.needs_gpu_workers or not gpus or one_gpu:
+        device = "gpu" if impl.needs_gpu_workers and gpus else "cpu"
+        role = RolePlan("single", "worker", node, env, local_command(settings, device), worker_rank=0, bundle=0,
+                        gpus=1 if device == "gpu" else 0, worker_node=0)
+        bundle = Bundle(node, {"GPU": 1.0} if device == "gpu" else {"CPU": _PRESENCE})
+        return Plan(backend=impl.name, trick=trick, roles=(role,), bundles=(bundle,), num_workers=1, num_servers=0,
+                    worker_processes=1, server_nodes=0, servers_per_node=0)
+    alone = settings.with_values(workers=1)
+    ids = list(gpu_ids[0]) if gpu_ids and 0 in gpu_ids else list(range(gpus))
+    roles = []
+    for process in impl.worker_processes(alone, 0, node, ids):
+        penv = {**env, **{k: v for k, v in process.env.items() if k != "BYTEPS_FORCE_DISTRIBUTED"},
+                "DMLC_NUM_WORKER": "1", "DMLC_NUM_SERVER": "0"}
+        roles.append(RolePlan(f"node{process.suffix}", "worker", node, penv, tuple(impl.worker_command(alone)),
+                              worker_rank=len(roles), bundle=0, gpus=process.gpus, worker_node=0))
+    return Plan(backend=impl.name, trick=trick, roles=tuple(roles), bundles=(Bundle(node, {"GPU": float(gpus)}),),
+                num_workers=1, num_servers=0, worker_processes=len(ids), server_nodes=0, servers_per_node=0)

@@ -8,7 +8,11 @@ stops what the session started. Driver-side, plain Python.
 
 from __future__ import annotations
 
+import ast
 import os
+import pickle
+import subprocess
+import sys
 import tempfile
 import uuid
 from dataclasses import replace
@@ -20,10 +24,9 @@ from .backends import Backend
 from .cluster import ClusterError, RayCluster
 from .job import RunSpec
 from .launcher import run_roles
-from .reference import run_single_process
-from .measurement import RunOutput, measure_worker
+from .measurement import RunOutput, measure
 from .placement import Node
-from .plan import Plan, arm_command, base_env, for_arm, local_command, make_plan
+from .plan import Plan, for_arm, make_plan, reference_plan
 from .remote.environ import IMPORT_PATH
 from .remote.preflight import PreflightError, check_interpreter, role_needs
 from .remote.roles import SHIPPED_TREE
@@ -50,6 +53,34 @@ def probe_on_node(backend: Backend, node: Node) -> "str | None":
     return ray.get(task.remote(backend), timeout=120)
 
 
+def first_step_allowance(backend: str) -> float:
+    """Seconds a worker may take to its first step: longer where the backend trains on GPUs."""
+    from .watchdog import FIRST_STEP_GPU_S, FIRST_STEP_S
+
+    return FIRST_STEP_GPU_S if backends.get(backend).needs_gpu_workers else FIRST_STEP_S
+
+
+def _local_gpus() -> int:
+    from .settings import Hardware
+
+    return Hardware.detect().gpus
+
+
+def _probe_in_subprocess(backend: Backend, node: Node) -> "str | None":
+    """``backend.probe()`` in a fresh interpreter here (the pytest process never imports MXNet)."""
+    code = "import pickle, sys; print(repr(pickle.loads(sys.stdin.buffer.read()).probe()))"
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(backend), capture_output=True,
+                              timeout=300, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"the probe could not run here: {exc}"
+    out = proc.stdout.decode(errors="replace").strip().splitlines()
+    if proc.returncode != 0 or not out:
+        tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:]
+        return f"the probe failed here (exit {proc.returncode}): {' '.join(tail)}"
+    return ast.literal_eval(out[-1])
+
+
 class PerfSession:
     """Owns the Ray cluster of one pytest session and runs role plans on it."""
 
@@ -66,6 +97,9 @@ class PerfSession:
         self.live = live  # progress lines while training (roles up, step k/N every ~10 s)
         self.verbose_ps = verbose_ps
         self.backend_choice: "tuple[str, str] | None" = None
+        #: auto chose mxnet on a cluster with GPUs: the node probed and why BytePS cannot run there
+        self.backend_fallback: "dict | None" = None
+        self._checked: "set[str]" = set()  # backends that were set and probed on a GPU node
         self._single_cache: "dict[tuple, float]" = {}
         self._seen: "dict[str, Node]" = {}  # every node read, kept after close(): the reports name them
         self.hosts: "dict[str, str]" = {}  # node id -> the kind of roles it hosted (worker, server)
@@ -101,7 +135,7 @@ class PerfSession:
         gpu_nodes = [n for n in nodes if n.gpus > 0]
         pool = gpu_nodes or nodes
         return Hardware(gpus=max((n.gpus for n in gpu_nodes), default=0),
-                        cores=int(min((n.cpus for n in pool), default=1)) or 1)
+                        cores=int(min((n.cpus for n in pool), default=1)) or 1, gpu_nodes=len(gpu_nodes))
 
     def host_profile_facts(self) -> dict:
         """Profile facts of the nodes that hosted roles (probed on each node), per node kind."""
@@ -120,13 +154,42 @@ class PerfSession:
         return cluster_profile_facts(kinds["worker"], kinds["server"])
 
     def backend(self, setting: str) -> str:
-        """The backend to run, ``auto`` resolved once against the cluster (before anything is planned)."""
+        """The backend to run, ``auto`` resolved once against the cluster (before anything is planned).
+
+        A GPU backend that was set is probed on a GPU node once; where it cannot run
+        that is a :class:`~pytest_bpsperf.backends.PlanError`.
+        """
         if setting != "auto":
+            if setting not in self._checked:
+                backends.resolve(setting, self.nodes(), probe_on_node)
+                self._checked.add(setting)
             return setting
         if self.backend_choice is None:
-            self.backend_choice = backends.resolve(setting, self.nodes(), probe_on_node)
-            self.say(self.backend_choice[1])
+            self._choose(backends.resolve(setting, self.nodes(), probe_on_node), self.nodes())
         return self.backend_choice[0]
+
+    def choose_backend_here(self, setting: str) -> str:
+        """:meth:`backend` on the embedded Ray, before it starts: this machine is the only node."""
+        import socket
+
+        here = Node(node_id="local", ip="127.0.0.1", cpus=float(os.cpu_count() or 1), gpus=_local_gpus(),
+                    label=socket.gethostname())
+        if setting != "auto":
+            backends.resolve(setting, [here], _probe_in_subprocess)
+            self._checked.add(setting)
+            return setting
+        if self.backend_choice is None:
+            self._choose(backends.resolve(setting, [here], _probe_in_subprocess), [here])
+        return self.backend_choice[0]
+
+    def _choose(self, choice: "tuple[str, str]", nodes: "Sequence[Node]") -> None:
+        self.backend_choice = choice
+        self.say(choice[1])
+        gpu_nodes = [n for n in nodes if n.gpus > 0]
+        if choice[0] != "byteps" and gpu_nodes:
+            prefix = f"auto -> {choice[0]}: on {gpu_nodes[0].name}, "
+            reason = choice[1][len(prefix):] if choice[1].startswith(prefix) else choice[1]
+            self.backend_fallback = {"node": gpu_nodes[0].name, "reason": reason}
 
     def close(self) -> None:
         """Stop or disconnect Ray."""
@@ -184,45 +247,84 @@ class PerfSession:
         label = f"{spec.nodeid.split('::')[-1]} (trick {spec.trick.name}, repeat {spec.repeat + 1}/{settings.repeats})"
         output = run_roles(plan, spec.log_dir, timeout=settings.timeout, placement_timeout=settings.placement_timeout,
                            replan=plan_with, on_progress=self.say, live=self.live, label=label, steps=settings.steps,
-                           stall=StallWatch(settings.stall_timeout, settings.origins.get("stall_timeout", "default")))
+                           stall=StallWatch(settings.stall_timeout, settings.origins.get("stall_timeout", "default"),
+                                            first_step_s=first_step_allowance(backend)))
         for role in output.roles:
             kind = "worker" if role.role == "worker" else "server"
             if self.hosts.get(role.node_id) != "worker":  # a node that hosts a worker counts as a worker node
                 self.hosts[role.node_id] = kind
         if not settings.scaling or (arm is not None and arm.name != HEAD):
             return output
-        worker_node = next(r.node for r in plan.roles if r.role == "worker")
-        device = "gpu" if backends.get(backend).needs_gpu_workers else "cpu"
-        single = self.single_process_img_per_sec(settings, worker_node, device,
-                                                 os.path.join(self.base_log_dir, "single-process"), arm=arm)
-        return replace(output, single_img_per_sec=single)
+        node_img, per_gpu = self.references(spec, backend, plan)
+        return replace(output, node_img_per_sec=node_img, single_img_per_sec=per_gpu)
 
-    def single_process_img_per_sec(self, settings: Settings, node: Node, device: str, log_dir: str,
-                                   arm: "Arm | None" = None) -> float:
-        """img/s of the same workload in one process on a worker node and its device, no parameter server
-        (cached per node, device, workload and arm)."""
-        key = (node.node_id, device, arm.name if arm else "") + tuple(sorted(settings.workload().items()))
+    def references(self, spec: RunSpec, backend: str, plan: Plan) -> "tuple[float, float]":
+        """(img/s of one worker node alone, img/s of one process alone on one of its GPUs or cores).
+
+        The scaling references, as the BytePS report computed its efficiency: the
+        run's first worker node alone under the same trick, with all its GPUs
+        (on CPUs: its one worker process), and, on GPUs, one process on one GPU
+        for the per-GPU figure. Each is a plan (:func:`~pytest_bpsperf.plan.reference_plan`)
+        that the launcher runs like any other, cached per node, trick, workload and arm.
+        """
+        worker = next(r for r in plan.roles if r.role == "worker")
+        gpus = int(plan.bundles[worker.bundle].resources.get("GPU", 0))
+        on_gpus = backends.get(backend).needs_gpu_workers and gpus > 0
+        node_img = self._reference(spec, backend, worker.node, gpus, one_gpu=False)
+        return node_img, (self._reference(spec, backend, worker.node, gpus, one_gpu=True) if on_gpus else node_img)
+
+    def _reference(self, spec: RunSpec, backend: str, node: Node, gpus: int, *, one_gpu: bool) -> float:
+        settings, arm = spec.settings, spec.arm
+        kind = "gpu" if one_gpu else "node"
+        key = (node.node_id, backend, kind, spec.trick.name, arm.name if arm else "") + tuple(
+            sorted(settings.workload(backend).items()))
         if key not in self._single_cache:
-            env = {**base_env(settings), "BPSPERF_RUN_ID": self.run_id}
-            command = local_command(settings, device)
-            tree = runtime_env = None
-            if arm is not None:
-                env[IMPORT_PATH] = os.pathsep.join(arm.paths)
-                command = arm_command(command, arm.python, arm.entry_path)
-                runtime_env = self.shipped(arm)
-                tree = SHIPPED_TREE if runtime_env else arm.tree
+            shipping = self.shipped(arm) if arm is not None else None
+
+            def plan_with(gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
+                p = reference_plan(settings, spec.trick, node, backend=backend, run_id=self.run_id, gpus=gpus,
+                                   one_gpu=one_gpu, gpu_ids=gpu_ids)
+                return for_arm(p, arm, runtime_env=shipping) if arm is not None else p
+
+            log_dir = os.path.join(self.base_log_dir, "reference", f"{spec.trick.name}-{kind}")
             os.makedirs(log_dir, exist_ok=True)
-            records = run_single_process(node, command, env, log_dir, timeout=settings.timeout,
-                                         gpus=1 if device == "gpu" else 0, tree=tree, runtime_env=runtime_env)
-            self._single_cache[key] = measure_worker(records).img_per_sec
+            output = run_roles(plan_with(), log_dir, timeout=settings.timeout,
+                               placement_timeout=settings.placement_timeout, replan=plan_with,
+                               on_progress=self.say, label=f"scaling reference ({kind}, trick {spec.trick.name})",
+                               steps=settings.steps,
+                               stall=StallWatch(settings.stall_timeout, settings.origins.get("stall_timeout", "default"),
+                                                first_step_s=first_step_allowance(backend)))
+            self._single_cache[key] = measure(output).img_per_sec
         return self._single_cache[key]
 
+    def push_pull_check(self, spec: RunSpec) -> None:
+        """BytePS end to end before anything is timed: one push_pull of a small tensor through a real
+        scheduler and server, from one worker process on one GPU. Raises RoleFailed naming what failed."""
+        from .backends.byteps import PushPullProbe
+        from .tricks import Trick
+
+        settings = spec.settings.with_values(workers=1, server_nodes=1, servers_per_node=1, gpus_per_worker=1,
+                                             trace=None, launch="direct")
+        nodes = self.nodes()
+
+        def plan_with(gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
+            return make_plan(settings, Trick("default"), nodes, backend=PushPullProbe(), run_id=self.run_id,
+                             gpu_ids=gpu_ids)
+
+        log_dir = os.path.join(self.base_log_dir, "preflight-push-pull")
+        os.makedirs(log_dir, exist_ok=True)
+        run_roles(plan_with(), log_dir, timeout=min(300.0, settings.timeout),
+                  placement_timeout=settings.placement_timeout, replan=plan_with, on_progress=self.say,
+                  stall=StallWatch(0.0, "default", first_step_s=first_step_allowance("byteps")))
+
     # -- base-vs-head: can each arm's interpreter run the roles? ---------------
-    def preflight(self, arms: "Sequence[Arm]", spec: RunSpec) -> "dict[str, dict]":
+    def preflight(self, arms: "Sequence[Arm | None]", spec: RunSpec) -> "dict[str, dict]":
         """Arm name -> its interpreter's facts, checked on every node that the first run's plan uses.
 
-        Raises :class:`~pytest_bpsperf.remote.preflight.PreflightError` naming the arm, the node and
-        what does not import there.
+        ``None`` in ``arms`` is the nodes' own interpreter (a session without a base; its facts are
+        under ``""``). Workers' nodes also check the ``.rec`` they will read. Raises
+        :class:`~pytest_bpsperf.remote.preflight.PreflightError` naming the arm, the node and what
+        does not import there.
         """
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -234,22 +336,29 @@ class PerfSession:
         for role in plan.roles:
             by_node.setdefault(role.node.node_id, (role.node, set()))[1].update(
                 role_needs(backend, role.role, settings))
+        workers = {r.node.node_id for r in plan.roles if r.role == "worker"}
+        data = settings.data if settings.data != "synthetic" else None
         task = ray.remote(num_cpus=0, max_retries=0)(check_interpreter)
-        found: "dict[str, dict]" = {}
+        asked = []
         for arm in arms:
             options: dict = {}
-            if self.ships_trees:
+            if arm is not None and self.ships_trees:
                 options["runtime_env"] = self.shipped(arm)
-            for node, needs in by_node.values():
+            for node_id, (node, needs) in by_node.items():
                 strategy = NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)
-                ref = task.options(scheduling_strategy=strategy, **options).remote(
-                    arm.python, list(arm.paths), None if self.ships_trees else arm.tree, sorted(needs),
-                    entry=settings.entry.spec if settings.entry else None, entry_path=arm.entry_path,
-                    harness_dir=os.path.join(tempfile.gettempdir(), f"bpsperf-preflight-{self.run_id}"))
-                try:
-                    facts = ray.get(ref, timeout=600)
-                except ray.exceptions.RayTaskError as exc:
-                    cause = exc.cause if isinstance(getattr(exc, "cause", None), Exception) else exc
-                    raise PreflightError(f"{arm.name} arm on node {node.name}: {cause}") from None
-                found.setdefault(arm.name, facts)
+                asked.append((arm, node, task.options(scheduling_strategy=strategy, **options).remote(
+                    arm.python if arm else None, list(arm.paths) if arm else [],
+                    None if (arm is None or self.ships_trees) else arm.tree, sorted(needs),
+                    entry=settings.entry.spec if settings.entry else None,
+                    entry_path=arm.entry_path if arm else (settings.entry.path if settings.entry else None),
+                    data=data if node_id in workers else None)))
+        found: "dict[str, dict]" = {}
+        for arm, node, ref in asked:  # all nodes check at once; the first problem is the error
+            try:
+                facts = ray.get(ref, timeout=600)
+            except ray.exceptions.RayTaskError as exc:
+                cause = exc.cause if isinstance(getattr(exc, "cause", None), Exception) else exc
+                who = f"{arm.name} arm on node" if arm is not None else "node"
+                raise PreflightError(f"{who} {node.name}: {cause}") from None
+            found.setdefault(arm.name if arm is not None else "", facts)
         return found

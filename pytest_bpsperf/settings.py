@@ -27,6 +27,7 @@ from .parsers import (  # noqa: F401 - BACKENDS stays importable from here
     _int_at_least,
     _normalize,
     _omp_threads,
+    _workers,
     _path,
     _percent,
     _positive_float,
@@ -78,7 +79,8 @@ class Option:
 OPTIONS: tuple = (
     Option("backend", "parameter-server backend", _backend, "auto or a registered backend: " + ", ".join(BACKENDS[1:]),
            "auto", True),
-    Option("workers", "worker nodes (DMLC_NUM_WORKER)", _int_at_least(1), "an integer >= 1", 2),
+    Option("workers", "worker nodes (DMLC_NUM_WORKER; 'auto': 2 on CPUs, every GPU node on GPUs: one on a single "
+           "GPU machine)", _workers, "an integer >= 1 or 'auto'", 0),
     Option("server_nodes", "server nodes", _int_at_least(1), "an integer >= 1", 1),
     Option("servers_per_node", "server processes per server node", _int_at_least(1), "an integer >= 1", 1),
     Option("steps", "training steps per run (warm-up included)", _int_at_least(4), "an integer >= 4", None),
@@ -149,6 +151,8 @@ OPTIONS: tuple = (
            "from the run's own step times, at least 30)", _stall_timeout, "a number of seconds > 0 or 'auto'", 0.0),
     Option("connect_timeout", "seconds to reach an existing Ray cluster (ray_address) before the session stops",
            _positive_float, "a number of seconds > 0", 30.0, False),
+    Option("sync_every", "wait for the device every K training steps and time windows of K steps (1: every "
+           "step); fewer syncs leave less host gap between steps", _int_at_least(1), "an integer >= 1", 1),
     Option("base", "measure the working tree (head) against this base in one session, in pairs of runs: a git "
            "revision of the tests' repository (checked out as a temporary worktree) or a directory of the base's "
            "code", _base, "a git revision (origin/main, HEAD~1, a commit) or a directory", None, False),
@@ -169,6 +173,12 @@ class Hardware:
 
     gpus: int
     cores: int
+    #: nodes with GPUs (what ``workers=auto`` plans on GPUs); this machine alone: 1 when it has GPUs
+    gpu_nodes: int = -1
+
+    def __post_init__(self) -> None:
+        if self.gpu_nodes < 0:
+            object.__setattr__(self, "gpu_nodes", 1 if self.gpus > 0 else 0)
 
     @classmethod
     def detect(cls) -> "Hardware":
@@ -196,15 +206,24 @@ DEVICE_DEFAULTS: Mapping[str, Mapping[str, int]] = {
     "cpu": {"steps": 20, "batch_size": 8, "image_size": 32},
 }
 
-#: ``defaults_for(backend, device)``: the workload defaults of a backend on a device kind.
+#: ``workers`` of a backend's defaults: one worker node per GPU node of the cluster.
+PER_GPU_NODE = "per-gpu-node"
+
+#: ``defaults_for(backend, device)``: the workload defaults of a backend on a device kind
+#: (steps, batch size, image size; optionally ``workers``: a number or :data:`PER_GPU_NODE`).
 DefaultsFor = Callable[[str, str], Mapping[str, int]]
 
 
 def hardware_defaults(hw: Hardware, defaults_for: "DefaultsFor | None" = None, backend: str = "auto") -> dict:
     """Defaults that depend on the hardware: workload sizes for its device kind, OpenMP threads."""
-    sizes = defaults_for(backend, hw.device) if defaults_for is not None else DEVICE_DEFAULTS[hw.device]
+    sizes = dict(defaults_for(backend, hw.device) if defaults_for is not None else DEVICE_DEFAULTS[hw.device])
     omp = 4 if hw.device == "gpu" else max(1, min(4, hw.cores))
-    return {**sizes, "omp_threads": omp}
+    # Workers: what the backend says, else on GPUs one worker node per GPU node (a single
+    # GPU machine: one, with all its GPUs), and on CPUs two, so that the default run is distributed.
+    workers = sizes.pop("workers", PER_GPU_NODE if hw.device == "gpu" else 2)
+    if workers == PER_GPU_NODE:
+        workers = max(1, hw.gpu_nodes)
+    return {**sizes, "omp_threads": omp, "workers": workers}
 
 
 @dataclass(frozen=True)
@@ -253,6 +272,7 @@ class Settings:
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
     stall_timeout: float = 0.0  # 0: derived from the run's step times (watchdog)
     connect_timeout: float = 30.0
+    sync_every: int = 1  # training steps per timed window (one sync each)
     base: "str | None" = None  # base-vs-head: a revision or a directory (see pytest_bpsperf.arms)
     base_python: "str | None" = None
     max_pairs: int = 12
@@ -367,8 +387,9 @@ def resolve(sources: Sequence[Source], hardware: Hardware, defaults_for: "Defaul
                 hw_defaults = hardware_defaults(hardware, defaults_for, values["backend"])
             values[opt.name] = hw_defaults.get(opt.name, opt.default)
             origins[opt.name] = "default"
-    if values["omp_threads"] == 0:  # 'auto'
-        values["omp_threads"] = hardware_defaults(hardware, defaults_for, values["backend"])["omp_threads"]
+    for name in ("omp_threads", "workers"):
+        if values[name] == 0:  # 'auto'
+            values[name] = hardware_defaults(hardware, defaults_for, values["backend"])[name]
     check_limits(values, origins)
     return Settings(origins=origins, **values)
 

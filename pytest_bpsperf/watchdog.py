@@ -22,6 +22,10 @@ STEP_FACTOR = 20.0
 #: Before its first step a worker builds its model and meets the parameter
 #: server; it gets at least this long.
 FIRST_STEP_S = 120.0
+#: ... and on GPUs longer: a CUDA build of MXNet imports for tens of seconds, then come
+#: NCCL's set-up across the node's ranks, the ps-lite barrier over every node and cuDNN's
+#: autotune of the first step (not measured yet on a real cluster: generous on purpose).
+FIRST_STEP_GPU_S = 300.0
 
 #: /proc states that mean the process cannot make progress by itself.
 STOPPED_STATES = {"T": "stopped (SIGSTOP)", "t": "stopped by a tracer", "Z": "a zombie"}
@@ -44,6 +48,8 @@ class StallWatch:
 
     setting: float = 0.0
     origin: str = "default"
+    #: how long a worker may take to its first step (GPU workloads: :data:`FIRST_STEP_GPU_S`)
+    first_step_s: float = FIRST_STEP_S
     _seen: "dict[str, tuple[int, float]]" = field(default_factory=dict)  # worker -> (steps, driver time)
     _step_s: "dict[str, float]" = field(default_factory=dict)
 
@@ -75,7 +81,7 @@ class StallWatch:
             if last is None or steps != last[0]:
                 self._seen[name] = (steps, now)
                 continue
-            allowed = self.limit() if steps > 0 else max(self.limit(), FIRST_STEP_S)
+            allowed = self.limit() if steps > 0 else max(self.limit(), self.first_step_s)
             if now - last[1] > allowed:
                 idle[name] = now - last[1]
         if not idle:
@@ -114,6 +120,7 @@ def progress_line(label: str, steps: int, latest: dict) -> "str | None":
     if not done or len(done) < len(latest):
         return None
     last_steps = [r for r in done if r.get("event") == "step"]
-    k = min(int(r.get("step", -1)) + 1 if r.get("event") == "step" else steps for r in done)
+    # a record is a step, or a window of steps through ``through`` (sync_every)
+    k = min(int(r.get("through", r.get("step", -1))) + 1 if r.get("event") == "step" else steps for r in done)
     rate = sum(float(r["images"]) / float(r["total_s"]) for r in last_steps if r.get("total_s"))
     return f"{label}: step {k}/{steps}" + (f", {rate:.1f} img/s" if last_steps else "")

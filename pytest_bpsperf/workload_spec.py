@@ -238,6 +238,16 @@ def check_workload(settings: "Settings", *, gpus: int, search: Sequence[str] = (
                 "where MXNet has no FP16 convolution ('FP16 gemm on cpu not implemented'); accepted there: float32. "
                 "float16 needs GPU workers (backend byteps)"
             )
+    if settings.sync_every > 1 and settings.timing == "breakdown":
+        raise WorkloadSpecError(
+            f"invalid value {settings.sync_every} for setting 'sync_every' from {origins.get('sync_every')}: "
+            f"timing=breakdown (from {origins.get('timing')}) syncs inside every step to split it; accepted "
+            "with breakdown: 1 (or timing=overlapped)")
+    if settings.steps < 3 * settings.sync_every:
+        raise WorkloadSpecError(
+            f"invalid value {settings.sync_every} for setting 'sync_every' from {origins.get('sync_every')}: "
+            f"{settings.steps} steps (from {origins.get('steps')}) make fewer than 3 timed windows of "
+            f"{settings.sync_every}; accepted: at most {max(1, settings.steps // 3)}, or more steps")
     if settings.launch == "bpslaunch" and settings.backend == "mxnet":
         raise WorkloadSpecError(
             f"invalid value 'bpslaunch' for setting 'launch' from {origins.get('launch')}: bpslaunch starts "
@@ -254,7 +264,8 @@ def workload_params(settings: "Settings", backend: str) -> dict:
     timing mode are never compared with the other), ``dtype`` and ``data``
     (``synthetic`` or ``rec:<file name>``; the directory differs between
     machines). The .rec reader's threads only with record data, ``launch``
-    only when it is not ``direct``.
+    only when it is not ``direct``, ``sync_every`` only when it is not 1, ``trace`` (the traced
+    steps) only when set.
     """
     out: dict = {"backend": backend}
     if settings.entry is not None:
@@ -270,4 +281,9 @@ def workload_params(settings: "Settings", backend: str) -> dict:
         out["data_threads"] = settings.data_threads
     if settings.launch != "direct":
         out["launch"] = settings.launch
+    if settings.sync_every != 1:
+        out["sync_every"] = settings.sync_every
+    if settings.trace is not None:
+        # tracing costs BytePS time: traced runs are a workload of their own, never gated on untraced ones
+        out["trace"] = f"{settings.trace[0]}:{settings.trace[1]}"
     return out

@@ -18,6 +18,7 @@ import pytest
 from pytest_bpsperf import backends
 from pytest_bpsperf.backends.byteps_env import TraceWindow, bpslaunch_node_env, worker_env
 from pytest_bpsperf.plan import PYTHON, RECORDS, Node, make_plan
+from pytest_bpsperf.remote.bpslaunch import has_numactl
 from pytest_bpsperf.remote.roles import RoleProcess
 from pytest_bpsperf.settings import Hardware, Source, resolve
 from pytest_bpsperf.tricks import Trick
@@ -117,7 +118,46 @@ def test_real_bpslaunch_spawns_one_process_per_gpu_each_with_its_records(tmp_pat
         assert env["DMLC_WORKER_ID"] == "0" and env["BPSPERF_RUN_ID"] == "bpslaunch-test"
         assert [r["event"] for r in records] == ["start", "step", "step", "step", "end"]
         assert env["BYTEPS_VISIBLE_CPU_CORES"] == cores
-    assert "enable NUMA finetune" in log  # bpslaunch pinned each process (numactl where installed)
+        # whether the ranks were pinned is in each rank's own record
+        assert env["BPSPERF_PINNING"] == ("pinned by numactl to BYTEPS_VISIBLE_CPU_CORES=" + cores if has_numactl()
+                                          else "unpinned: numactl is not installed on this node (bpslaunch pins "
+                                               "through it: apt-get install numactl)")
+    if has_numactl():
+        assert "enable NUMA finetune" in log  # bpslaunch pinned each process
+    else:  # bpslaunch would only warn: pinning is off, and the log says why
+        assert "bpsperf: bpslaunch: unpinned: numactl is not installed" in log
+        assert all(records[0]["env"]["BYTEPS_NUMA_ON"] == "0" for _s, records in per_process)
+
+
+@pytest.mark.parametrize("environ, numactl, nodes, expected, numa_on", [
+    ({}, True, ["node0", "node1"], "pinned by numactl to bpslaunch's split of 2 NUMA node(s)", None),
+    ({}, False, ["node0"], "unpinned: numactl is not installed", "0"),
+    ({}, True, [], "unpinned: no NUMA information on this node", "0"),  # bpslaunch's split raises TypeError
+    ({"BYTEPS_VISIBLE_CPU_CORES": "0-3:4-7"}, True, [], "pinned by numactl to BYTEPS_VISIBLE_CPU_CORES=0-3:4-7",
+     None),
+    ({"BYTEPS_NUMA_ON": "0"}, True, ["node0"], "unpinned (BYTEPS_NUMA_ON=0)", None),
+])
+def test_bpslaunch_runs_unpinned_where_it_cannot_pin_and_says_so(tmp_path, environ, numactl, nodes, expected,
+                                                                  numa_on):
+    from pytest_bpsperf.remote.bpslaunch import pinning
+
+    for n in nodes:
+        (tmp_path / n).mkdir()
+    updates, message = pinning(environ, numa_dir=str(tmp_path), numactl=numactl)
+    assert message.startswith(expected)
+    assert updates.get("BYTEPS_NUMA_ON") == numa_on
+
+
+def test_start_records_say_where_a_rank_may_run(tmp_path):
+    from pytest_bpsperf.remote.workload import cpu_placement
+
+    (tmp_path / "node0").mkdir()
+    (tmp_path / "node0" / "cpulist").write_text("0-1023\n")
+    (tmp_path / "node1").mkdir()
+    (tmp_path / "node1" / "cpulist").write_text("4096-4100\n")
+    found = cpu_placement(str(tmp_path))
+    assert found["cpu_affinity"] and found["numa_nodes"] == [0]
+    assert cpu_placement(str(tmp_path / "absent"))["numa_nodes"] is None
 
 
 GPU_PERF_TEST = """

@@ -548,3 +548,31 @@ def test_byteps_training_end_to_end_on_gpus(pytester, tmp_path):
     passive = {r["name"]: r["env"] for r in tests["omp-passive"]["roles"]}
     assert passive["server-0"]["OMP_WAIT_POLICY"] == "PASSIVE"
     assert role_processes(doc["session_info"]["run_id"]) == []
+
+
+def test_the_byteps_preflight_is_one_push_pull_through_a_real_scheduler_and_server():
+    from pytest_bpsperf.backends.byteps import PushPullProbe
+    from pytest_bpsperf.placement import Node
+    from pytest_bpsperf.plan import make_plan
+    from pytest_bpsperf.tricks import BUILTIN_TRICKS
+
+    s = resolve([Source("cli", "c", {"backend": "byteps", "workers": "1"})], Hardware(gpus=8, cores=8))
+    nodes = [Node("g", "10.0.0.2", 8, 8, "gpu"), Node("c", "10.0.0.3", 8, 0, "cpu")]
+    plan = make_plan(s.with_values(gpus_per_worker=1), BUILTIN_TRICKS["default"], nodes, backend=PushPullProbe(),
+                     run_id="pre")
+    assert [r.role for r in plan.roles] == ["scheduler", "server", "worker"]
+    (worker,) = plan.by_role("worker")
+    assert worker.gpus == 1 and worker.env["BYTEPS_FORCE_DISTRIBUTED"] == "1"  # through the server, not NCCL only
+    assert "byteps_push_pull" in worker.command[2] and worker.command[-1] == "{records}"
+    assert plan.backend == "byteps"  # the launcher collects as for BytePS (nothing: no trace)
+
+
+def test_the_preflight_finds_the_workers_data_missing_on_their_node(tmp_path):
+    from pytest_bpsperf.remote.preflight import facts
+
+    rec = tmp_path / "train.rec"
+    rec.write_bytes(b"")
+    found = facts([], None, None, data=str(rec))
+    assert any("train.idx" in p and "setting 'data'" in p for p in found["problems"])
+    (tmp_path / "train.idx").write_bytes(b"")
+    assert facts([], None, None, data=str(rec))["problems"] == []

@@ -16,8 +16,10 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -144,10 +146,7 @@ def test_mxnet_trains_across_nodes_where_ray_placed_each_role(cluster, pytester,
 def test_auto_on_a_cluster_with_gpus_probes_a_gpu_node_and_trains(cluster, pytester, tmp_path):
     # backend auto (the default) on a cluster with GPUs: the BytePS probe runs on a GPU node
     # (this machine has no byteps.mxnet, so auto falls back to mxnet and says why)
-    pytester.makeini(
-        "[pytest]\nbpsperf_steps = 4\nbpsperf_batch_size = 2\nbpsperf_image_size = 32\n"
-        "bpsperf_workers = 1\nbpsperf_scaling = off\n"
-    )
+    pytester.makeini("[pytest]\nbpsperf_workers = 1\nbpsperf_scaling = off\n")
     pytester.makepyfile(test_perf=PERF_TEST)
     out = tmp_path / "result.json"
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf",
@@ -159,7 +158,25 @@ def test_auto_on_a_cluster_with_gpus_probes_a_gpu_node_and_trains(cluster, pytes
     assert "byteps.mxnet does not import" in choice
     (entry,) = doc["tests"]
     assert entry["backend"] == "mxnet"
+    # no silent fallback: said without -v, and in the JSON with the node and the import error
+    fallback = doc["session_info"]["backend_fallback"]
+    assert fallback["node"].split("/")[0] in GPU_IPS and "byteps.mxnet does not import" in fallback["reason"]
+    result.stdout.fnmatch_lines(["*backend auto fell back to mxnet on a cluster with GPUs: BytePS will not run*",
+                                 "BytePS never ran: auto fell back to mxnet on a cluster with GPUs (on node 127.0.0.*"])
+    # the workers train on CPUs, at the CPU sizes (not 100 steps of batch 64 at 224 px)
+    assert (entry["settings"]["steps"], entry["settings"]["batch_size"], entry["settings"]["image_size"]) == (20, 8, 32)
     assert role_processes(doc["session_info"]["run_id"]) == []
+
+
+def test_byteps_set_on_a_cluster_whose_gpu_nodes_cannot_run_it_is_one_usage_error(cluster, pytester):
+    pytester.makeini("[pytest]\nbpsperf_backend = byteps\n")
+    pytester.makepyfile(test_perf=PERF_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf",
+                                           f"--bpsperf-ray-address={cluster.address}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "backend byteps cannot run on the GPU node 127.0.0." in err and "byteps.mxnet does not import" in err
+    assert "setting 'backend' from ini key bpsperf_backend" in err
 
 
 def test_base_vs_head_ships_each_arms_tree_to_the_nodes(cluster, pytester, tmp_path):
@@ -267,6 +284,120 @@ def test_mixed_gpu_counts_are_an_error_on_a_real_cluster(cluster, driver):
         assert len(plan.by_role("worker")) == 3
     finally:
         cluster.remove_node(extra)
+
+
+SLOW_RANKS = """
+import json, os, sys, time
+from pytest_bpsperf.remote.environ import rank_records_path
+
+rank = os.environ["BYTEPS_LOCAL_RANK"]
+stuck = os.environ.get("STUCK_RANK") == rank
+with open(rank_records_path(sys.argv[1], rank), "w") as fh:
+    fh.write(json.dumps({"event": "start", "batch_size": 4}) + "\\n")
+    fh.flush()
+    for i in range(12):
+        time.sleep(40 if stuck and i == 3 else 0.4)
+        fh.write(json.dumps({"event": "step", "step": i, "total_s": 0.4, "images": 4}) + "\\n")
+        fh.flush()
+    fh.write(json.dumps({"event": "end"}) + "\\n")
+"""
+
+
+class BpslaunchStandIn(BytePSBackend):
+    """BytePS's plan with launch=bpslaunch, run by the real bpslaunch; its ranks only write slow steps."""
+
+    def __init__(self, script):
+        self.script = script
+
+    def server_command(self):
+        return (PYTHON, "-c", "import time; time.sleep(1)")
+
+    def worker_command(self, settings):
+        return (PYTHON, "-m", "pytest_bpsperf.remote.bpslaunch", PYTHON, self.script, RECORDS)
+
+
+@pytest.mark.skipif(not (Path(sys.executable).parent / "bpslaunch").exists(),
+                    reason="needs bpslaunch: scripts/install-byteps-server.sh installs it")
+@pytest.mark.parametrize("stuck", [False, True], ids=["progress", "stuck-rank"])
+def test_bpslaunch_ranks_show_progress_and_a_stuck_rank_stalls_by_name(driver, tmp_path, monkeypatch, stuck):
+    from pytest_bpsperf import launcher
+    from pytest_bpsperf.tricks import Trick
+    from pytest_bpsperf.watchdog import StallWatch
+
+    monkeypatch.setattr(launcher, "PROGRESS_SECONDS", 1.0)
+    script = tmp_path / "ranks.py"
+    script.write_text(SLOW_RANKS)
+    worker_env = {"BYTEPS_VISIBLE_CPU_CORES": "0:0"}  # bpslaunch's own NUMA split needs more cores
+    if stuck:
+        worker_env["STUCK_RANK"] = "1"
+    trick = Trick("pin", env={"worker": worker_env})
+    s = settings(workers=1, backend="byteps", launch="bpslaunch", omp_threads=1, steps=12)
+    nodes = driver.nodes()
+    backend = BpslaunchStandIn(str(script))
+
+    def plan_with(gpu_ids=None):
+        return make_plan(s, trick, nodes, backend=backend, run_id="bpsl-" + uuid.uuid4().hex[:6], gpu_ids=gpu_ids)
+
+    lines = []
+    t0 = time.monotonic()
+    if stuck:
+        with pytest.raises(RoleFailed) as excinfo:
+            run_roles(plan_with(), str(tmp_path / "logs"), timeout=120, replan=plan_with, live=lines.append,
+                      label="job", steps=12, stall=StallWatch(4.0, "test"))
+        # the rank that stopped holds the node's role back: named, long before the 40 s it sleeps
+        assert "stalled: worker-0 made no new step" in str(excinfo.value)
+        assert time.monotonic() - t0 < 35
+        return
+    output = run_roles(plan_with(), str(tmp_path / "logs"), timeout=120, replan=plan_with, live=lines.append,
+                       label="job", steps=12, stall=StallWatch(4.0, "test"))
+    assert [w.name for w in output.workers] == ["worker-0.0", "worker-0.1"]
+    assert all(len(w.steps) == 12 and w.finished for w in output.workers)
+    # the live line reads the ranks' own records: the launcher saw them train
+    steps_seen = [int(m.group(1)) for m in (re.search(r"step (\d+)/12", line) for line in lines) if m]
+    assert steps_seen and max(steps_seen) >= 3, lines
+
+
+TRAIN_THEN_EXIT = """
+import json, sys
+with open(sys.argv[1], "w") as fh:
+    fh.write(json.dumps({"event": "start", "batch_size": 4}) + "\\n")
+    for i in range(4):
+        fh.write(json.dumps({"event": "step", "step": i, "total_s": 0.1, "images": 4}) + "\\n")
+    if sys.argv[2] == "after":
+        fh.write(json.dumps({"event": "end"}) + "\\n")
+sys.exit(3)
+"""
+
+
+class ExitsAfterTraining(BackendBase):
+    """Workers that write their records and then exit 3 (as a shutdown barrier that fails would)."""
+
+    name = "mxnet"
+
+    def __init__(self, when):
+        self.when = when
+
+    def server_command(self):
+        return (PYTHON, "-c", "import time; time.sleep(2)")
+
+    def worker_command(self, settings):
+        return (PYTHON, "-c", TRAIN_THEN_EXIT, RECORDS, self.when)
+
+    def worker_processes(self, settings, worker_id, node, gpus):
+        from pytest_bpsperf.backends import WorkerProcess
+
+        return (WorkerProcess(""),)
+
+
+def test_an_exit_error_after_training_finished_is_said_not_a_failed_measurement(driver, tmp_path):
+    plan = make_plan(settings(workers=1), DEFAULT, driver.nodes(), backend=ExitsAfterTraining("after"), run_id="x1")
+    output = run_roles(plan, str(tmp_path / "a"), timeout=60)
+    assert [w.finished for w in output.workers] == [True] and len(output.workers[0].steps) == 4
+    assert output.notes == ("worker-0 exited 3 after training finished (shutdown)",)
+    # the same exit before the end record is a failed run, as before
+    plan = make_plan(settings(workers=1), DEFAULT, driver.nodes(), backend=ExitsAfterTraining("before"), run_id="x2")
+    with pytest.raises(RoleFailed, match=r"worker-0 \(exit 3\)"):
+        run_roles(plan, str(tmp_path / "b"), timeout=60)
 
 
 class Sleepers(BackendBase):

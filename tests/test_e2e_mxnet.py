@@ -57,7 +57,8 @@ def perf_project(pytester: pytest.Pytester):
 def test_two_workers_one_server_end_to_end(perf_project, tmp_path):
     project = perf_project()
     out = tmp_path / "result.json"
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf", "--bpsperf-json", str(out))
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf", "--bpsperf-json", str(out),
+                                          "--bpsperf-scaling=on")
     result.assert_outcomes(passed=2)
     # Live progress without -v: the roles of each run are up.
     result.stdout.fnmatch_lines(["bpsperf: test_train*(trick default, repeat 1/1): 4 roles up in *s, training 6 steps",
@@ -99,6 +100,17 @@ def test_two_workers_one_server_end_to_end(perf_project, tmp_path):
     assert start["env"]["OMP_WAIT_POLICY"] == "PASSIVE" and start["env"]["OMP_NUM_THREADS"] == "2"
     assert start["num_workers"] == 2
     assert [n["ip"] for n in doc["session_info"]["nodes"]] == ["127.0.0.1"]  # Ray itself, not only the roles
+    # the scaling reference: one worker node alone (on CPUs one process, no kvstore), under the same trick,
+    # run by the launcher as a plan of its own
+    for trick, entry in tests.items():
+        assert entry["node_img_per_sec"] > 0 and entry["node_img_per_sec"] == entry["single_img_per_sec"]
+        ref = json.loads(open(_reference_records(entry["log_dir"], trick)).readline())
+        assert ref["backend"] == "local" and (ref["env"].get("OMP_WAIT_POLICY") == "PASSIVE") == (trick != "default")
+    (matrix,) = doc["matrix"]
+    rows = {r["trick"]: r for r in matrix["rows"]}
+    assert rows["omp-passive"]["scaling_efficiency"] == pytest.approx(
+        rows["omp-passive"]["img_per_sec_median"] / (2 * tests["omp-passive"]["node_img_per_sec"]))
+    assert rows["omp-passive"]["scaling_efficiency_per_gpu"] is None
     run_id = doc["session_info"]["run_id"]
     assert role_processes(run_id) == []
     result.stdout.fnmatch_lines(["*bpsperf*", "*test_train?default?: * img/s*", "*trick matrix*"])
@@ -160,3 +172,8 @@ def test_interrupted_driver_leaves_no_process(perf_project, sig):
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
             driver.wait()
+
+
+def _reference_records(run_log_dir: str, trick: str) -> str:
+    """The records file of the scaling reference of ``trick`` (beside the runs' log directories)."""
+    return os.path.join(os.path.dirname(run_log_dir), "reference", f"{trick}-node", "single.records.jsonl")

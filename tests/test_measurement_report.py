@@ -369,7 +369,7 @@ def test_byteps_backend_collects_timelines_from_comm_json():
     plan = make_plan(s, REGISTRY.get("default"), [gpu], backend="byteps", run_id="r")
     byteps = backends.get("byteps")
     (worker,) = plan.by_role("worker")
-    assert byteps.artifact_dirs(worker) == ("trace/worker-0",)
+    assert byteps.artifact_dirs(worker) == ("trace/worker-0/0",)  # the root local rank's directory alone
     # two traced steps of one tensor, each with a PUSH and a PULL of one partition (us)
     events = []
     for k, t0 in enumerate((0, 1_000_000)):
@@ -417,6 +417,35 @@ def test_byteps_timeline_reads_the_root_local_rank_only():
     assert window.push_s == pytest.approx(0.1)  # averaging 4 ranks would give 0.025
     assert window.pull_s == pytest.approx(0.2)
     assert window.detail["ranks"] == 1
+    # only the root rank's role fetches, and only its own directory
+    assert [byteps.artifact_dirs(w) for w in plan.by_role("worker")] == [(), (), (), ("trace/worker-0/3",)]
+
+
+def test_byteps_trace_with_bpslaunch_reads_the_root_rank_of_the_launchers_node():
+    """With launch=bpslaunch one role runs every rank of a node (no BYTEPS_LOCAL_SIZE in its environment)."""
+    from pytest_bpsperf import backends
+    from pytest_bpsperf.plan import Node, make_plan
+
+    gpu = Node("g", "10.9.9.9", 8, 4, "gpu")
+    s = resolve([Source("cli", "command line", {"trace": "3:4", "steps": "10", "workers": "1", "backend": "byteps",
+                                                "launch": "bpslaunch"})], Hardware(gpus=4, cores=8))
+    plan = make_plan(s, REGISTRY.get("default"), [gpu, Node("c", "10.9.9.8", 8, 0, "cpu")], backend="byteps",
+                     run_id="r")
+    byteps = backends.get("byteps")
+    (launcher,) = plan.by_role("worker")
+    assert "BYTEPS_LOCAL_SIZE" not in launcher.env
+    assert byteps.artifact_dirs(launcher) == ("trace/worker-0/3",)
+    events = [{"name": "Comm.w", "ph": "X", "tid": "total", "ts": t0, "dur": 300_000, "pid": 0} for t0 in (0, 10**6)]
+    events += [{"name": "Comm.w.PUSH", "ph": "X", "tid": "1", "ts": t0, "dur": 100_000, "pid": 0} for t0 in (0, 10**6)]
+    (window,) = byteps.collect(plan, {launcher.name: {"trace/worker-0/3/comm.json": json.dumps({"traceEvents": events})}})
+    assert window.error is None and window.push_s == pytest.approx(0.1)
+
+
+def test_traced_runs_are_a_workload_of_their_own():
+    plain = resolve([Source("cli", "c", {"backend": "byteps"})], Hardware(gpus=1, cores=8))
+    traced = resolve([Source("cli", "c", {"backend": "byteps", "trace": "10:20"})], Hardware(gpus=1, cores=8))
+    assert "trace" not in plain.workload("byteps")
+    assert traced.workload("byteps")["trace"] == "10:20"
 
 
 # --- timing modes ----------------------------------------------------------------------

@@ -362,3 +362,41 @@ def test_scaling_reference_trains_on_the_workers_device():
     assert cpu[cpu.index("--backend") + 1] == "local" and cpu[-2:] == ("--device", "cpu")
     args = parse_args([a if a != RECORDS else "r.jsonl" for a in gpu[3:]])
     assert (args.backend, args.device) == ("local", "gpu")
+
+
+def test_omp_threads_sets_the_byteps_servers_summation_threads_too():
+    s = settings(omp_threads="3")
+    plan = make_plan(s, Trick("default"), [HEAD] + FAKE_GPU + MARKED, backend="byteps", run_id="r")
+    for server in plan.by_role("server"):
+        assert server.env["BYTEPS_OMP_THREAD_PER_GPU"] == "3" and server.env["OMP_NUM_THREADS"] == "3"
+    assert s.workload("byteps")["omp_threads"] == 3  # what the key records
+    # a trick still wins over the backend's value
+    more = Trick("sum-8", env={"server": {"BYTEPS_OMP_THREAD_PER_GPU": "8"}})
+    plan = make_plan(s, more, [HEAD] + FAKE_GPU + MARKED, backend="byteps", run_id="r")
+    assert {sv.env["BYTEPS_OMP_THREAD_PER_GPU"] for sv in plan.by_role("server")} == {"8"}
+
+
+def test_the_scaling_reference_is_one_worker_node_alone_under_the_same_trick():
+    from pytest_bpsperf.plan import reference_plan
+
+    passive = Trick("omp-passive", env={"server": {"OMP_WAIT_POLICY": "PASSIVE"},
+                                        "worker": {"OMP_WAIT_POLICY": "PASSIVE"}})
+    # CPU: a worker node runs one process, so the node reference is one process, no kvstore
+    cpu = reference_plan(settings(), passive, MARKED[0], backend="mxnet", run_id="r")
+    (single,) = cpu.roles
+    assert cpu.by_role("scheduler") == [] and cpu.num_servers == 0
+    assert single.command[single.command.index("--backend") + 1] == "local"
+    assert single.env["OMP_WAIT_POLICY"] == "PASSIVE" and single.env["OMP_NUM_THREADS"] == str(settings().omp_threads)
+    assert cpu.bundles[0].resources == {"CPU": 0.01}
+    # GPUs: every GPU of one worker node as one BytePS worker node, reducing on the node only
+    node = reference_plan(settings(), passive, FAKE_GPU[0], backend="byteps", run_id="r", gpus=2)
+    assert [r.name for r in node.roles] == ["node.0", "node.1"] and node.by_role("scheduler") == []
+    for r in node.roles:
+        assert r.env["DMLC_NUM_WORKER"] == "1" and "BYTEPS_FORCE_DISTRIBUTED" not in r.env
+        assert r.env["OMP_WAIT_POLICY"] == "PASSIVE" and r.gpus == 1
+        assert r.command[r.command.index("--backend") + 1] == "byteps"
+    assert node.bundles[0].resources == {"GPU": 2.0} and node.worker_processes == 2
+    # and one process on one GPU alone: the per-GPU figure
+    (gpu,) = reference_plan(settings(), passive, FAKE_GPU[0], backend="byteps", run_id="r", gpus=2,
+                            one_gpu=True).roles
+    assert gpu.gpus == 1 and gpu.command[-2:] == ("--device", "gpu")

@@ -291,6 +291,8 @@ INVALID = [
     ("max_pairs", "many"),
     ("seed", "-1"),
     ("seed", "lucky"),
+    ("sync_every", "0"),
+    ("workers", "some"),
 ]
 
 

@@ -135,3 +135,30 @@ def test_unknown_fault_names_the_accepted_forms(monkeypatch):
     with pytest.raises(WorkloadError, match=r"BPSPERF_FAULT='slowdown:lots' is not understood; accepted: "
                                             r"crash-at-step:N, slowdown:PERCENT, dist-slowdown:PERCENT"):
         _fault("mxnet")
+
+
+def test_record_data_on_a_gpu_rank_pins_its_own_gpu_and_augments_as_bytepss_example(tmp_path, monkeypatch):
+    mx = pytest.importorskip("mxnet")
+    from pytest_bpsperf.remote import data
+
+    rec, idx = tmp_path / "d.rec", tmp_path / "d.idx"
+    rec.write_bytes(b"")
+    idx.write_bytes(b"")
+    seen = {}
+
+    def fake_iterator(**kwargs):
+        seen.update(kwargs)
+        return object()
+
+    monkeypatch.setattr(mx.io, "ImageRecordIter", fake_iterator)
+
+    class Rank3:  # what mx.gpu(3) is to the iterator
+        device_type, device_id = "gpu", 3
+
+    data.records(str(rec), batch_size=4, image_size=224, threads=4, rank=3, parts=8, device=Rank3(), dtype="float16")
+    assert seen["device_id"] == 3  # not every local rank's pinned memory on GPU 0
+    assert seen["random_resized_crop"] and seen["rand_mirror"] and seen["pca_noise"] == 0.1
+    assert (seen["brightness"], seen["contrast"], seen["saturation"]) == (0.4, 0.4, 0.4)
+    assert (seen["num_parts"], seen["part_index"]) == (8, 3)
+    data.records(str(rec), batch_size=4, image_size=32, threads=1, rank=0, parts=1, device=mx.cpu(), dtype="float32")
+    assert seen["device_id"] == 0

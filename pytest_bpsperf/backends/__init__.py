@@ -55,9 +55,18 @@ Prober = Callable[[Backend, object], "str | None"]
 
 
 def resolve(setting: str, nodes: Sequence, probe: Prober) -> tuple:
-    """(backend name, reason). ``auto``: byteps where GPUs exist and its probe passes there, else mxnet."""
+    """(backend name, reason). ``auto``: byteps where GPUs exist and its probe passes there, else mxnet.
+
+    A backend that was set and trains on GPUs is probed too: where it cannot run
+    on the cluster's GPU nodes that is a :class:`PlanError` naming the node and why.
+    """
     if setting != "auto":
-        get(setting)
+        impl = get(setting)
+        gpu_nodes = [n for n in nodes if n.gpus > 0]
+        if impl.needs_gpu_workers and gpu_nodes:
+            problem = probe(impl, gpu_nodes[0])
+            if problem:
+                raise PlanError(f"backend {setting} cannot run on the GPU node {gpu_nodes[0].name}: {problem}")
         return setting, f"backend {setting} (as set)"
     gpu_nodes = [n for n in nodes if n.gpus > 0]
     if not gpu_nodes:

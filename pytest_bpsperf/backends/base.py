@@ -98,6 +98,8 @@ def workload_command(settings: Settings, backend: str, *, per_rank_records: bool
         "--data-threads", str(settings.data_threads),
         "--records", RECORDS,
     )
+    if settings.sync_every != 1:
+        command += ("--sync-every", str(settings.sync_every))
     if settings.entry is not None:
         command += ("--entry", settings.entry.spec)
         if settings.entry.path:

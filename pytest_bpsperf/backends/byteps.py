@@ -42,7 +42,9 @@ class BytePSBackend(BackendBase):
         return (PYTHON, "-c", "import byteps.server")
 
     def server_env(self, settings: Settings) -> Mapping[str, str]:
-        return server_env(num_workers=settings.workers)
+        # omp_threads sets a server's summation threads too (BytePS's cpu_reducer, default 4),
+        # so the key's omp_threads is what every role got; a trick may still set its own
+        return {**server_env(num_workers=settings.workers), "BYTEPS_OMP_THREAD_PER_GPU": str(settings.omp_threads)}
 
     def worker_command(self, settings: Settings) -> Sequence[str]:
         """The workload; with ``launch=bpslaunch``, bpslaunch running it once per GPU of the node."""
@@ -74,8 +76,27 @@ class BytePSBackend(BackendBase):
             return f"byteps.mxnet does not import: {type(exc).__name__}: {exc}"
         return None
 
+    @staticmethod
+    def _local(role: "RolePlan") -> "tuple[int | None, int]":
+        """(local rank, local size) of a worker role; the rank is None for a bpslaunch role (all ranks)."""
+        env = role.env
+        devices = [g for g in str(env.get("NVIDIA_VISIBLE_DEVICES", "")).split(",") if g]
+        size = int(env.get("BYTEPS_LOCAL_SIZE") or len(devices) or 1)
+        rank = env.get("BYTEPS_LOCAL_RANK")
+        return (int(rank) if rank is not None else None), size
+
     def artifact_dirs(self, role: "RolePlan") -> Sequence[str]:
-        return (role.env["BYTEPS_TRACE_DIR"],) if role.env.get("BYTEPS_TRACE_ON") == "1" else ()
+        """The trace of a node's root local rank (the last one): only it pushes and pulls.
+
+        With ``launch=direct`` only that rank's role fetches it; a bpslaunch role
+        (all the node's ranks) fetches that rank's directory alone.
+        """
+        if role.env.get("BYTEPS_TRACE_ON") != "1":
+            return ()
+        rank, size = self._local(role)
+        if rank is not None and rank != size - 1:
+            return ()
+        return (f"{role.env['BYTEPS_TRACE_DIR']}/{size - 1}",)
 
     def collect(self, plan: "Plan", files: Mapping[str, Mapping[str, str]]) -> "tuple[CommWindow, ...]":
         """PUSH/PULL per step of each traced worker node, from its root local rank's comm.json."""
@@ -84,14 +105,11 @@ class BytePSBackend(BackendBase):
 
         windows: dict = {}
         for role in plan.roles:
-            for trace_dir in self.artifact_dirs(role):
+            for rank_dir in self.artifact_dirs(role):
                 start = int(role.env["BYTEPS_TRACE_START_STEP"])
-                # Only the root local rank (the last one) pushes and pulls; the other
-                # ranks' traces would dilute the per-step time by the local size.
-                root = f"{int(role.env['BYTEPS_LOCAL_SIZE']) - 1}/{TRACE_FILE}"
-                found = {p: t for p, t in files.get(role.name, {}).items() if p.replace(os.sep, "/").endswith(
-                    "/" + root)}
-                windows.setdefault(trace_dir, (start, {}))[1].update(found)
+                found = {p: t for p, t in files.get(role.name, {}).items()
+                         if p.replace(os.sep, "/").endswith(f"{rank_dir}/{TRACE_FILE}")}
+                windows.setdefault(role.env["BYTEPS_TRACE_DIR"], (start, {}))[1].update(found)
         out = []
         for trace_dir, (start, found) in sorted(windows.items()):
             try:
@@ -102,3 +120,40 @@ class BytePSBackend(BackendBase):
             out.append(CommWindow(name=trace_dir, steps=summary.steps, push_s=summary.mean_push_s,
                                   pull_s=summary.mean_pull_s, detail=summary.as_dict()))
         return tuple(out)
+
+
+#: One BytePS worker process pushes and pulls a small tensor through the job's scheduler and server,
+#: then writes the records of one "step" (the launcher then counts it as a finished worker).
+PUSH_PULL = """
+import json, sys, time
+import mxnet as mx
+import byteps.mxnet as bps
+bps.init()
+x = mx.nd.ones((1024,), ctx=mx.gpu(bps.local_rank()))
+t0 = time.perf_counter()
+bps.byteps_push_pull(x, name="bpsperf.preflight", is_average=False)
+x.wait_to_read()
+seconds = time.perf_counter() - t0
+value = float(x.asnumpy()[0])
+with open(sys.argv[1], "w") as fh:
+    fh.write(json.dumps({"event": "start", "batch_size": 1}) + "\\n")
+    fh.write(json.dumps({"event": "step", "step": 0, "total_s": seconds, "images": 1, "value": value}) + "\\n")
+    fh.write(json.dumps({"event": "end"}) + "\\n")
+if abs(value - 1.0) > 1e-6:
+    sys.exit(f"bpsperf preflight: push_pull returned {value}, expected 1.0 from one worker")
+"""
+
+
+class PushPullProbe(BytePSBackend):
+    """The preflight of a BytePS session: a scheduler, one server and one worker process on one GPU,
+    which push_pulls one small tensor through them (what every training step does first)."""
+
+    def worker_command(self, settings: Settings) -> Sequence[str]:
+        from ..remote.environ import RECORDS
+
+        return (PYTHON, "-c", PUSH_PULL, RECORDS)
+
+    def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
+                         gpus: Sequence[int]) -> Sequence[WorkerProcess]:
+        return super().worker_processes(settings.with_values(launch="direct", trace=None), worker_id, node,
+                                        sorted(gpus)[:1])

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from ..remote.environ import PYTHON
-from ..settings import Settings
+from ..settings import DEVICE_DEFAULTS, Settings
 from .base import BackendBase, WorkerProcess
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,3 +25,8 @@ class MXNetBackend(BackendBase):
     def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
                          gpus: Sequence[int]) -> Sequence[WorkerProcess]:
         return (WorkerProcess(""),)
+
+    def workload_defaults(self, device: str) -> Mapping[str, int]:
+        """CPU sizes and two workers on any node: MXNet's dist_sync workers train on the CPU (GPU nodes
+        included), several to a node where needed."""
+        return {**DEVICE_DEFAULTS["cpu"], "workers": 2}

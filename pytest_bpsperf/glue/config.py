@@ -118,6 +118,8 @@ class SettingsPlugin:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.hardware = Hardware.detect()
+        #: what ``backend=auto`` resolved to, once known (before collection): its workload sizes are the defaults
+        self.auto_backend: "str | None" = None
         self.sources = [_cli_source(config), env_source(os.environ), _ini_source(config)]
         self.settings = self._resolve(self.sources)
         self._overridden: "set[str]" = set()  # settings whose override by a test was already told
@@ -133,9 +135,19 @@ class SettingsPlugin:
         except TrickError as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
 
+    def _defaults_for(self, backend: str, device: str):
+        """Workload sizes of ``backend`` on ``device``; ``auto`` as resolved (a fallback trains on CPUs)."""
+        return backends.workload_defaults(self.auto_backend if backend == "auto" and self.auto_backend else backend,
+                                          device)
+
+    def resolved_auto(self, backend: str) -> None:
+        """``auto`` is ``backend`` for this session: the session's settings follow its workload defaults."""
+        self.auto_backend = backend
+        self.settings = self._resolve(self.sources)
+
     def _resolve(self, sources: "list[Source]") -> Settings:
         try:
-            settings = resolve(sources, self.hardware, backends.workload_defaults)
+            settings = resolve(sources, self.hardware, self._defaults_for)
         except SettingsError as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
         if settings.backend != "auto" and settings.backend not in backends.names():

@@ -27,6 +27,7 @@ from ..job import RunFailure, RunResult, RunSpec, run_key
 from ..pairs import INCONCLUSIVE, Pair, PairedJob, PairedVerdict
 from ..verdict import IMPROVEMENT, REGRESSION
 from .gate import BaselineGate
+from .runner import spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..job import Ledger
@@ -90,7 +91,6 @@ class PairGate(BaselineGate):
         if self.source.is_revision:
             self.worktree = Worktree(self.source.repository, str(self.source.commit))
             base_tree = self.worktree.create()
-            # the rootdir may be a subdirectory of the repository: the base's tests live at the same place
             base_commit, base_dirty = self.source.commit, False
         else:
             base_tree, base_commit, base_dirty = self.source.repository, self.source.commit, self.source.dirty
@@ -161,14 +161,7 @@ class PairGate(BaselineGate):
                                  harness_dir=str(self.runner.base_log_dir()))
 
     def _spec_of(self, item: pytest.Item, settings) -> RunSpec:
-        from ..glue.config import SettingsPlugin
-        from ..job import job_dir_name
-
-        case = SettingsPlugin.case_of(item)
-        trick = self.settings_plugin.registry.get(case.trick if case is not None else "default")
-        return RunSpec(nodeid=item.nodeid, test=item.nodeid.split("[")[0], trick=trick, repeat=0,
-                       settings=settings, log_dir=os.path.join(str(self.runner.base_log_dir()),
-                                                               job_dir_name(item.nodeid)))
+        return replace(spec_of(item, self.settings_plugin, self.runner.base_log_dir()), settings=settings)
 
     def arm_for(self, name: str, spec: RunSpec) -> Arm:
         """Arm ``name`` for ``spec``: its entry point's directory inside the arm's tree (when it is the repository's)."""
@@ -238,6 +231,8 @@ class PairGate(BaselineGate):
 
     def run_pair(self, spec: RunSpec, index: int, first: str) -> Pair:
         """Run pair ``index`` of ``spec``'s job, ``first`` arm first; a failure of head alone fails the test."""
+        if spec.arm is not None:  # the job's extra pairs start from its head run's spec
+            spec = replace(spec, arm=None, pair=None, log_dir=os.path.dirname(spec.log_dir))
         job = self._job(spec)
         pair = Pair(index, first)
         failed: "dict[str, RunFailure]" = {}

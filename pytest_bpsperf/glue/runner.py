@@ -89,16 +89,70 @@ class RunnerPlugin:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """On an existing cluster, connect now: workload defaults follow its worker nodes' device kind,
-        and an unreachable cluster is one error for the session."""
-        if not self.settings.ray_address or self.config.option.collectonly:
+        and an unreachable cluster is one error for the session. Where there are GPUs, the backend is
+        chosen (``auto``) or checked (a GPU backend that was set) now too, before anything is collected."""
+        if self.config.option.collectonly:
             return
+        from ..backends import PlanError
         from ..cluster import ClusterError
 
+        if self.settings.ray_address:
+            try:
+                self.settings_plugin.hardware = self.session.hardware()
+            except ClusterError as exc:
+                raise pytest.UsageError(f"bpsperf: {exc} (setting 'ray_address' from "
+                                        f"{self.settings.origins.get('ray_address')})") from None
+        if self.settings_plugin.hardware.gpus == 0:
+            return  # auto is mxnet; a GPU backend that was set fails planning with what the nodes have
+        setting = self.settings.backend
         try:
-            self.settings_plugin.hardware = self.session.hardware()
-        except ClusterError as exc:
-            raise pytest.UsageError(f"bpsperf: {exc} (setting 'ray_address' from "
-                                    f"{self.settings.origins.get('ray_address')})") from None
+            if self.settings.ray_address:
+                choice = self.session.backend(setting)
+            else:
+                choice = self.session.choose_backend_here(setting)
+        except PlanError as exc:
+            raise pytest.UsageError(f"bpsperf: {exc} (setting 'backend' from "
+                                    f"{self.settings.origins.get('backend')}); install BytePS's MXNet plugin "
+                                    "there, or use backend mxnet") from None
+        if setting == "auto":
+            self.settings_plugin.resolved_auto(choice)
+            fallback = self.session.backend_fallback
+            if fallback is not None:
+                self.notice(f"backend auto fell back to mxnet on a cluster with GPUs: BytePS will not run "
+                            f"({fallback['reason']}); the workers train on their nodes' CPUs at CPU sizes")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Before anything is timed, once perf tests are collected: on an existing cluster, every node
+        of the first run imports what its roles need (and the workers' nodes hold the ``.rec``); with
+        BytePS, one push_pull through a real scheduler and server. A failure is one usage error.
+
+        (A base-vs-head session checks both arms' interpreters itself, see :mod:`.pairs`.)"""
+        items = [i for i in session.items if "bpsperf_trick" in getattr(i, "fixturenames", ())]
+        if not items or self.config.option.collectonly or self.settings.base:
+            return
+        spec = spec_of(items[0], self.settings_plugin, self.base_log_dir())
+        if any(impl.plugin is not self for impl in self.config.pluginmanager.hook.pytest_bpsperf_run.get_hookimpls()):
+            return  # runs come from another implementation of the hook: no roles of ours to check
+        from ..backends import PlanError
+        from ..cluster import ClusterError
+        from ..launcher import RoleFailed
+        from ..remote.preflight import PreflightError
+
+        try:
+            if self.settings.ray_address:
+                self.session.preflight([None], spec)
+            backend = self.session.backend(spec.settings.backend) if (
+                self.settings.ray_address or self.settings_plugin.hardware.gpus) else "mxnet"
+            if backend == "byteps":
+                self.session.push_pull_check(spec)
+        except PreflightError as exc:
+            raise pytest.UsageError(f"bpsperf: the cluster cannot run the roles: {exc}") from None
+        except RoleFailed as exc:
+            raise pytest.UsageError(f"bpsperf: BytePS's preflight (one push_pull through a real scheduler and "
+                                    f"server) failed, so no run could train: {exc}") from None
+        except (PlanError, ClusterError) as exc:
+            raise pytest.UsageError(f"bpsperf: {exc}") from None
 
     @pytest.hookimpl(trylast=True)
     def pytest_bpsperf_run(self, config: pytest.Config, spec: RunSpec) -> RunOutput:
@@ -157,6 +211,7 @@ class RunnerPlugin:
             "run_id": self._session.run_id,
             "ray": {"embedded": c.owned, "address": c.address, "startup_s": c.startup_s, "shutdown_s": c.shutdown_s},
             "backend_choice": self._session.backend_choice[1] if self._session.backend_choice else None,
+            "backend_fallback": self._session.backend_fallback,
             "nodes": [{"name": n.name, "node_id": n.node_id, "ip": n.ip, "cpus": n.cpus, "gpus": n.gpus}
                       for n in self._session.known_nodes()],
         }
@@ -170,5 +225,23 @@ class RunnerPlugin:
                  + (f", stop {c.shutdown_s:.1f}s" if c.shutdown_s else "")]
         if self._session.backend_choice:
             lines.append(f"backend: {self._session.backend_choice[1]}")
+        fallback = self._session.backend_fallback
+        if fallback is not None:
+            lines.append(f"BytePS never ran: auto fell back to mxnet on a cluster with GPUs (on node {fallback['node']}: "
+                         f"{fallback['reason']}); set --bpsperf-backend=mxnet to choose this, or make byteps.mxnet "
+                         "import on the GPU nodes")
         return lines
 
+
+
+def spec_of(item: pytest.Item, settings_plugin: "SettingsPlugin", base_log_dir: Path) -> RunSpec:
+    """The spec of a perf item's first run (for checks before anything runs)."""
+    import os
+
+    from ..job import job_dir_name
+
+    case = settings_plugin.case_of(item)
+    trick = settings_plugin.registry.get(case.trick if case is not None else "default")
+    return RunSpec(nodeid=item.nodeid, test=item.nodeid.split("[")[0], trick=trick, repeat=0,
+                   settings=settings_plugin.settings_for(item), log_dir=os.path.join(str(base_log_dir),
+                                                                                      job_dir_name(item.nodeid)))

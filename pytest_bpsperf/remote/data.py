@@ -5,10 +5,12 @@ on the training device, in the training dtype:
 
 - synthetic: one random batch made once and reused (as BytePS's benchmarks do);
 - records: MXNet's ``ImageRecordIter`` the way BytePS's ImageNet example
-  reads ImageNet: JPEG decoding on ``threads`` threads, random crop and
-  mirror, shuffled, and sharded across the job's worker processes
-  (``num_parts`` = worker processes, ``part_index`` = this one's rank). At the
-  end of its shard it starts over (``reset``), so a run never runs out.
+  reads ImageNet: JPEG decoding on ``threads`` threads, its training
+  augmentation (random resized crop, mirror, colour jitter, PCA lighting
+  noise, mean/std), shuffled, sharded across the job's worker processes
+  (``num_parts`` = worker processes, ``part_index`` = this one's rank), its
+  pinned memory on this rank's own GPU (``device_id``). At the end of its
+  shard it starts over (``reset``), so a run never runs out.
 """
 
 from __future__ import annotations
@@ -56,17 +58,30 @@ def records(path: str, *, batch_size: int, image_size: int, threads: int, rank: 
             raise DataError(f"record data: {p} does not exist (a .rec needs its .idx beside it)")
     if not 0 <= rank < parts:
         raise DataError(f"record data: shard {rank} of {parts} does not exist")
+    # The training augmentation of BytePS's (and gluoncv's) ImageNet example: random resized
+    # crop, mirror, colour jitter, PCA lighting noise, mean/std normalization. device_id: the
+    # iterator's pinned host memory belongs to this rank's GPU (the default, 0, would open a
+    # CUDA context on GPU 0 from every local rank).
+    device_id = getattr(device, "device_id", 0) if getattr(device, "device_type", "cpu") == "gpu" else 0
+    jitter, lighting = 0.4, 0.1
     iterator = mx.io.ImageRecordIter(
         path_imgrec=path,
         path_imgidx=idx,
         data_shape=(3, image_size, image_size),
         batch_size=batch_size,
-        rand_crop=True,
+        mean_r=123.68, mean_g=116.779, mean_b=103.939,
+        std_r=58.393, std_g=57.12, std_b=57.375,
         rand_mirror=True,
+        random_resized_crop=True,
+        max_aspect_ratio=4.0 / 3.0, min_aspect_ratio=3.0 / 4.0,
+        max_random_area=1.0, min_random_area=0.08,
+        brightness=jitter, saturation=jitter, contrast=jitter,
+        pca_noise=lighting,
         shuffle=True,
         preprocess_threads=threads,
         num_parts=parts,
         part_index=rank,
+        device_id=device_id,
     )
 
     def next_batch() -> tuple:

@@ -21,8 +21,10 @@ import importlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 from typing import Sequence
 
 from .environ import TREE, scrub
@@ -31,7 +33,7 @@ from .environ import TREE, scrub
 KNOWN_NEEDS = ("mxnet", "gluoncv", "byteps.mxnet", "byteps.server")
 
 
-def _check(need: str) -> "str | None":
+def _check_need(need: str) -> "str | None":
     if need == "byteps.server":
         from ..backends.byteps_env import server_library
 
@@ -43,8 +45,11 @@ def _check(need: str) -> "str | None":
     return None
 
 
-def facts(needs: Sequence[str], entry: "str | None", entry_path: "str | None") -> dict:
-    """What this interpreter has, and why it cannot run the roles (``problems``)."""
+def facts(needs: Sequence[str], entry: "str | None", entry_path: "str | None", data: "str | None" = None) -> dict:
+    """What this interpreter has, and why it cannot run the roles (``problems``).
+
+    ``data``: the ``.rec`` the workers read (checked here, on their node, with its ``.idx``).
+    """
     from ..store.provenance import software_versions
 
     problems = []
@@ -53,7 +58,7 @@ def facts(needs: Sequence[str], entry: "str | None", entry_path: "str | None") -
     except Exception as exc:  # noqa: BLE001
         problems.append(f"the harness (pytest_bpsperf.remote.workload) does not import: {type(exc).__name__}: {exc}")
     for need in needs:
-        problem = _check(need)
+        problem = _check_need(need)
         if problem:
             problems.append(problem)
     entry_file = None
@@ -71,6 +76,11 @@ def facts(needs: Sequence[str], entry: "str | None", entry_path: "str | None") -
             if not callable(getattr(module, function, None)):
                 problems.append(f"entry point {entry}: module {module_name!r} ({entry_file}) has no function "
                                 f"{function!r}")
+    if data:
+        idx = data[: -len(".rec")] + ".idx" if data.endswith(".rec") else data + ".idx"
+        missing = [p for p in (data, idx) if not os.path.isfile(p)]
+        if missing:
+            problems.append(f"the data the workers read is not on this node: {', '.join(missing)} (setting 'data')")
     return {"executable": sys.executable, "python": platform.python_version(), "versions": software_versions(),
             "entry_file": entry_file, "problems": problems}
 
@@ -80,9 +90,10 @@ def main(argv: "Sequence[str] | None" = None) -> int:
     p.add_argument("--needs", default="", help="comma-separated: " + ", ".join(KNOWN_NEEDS))
     p.add_argument("--entry", default=None)
     p.add_argument("--entry-path", default=None)
+    p.add_argument("--data", default=None, help="a .rec the workers read (checked with its .idx)")
     args = p.parse_args(argv)
     needs = [n for n in args.needs.split(",") if n]
-    print(json.dumps(facts(needs, args.entry, args.entry_path), sort_keys=True))
+    print(json.dumps(facts(needs, args.entry, args.entry_path, args.data), sort_keys=True))
     return 0
 
 
@@ -102,8 +113,8 @@ class PreflightError(RuntimeError):
 
 
 def check_interpreter(python: "str | None", import_paths: Sequence[str], tree: "str | None", needs: Sequence[str],
-                      *, entry: "str | None" = None, entry_path: "str | None" = None, harness_dir: str,
-                      timeout: float = 300.0) -> dict:
+                      *, entry: "str | None" = None, entry_path: "str | None" = None,
+                      harness_dir: "str | None" = None, data: "str | None" = None, timeout: float = 300.0) -> dict:
     """Run the preflight under ``python`` (None: this one) with a role's import path; its facts.
 
     ``import_paths`` and ``entry_path`` may use ``TREE`` for ``tree`` (None: where
@@ -113,7 +124,18 @@ def check_interpreter(python: "str | None", import_paths: Sequence[str], tree: "
     from .roles import harness_root
 
     root = tree if tree is not None else os.getcwd()
-    paths = [harness_root(harness_dir)] + [p.replace(TREE, root) for p in import_paths]
+    # a directory of its own for the harness link, removed afterwards (on a node: under its temp dir)
+    work = tempfile.mkdtemp(prefix="bpsperf-preflight-", dir=harness_dir if harness_dir and os.path.isdir(
+        harness_dir) else None)
+    try:
+        return _check(python, [harness_root(work)] + [p.replace(TREE, root) for p in import_paths], root, needs,
+                      entry, entry_path, data, work, timeout)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _check(python: "str | None", paths: "list[str]", root: str, needs: Sequence[str], entry: "str | None",
+           entry_path: "str | None", data: "str | None", work: str, timeout: float) -> dict:
     env = scrub(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in [env.get("PYTHONPATH", "")] if p])
     argv = [python or sys.executable, "-m", "pytest_bpsperf.remote.preflight", "--needs", ",".join(needs)]
@@ -121,8 +143,10 @@ def check_interpreter(python: "str | None", import_paths: Sequence[str], tree: "
         argv += ["--entry", entry]
         if entry_path:
             argv += ["--entry-path", entry_path.replace(TREE, root)]
+    if data:
+        argv += ["--data", data]
     try:
-        proc = subprocess.run(argv, env=env, cwd=harness_dir, capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, timeout=timeout,
                               check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise PreflightError(f"interpreter {argv[0]} cannot be run: {exc}") from None

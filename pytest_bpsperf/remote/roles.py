@@ -126,8 +126,9 @@ class RoleProcess:
         self.started_at = 0.0
         self.ended_at: "float | None" = None
         self.killed = False
-        self._progress = {"steps": 0, "last_step": None, "step_s": None}
-        self._offset = 0
+        # per records file (one, or one per local rank under bpslaunch): bytes read, progress
+        self._offsets: "dict[str, int]" = {}
+        self._progress: "dict[str, dict]" = {}
 
     def rename(self, name: str) -> None:
         """Take another role's name before starting (the launcher matches GPU ids to local ranks)."""
@@ -180,7 +181,7 @@ class RoleProcess:
         for stale in [self.records_path, *self._rank_records_paths()]:
             if os.path.exists(stale):
                 os.unlink(stale)
-        self._offset = 0
+        self._offsets, self._progress = {}, {}
         with open(self.log_path, "ab") as log:
             log.write(f"# bpsperf: starting {self.name}: {' '.join(argv)}\n".encode())
             log.flush()
@@ -207,32 +208,48 @@ class RoleProcess:
             self.ended_at = time.time()
         return code
 
+    def _progress_files(self) -> "list[str]":
+        """The records files that show progress: one per local rank when a launcher spawned them, else one."""
+        return self._rank_records_paths() or [self.records_path]
+
     def status(self) -> dict:
         """Exit status (None while running), process state, and the worker's progress so far.
 
         ``steps`` counts step records, ``last_step`` is the last one's index, ``step_s``
         its duration; ``state`` is the process's /proc state letter (``T``: stopped).
-        Reads only what the records file gained since the last call.
+        A role whose launcher spawned one training process per GPU (bpslaunch) writes
+        one records file per local rank: its progress is the slowest rank's (``ranks``
+        says how many files were read). Reads only what each file gained since the last call.
         """
         code = self.poll()
         state = process_state(self.proc.pid) if self.proc is not None and code is None else None
-        try:
-            with open(self.records_path, "rb") as fh:
-                fh.seek(self._offset)
-                chunk = fh.read()
-        except OSError:
-            chunk = b""
-        complete = chunk[: chunk.rfind(b"\n") + 1]
-        self._offset += len(complete)
-        for line in complete.splitlines():
+        files = self._progress_files()
+        for path in files:
             try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if rec.get("event") == "step":
-                self._progress = {"steps": self._progress["steps"] + 1, "last_step": rec.get("step"),
-                                  "step_s": rec.get("total_s")}
-        return {"code": code, "state": state, **self._progress}
+                with open(path, "rb") as fh:
+                    fh.seek(self._offsets.get(path, 0))
+                    chunk = fh.read()
+            except OSError:
+                chunk = b""
+            complete = chunk[: chunk.rfind(b"\n") + 1]
+            self._offsets[path] = self._offsets.get(path, 0) + len(complete)
+            progress = self._progress.setdefault(path, {"steps": 0, "last_step": None, "step_s": None,
+                                                        "ended": False})
+            for line in complete.splitlines():
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if rec.get("event") == "step":
+                    progress.update(steps=progress["steps"] + 1, last_step=rec.get("step"),
+                                    step_s=rec.get("total_s"))
+                elif rec.get("event") == "end":
+                    progress["ended"] = True
+        slowest = dict(min((self._progress[p] for p in files), key=lambda pr: pr["steps"]))
+        # finished: every training process wrote its end record (what a later exit status cannot undo)
+        slowest["finished"] = all(self._progress[p]["ended"] for p in files)
+        del slowest["ended"]
+        return {"code": code, "state": state, **slowest, "ranks": len(files)}
 
     def wait(self, timeout: float) -> "int | None":
         """Wait up to ``timeout`` seconds for the role to exit; its status or None."""
@@ -313,23 +330,19 @@ class RoleProcess:
     def latest_record(self) -> "dict | None":
         """The last complete record the worker wrote so far (for live progress), or None.
 
-        Reads only the end of the file, so asking every few seconds costs the node nothing.
+        With one records file per local rank (bpslaunch), the slowest rank's. Reads only
+        the end of each file, so asking every few seconds costs the node nothing.
         """
-        try:
-            with open(self.records_path, "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - 8192))
-                lines = fh.read().decode(errors="replace").splitlines()
-        except OSError:
-            return None
-        for line in reversed(lines):
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue  # a line being written, or cut by the seek
-            if isinstance(record, dict):
-                return record
-        return None
+        latest = [_last_record(path) for path in self._progress_files()]
+        if any(r is None for r in latest):
+            return None  # a rank that wrote nothing yet is the slowest
+
+        def done(record: dict) -> float:
+            if record.get("event") == "end":
+                return float("inf")
+            return float(record.get("step", -1)) if record.get("event") == "step" else -1.0
+
+        return min(latest, key=done)  # type: ignore[arg-type]
 
     def read_files(self, pattern_dir: str) -> dict:
         """Contents of the files under ``pattern_dir`` (relative to the log dir), for traces."""
@@ -344,3 +357,22 @@ class RoleProcess:
                 except OSError:
                     continue
         return out
+
+
+def _last_record(path: str) -> "dict | None":
+    """The last complete JSON record of a records file, reading only its end (None before the first)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 8192))
+            lines = fh.read().decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a line being written, or cut by the seek
+        if isinstance(record, dict):
+            return record
+    return None

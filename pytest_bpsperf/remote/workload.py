@@ -72,11 +72,15 @@ def parse_args(argv: "Sequence[str] | None" = None) -> argparse.Namespace:
     p.add_argument("--data", default="synthetic", help="'synthetic' or the path of a .rec (its .idx beside it)")
     p.add_argument("--data-threads", type=int, default=4)
     p.add_argument("--records", required=True, help="JSON-lines file for per-step records")
+    p.add_argument("--sync-every", type=int, default=1,
+                   help="wait for the device every K steps and record one window of K steps (overlapped timing)")
     p.add_argument("--records-per-rank", action="store_true",
                    help="write to the records file of BYTEPS_LOCAL_RANK (processes spawned by bpslaunch)")
     args = p.parse_args(argv)
-    if args.steps < 1 or args.batch_size < 1 or args.image_size < 8 or args.data_threads < 1:
-        p.error("--steps, --batch-size and --data-threads must be >= 1 and --image-size >= 8")
+    if args.steps < 1 or args.batch_size < 1 or args.image_size < 8 or args.data_threads < 1 or args.sync_every < 1:
+        p.error("--steps, --batch-size, --data-threads and --sync-every must be >= 1 and --image-size >= 8")
+    if args.sync_every > 1 and args.timing == "breakdown":
+        p.error("--sync-every > 1 needs --timing overlapped (breakdown syncs inside every step)")
     return args
 
 
@@ -161,7 +165,8 @@ def _setup_backend(args: argparse.Namespace) -> tuple:
     kv = mx.kv.create("dist_sync") if args.backend == "mxnet" else None
 
     def make_trainer(params: Any, optimizer: str = "sgd", optimizer_params: "dict | None" = None) -> Any:
-        return gluon.Trainer(params, optimizer, optimizer_params or {}, kvstore=kv)
+        # the scaling reference updates as the workers do: fp16 with fp32 master weights (multi_precision)
+        return gluon.Trainer(params, optimizer, {**multi, **(optimizer_params or {})}, kvstore=kv)
 
     if kv is None:  # local: the scaling reference, on the device the workers train on
         return (mx.gpu(0) if on_gpu else mx.cpu()), 0, 1, make_trainer, args.batch_size, {}
@@ -196,11 +201,46 @@ def _build(args: argparse.Namespace, timer: Timer) -> tuple:
             raise WorkloadError(f"model {args.model!r} is not in gluoncv's model zoo")
         step = build_zoo_model(ctx)
     info = {"backend": args.backend, "rank": rank, "num_workers": num_workers, "ctx": str(device),
-            "data": data.kind, "python": sys.executable, **facts}
+            "data": data.kind, "python": sys.executable, **cpu_placement(), **facts}
     if args.entry:
         # where the code under test came from (base-vs-head: the arm's tree)
         info["entry_file"] = getattr(sys.modules.get(args.entry.partition(":")[0]), "__file__", None)
     return step, info
+
+
+def cpu_placement(numa_dir: str = "/sys/devices/system/node") -> dict:
+    """Where this process may run: its CPU affinity and the NUMA nodes those CPUs belong to.
+
+    ``numa_nodes`` is None where the node has no NUMA information. Recorded in
+    the start record, so that a report shows whether a rank was pinned.
+    """
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    nodes: "list[int] | None" = None
+    if os.path.isdir(numa_dir):
+        nodes = []
+        for name in sorted(os.listdir(numa_dir)):
+            if not (name.startswith("node") and name[4:].isdigit()):
+                continue
+            try:
+                with open(os.path.join(numa_dir, name, "cpulist"), encoding="ascii") as fh:
+                    members = _cpu_list(fh.read())
+            except OSError:
+                continue
+            if members & set(cpus):
+                nodes.append(int(name[4:]))
+    return {"cpu_affinity": cpus, "numa_nodes": nodes}
+
+
+def _cpu_list(text: str) -> "set[int]":
+    """``0-3,8,10-11`` -> {0, 1, 2, 3, 8, 10, 11} (the kernel's cpulist format)."""
+    out: "set[int]" = set()
+    for part in text.strip().split(","):
+        if "-" in part:
+            low, high = part.split("-", 1)
+            out.update(range(int(low), int(high) + 1))
+        elif part:
+            out.add(int(part))
+    return out
 
 
 def _guarded(fn: Callable, spec: str, what: str) -> Callable:
@@ -237,15 +277,19 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
         env=env,
         **info,
     )
-    for i in range(args.steps):
-        if fault is not None and i == fault:
-            sys.stderr.write(f"{FAULT_ENV}: crashing at step {i} as asked\n")
-            sys.stderr.flush()
-            os._exit(86)
+    every = args.sync_every
+    window = 0
+    for first in range(0, args.steps, every):
+        n = min(every, args.steps - first)
         timer.at = None
         t0 = time.perf_counter()
-        step()
-        mx.nd.waitall()  # the one sync of an overlapped step
+        for i in range(first, first + n):
+            if fault is not None and i == fault:
+                sys.stderr.write(f"{FAULT_ENV}: crashing at step {i} as asked\n")
+                sys.stderr.flush()
+                os._exit(86)
+            step()
+        mx.nd.waitall()  # the one sync of an overlapped step (of a window of steps, with --sync-every)
         total = time.perf_counter() - t0
         split = {}
         if timer.at is not None:
@@ -260,7 +304,9 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
             total += extra
             if split:
                 split["compute_s"] += extra
-        recorder.write("step", step=i, total_s=total, images=args.batch_size, **split)
+        window_fields = {"steps": n, "through": first + n - 1} if every > 1 else {}
+        recorder.write("step", step=window, total_s=total, images=args.batch_size * n, **window_fields, **split)
+        window += 1
     recorder.write("end", steps=args.steps)
 
 

@@ -37,7 +37,9 @@ class MatrixRow:
     significance: "Significance | None"
     compute_s: "float | None"  # timing=breakdown only
     sync_s: "float | None"
-    scaling: "float | None"
+    scaling: "float | None"  # img/s / (worker nodes x one worker node alone)
+    #: img/s / (worker processes x one process on one GPU alone); None where a node runs one process
+    scaling_per_process: "float | None" = None
 
     @property
     def sync_pct(self) -> "float | None":
@@ -58,6 +60,7 @@ class MatrixRow:
             "sync_s_per_step": self.sync_s,
             "sync_pct": self.sync_pct,
             "scaling_efficiency": self.scaling,
+            "scaling_efficiency_per_gpu": self.scaling_per_process,
         }
 
 
@@ -132,11 +135,7 @@ def matrix_tables(results: Iterable[RunResult], *, alpha: float = 0.05) -> "list
                                        sample_kind="steps")
                 methods.add(sig.method.split(" (")[0] + (" (per-step samples of one run each)"
                                                          if sig.n_a and len(runs) == 1 else " (runs)"))
-            singles = [r.output.single_img_per_sec for r in runs if r.output.single_img_per_sec]
-            scaling = None
-            if singles:
-                n = int(runs[0].output.topology.get("worker_processes") or len(runs[0].measurement.workers))
-                scaling = scaling_efficiency(med, n, statistics.median(singles))
+            scaling, per_gpu = _scaling(runs, med)
             rows.append(
                 MatrixRow(
                     trick=trick,
@@ -148,14 +147,16 @@ def matrix_tables(results: Iterable[RunResult], *, alpha: float = 0.05) -> "list
                     compute_s=_median_or_none([r.measurement.compute_s for r in runs]),
                     sync_s=_median_or_none([r.measurement.sync_s for r in runs]),
                     scaling=scaling,
+                    scaling_per_process=per_gpu,
                 )
             )
         method = (
             f"img/s = median over runs; spread = stdev/mean; vs {REFERENCE_TRICK} = change of the geometric "
             f"mean against the '{REFERENCE_TRICK}' trick (not the stored baseline); beyond noise: "
             + ("; ".join(sorted(methods)) if methods else "n/a")
-            + f", p < {alpha:g}. Scaling = img/s / (worker processes x single-process img/s without a "
-            "parameter server)."
+            + f", p < {alpha:g}. Scaling = img/s / (worker nodes x img/s of one worker node alone, same trick, "
+            "no parameter server; on CPUs a worker node is one process), as the BytePS report computes it; on "
+            "GPUs also per GPU: img/s / (worker processes x one process alone on one GPU)."
         )
         tables.append(MatrixTable(test=key[0], description=_describe(members[0]), rows=tuple(rows), method=method))
     return tables
@@ -183,7 +184,26 @@ def _fmt_sig(row: MatrixRow) -> str:
 
 
 def _fmt_scaling(row: MatrixRow) -> str:
-    return "-" if row.scaling is None else f"{100 * row.scaling:.1f}%"
+    if row.scaling is None:
+        return "-"
+    text = f"{100 * row.scaling:.1f}%"
+    return text if row.scaling_per_process is None else f"{text} ({100 * row.scaling_per_process:.1f}%/GPU)"
+
+
+def _scaling(runs: "list[RunResult]", median: float) -> "tuple[float | None, float | None]":
+    """(per worker node, per GPU) scaling efficiency of a trick's runs, from their references."""
+    nodes_ref = [r.output.node_img_per_sec or r.output.single_img_per_sec for r in runs
+                 if r.output.node_img_per_sec or r.output.single_img_per_sec]
+    if not nodes_ref:
+        return None, None
+    topology = runs[0].output.topology
+    processes = int(topology.get("worker_processes") or len(runs[0].measurement.workers))
+    nodes = int(topology.get("workers") or processes)
+    per_node = scaling_efficiency(median, nodes, statistics.median(nodes_ref))
+    singles = [r.output.single_img_per_sec for r in runs if r.output.single_img_per_sec]
+    if processes == nodes or not singles:
+        return per_node, None
+    return per_node, scaling_efficiency(median, processes, statistics.median(singles))
 
 
 HEADER = ("setting", "runs", "img/s", "spread", f"vs {REFERENCE_TRICK}", "beyond noise", "compute/step",

@@ -22,6 +22,8 @@ def result_line(result: RunResult) -> str:
         f"{_step(m)}; "
         f"warm-up steps {_ranges(warm)}; bring-up {m.bringup_s:.1f}s, teardown {m.teardown_s:.1f}s"
     )
+    for note in result.output.notes:
+        line += f"; note: {note}"
     for window in result.output.comm:
         if window.error is not None:
             line += f"; {window.name}: no timeline ({window.error})"

@@ -1,0 +1,317 @@
+"""GPU smoke check for one accelerator machine: what the BytePS path needs, measured around the worker.
+
+    python3 scripts/gpu_smoke.py --out gpu-facts.json [--bpslaunch PATH] [--cpu-only]
+
+Written for a machine with one GPU, Python 3.12, PyTorch, torchvision and
+pytest, and no MXNet, no Ray and no network: there is no CUDA MXNet for its
+Python, so the BytePS worker itself cannot run there. Everything around it
+is checked for real and written to one JSON file (about 2 minutes):
+
+1. machine facts: GPUs and driver (``nvidia-smi``), NUMA nodes, ``/dev/shm``,
+   threads per core, numactl, Python;
+2. the plugin on this Python: imports, the GPU defaults, the byteps plan of a
+   single GPU machine (one worker node with all its GPUs, the default);
+3. a role process started through the plugin's own role-process code sees
+   exactly the plan's GPU (its UUID against ``nvidia-smi``);
+4. the real ``launch.py`` of BytePS (``--bpslaunch``, one file, carried) over
+   a stand-in whose ranks write records slowly: progress per rank, pinning;
+5. a torchvision ResNet-50 stand-in (batch 64, 224 px, fp32 and fp16
+   autocast, cuDNN autotune on) timed with a sync every step and every 10
+   steps, its first-step time, and warm-up detection through the plugin's own
+   measurement code;
+6. the GPU memory one extra CUDA context on GPU 0 costs.
+
+``--cpu-only`` runs the parts that need no GPU (the tests run it). A part
+that cannot run says why in its entry instead of failing the whole check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _run(cmd: "list[str]", timeout: float = 60) -> "tuple[int, str]":
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return -1, str(exc)
+    return proc.returncode, (proc.stdout + proc.stderr).strip()
+
+
+def machine_facts() -> dict:
+    """GPUs, NUMA, shared memory, threads per core, numactl, Python."""
+    code, gpus = _run(["nvidia-smi", "--query-gpu=index,uuid,name,memory.total,driver_version", "--format=csv,noheader"])
+    numa = sorted(p for p in os.listdir("/sys/devices/system/node") if p.startswith("node")) \
+        if os.path.isdir("/sys/devices/system/node") else None
+    shm = shutil.disk_usage("/dev/shm") if os.path.isdir("/dev/shm") else None
+    _c, lscpu = _run(["lscpu"])
+    threads = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines()
+                    if line.startswith("Thread(s) per core")), None)
+    from pytest_bpsperf.remote.bpslaunch import has_numactl
+
+    return {
+        "python": platform.python_version(),
+        "nvidia_smi": gpus.splitlines() if code == 0 else f"not available: {gpus[:200]}",
+        "proc_driver_nvidia_gpus": os.path.isdir("/proc/driver/nvidia/gpus"),
+        "numa_nodes": numa,
+        "dev_shm_gib": round(shm.total / 2**30, 1) if shm else None,
+        "threads_per_core": threads,
+        "numactl_dpkg": has_numactl(),
+        "numactl_on_path": shutil.which("numactl") is not None,
+        "cores": len(os.sched_getaffinity(0)),
+    }
+
+
+def plugin_checks() -> dict:
+    """The plugin imports here; GPU defaults; the byteps plan of this machine as the defaults make it."""
+    from pytest_bpsperf import backends, measurement, stats, watchdog  # noqa: F401
+    from pytest_bpsperf.backends import byteps_timeline  # noqa: F401
+    from pytest_bpsperf.placement import Node
+    from pytest_bpsperf.plan import make_plan
+    from pytest_bpsperf.settings import Hardware, resolve
+    from pytest_bpsperf.tricks import TrickRegistry
+
+    hw = Hardware.detect()
+    settings = resolve([], hw, backends.workload_defaults)
+    out = {"hardware": {"gpus": hw.gpus, "cores": hw.cores, "gpu_nodes": hw.gpu_nodes},
+           "defaults": {k: getattr(settings, k) for k in ("workers", "steps", "batch_size", "image_size",
+                                                         "omp_threads")}}
+    gpus = max(1, hw.gpus)
+    node = Node("this", "127.0.0.1", float(hw.cores), gpus, "this machine")
+    s = resolve([], Hardware(gpus=gpus, cores=hw.cores), backends.workload_defaults).with_values(backend="byteps")
+    plan = make_plan(s, TrickRegistry().get("default"), [node], backend="byteps", run_id="smoke")
+    workers = plan.by_role("worker")
+    out["byteps_plan"] = {
+        "workers": s.workers, "worker_processes": plan.worker_processes,
+        "roles": [r.name for r in plan.roles],
+        "worker_env": [{k: r.env.get(k) for k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
+                                                 "BYTEPS_LOCAL_RANK", "BYTEPS_LOCAL_SIZE", "BYTEPS_FORCE_DISTRIBUTED",
+                                                 "DMLC_NUM_WORKER")} for r in workers],
+        "ok": s.workers == 1 and len(workers) == gpus,
+    }
+    return out
+
+
+PROBE = """
+import json, os, subprocess, sys
+out = {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")}
+try:
+    import torch
+    out["device_count"] = torch.cuda.device_count()
+    if out["device_count"]:
+        props = torch.cuda.get_device_properties(0)
+        out["name"] = props.name
+        out["uuid"] = str(getattr(props, "uuid", ""))
+except Exception as exc:
+    out["torch"] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(out))
+"""
+
+
+def role_process_sees_the_plans_gpu(tmp: str) -> dict:
+    """A process started by the plugin's role-process code with the plan's worker env sees that GPU alone."""
+    from pytest_bpsperf.remote.roles import RoleProcess, read_environ
+
+    env = {"CUDA_VISIBLE_DEVICES": "0", "NVIDIA_VISIBLE_DEVICES": "0", "BYTEPS_LOCAL_RANK": "0",
+           "BYTEPS_LOCAL_SIZE": "1", "BPSPERF_RUN_ID": "smoke"}
+    role = RoleProcess("worker-0.0", os.path.join(tmp, "role"))
+    saved = os.environ.get("CUDA_VISIBLE_DEVICES")
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""  # what the actor holds must not leak in: the plan decides
+    try:
+        pid = role.start(["{python}", "-c", PROBE], env)
+        seen = read_environ(pid) or {}
+        code = role.wait(120)
+    finally:
+        role.stop()
+        if saved is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = saved
+    lines = [line for line in role.log_tail(50).splitlines() if line.startswith("{")]
+    child = json.loads(lines[-1]) if lines else {}
+    return {"exit": code, "environ_cuda_visible_devices": seen.get("CUDA_VISIBLE_DEVICES"), "child": child}
+
+
+RANKS = """
+import json, os, sys, time
+from pytest_bpsperf.remote.environ import rank_records_path
+rank = os.environ["BYTEPS_LOCAL_RANK"]
+with open(rank_records_path(sys.argv[1], rank), "w") as fh:
+    fh.write(json.dumps({"event": "start", "batch_size": 4, "affinity": sorted(os.sched_getaffinity(0)),
+                         "env": {k: v for k, v in os.environ.items() if k.startswith(("BYTEPS_", "BPSPERF_"))}}) + "\\n")
+    fh.flush()
+    for i in range(6):
+        time.sleep(0.5)
+        fh.write(json.dumps({"event": "step", "step": i, "total_s": 0.5, "images": 4}) + "\\n")
+        fh.flush()
+    fh.write(json.dumps({"event": "end"}) + "\\n")
+"""
+
+
+def real_bpslaunch(tmp: str, bpslaunch: "str | None") -> dict:
+    """BytePS's own launcher over stand-in ranks, through the plugin's role process: progress and pinning."""
+    from pytest_bpsperf.remote.roles import RoleProcess
+
+    launcher = bpslaunch or shutil.which("bpslaunch") or str(Path(sys.executable).parent / "bpslaunch")
+    if not os.path.isfile(launcher):
+        return {"skipped": "no bpslaunch: pass --bpslaunch PATH (BytePS's launcher/launch.py)"}
+    bindir = os.path.join(tmp, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    shutil.copy(launcher, os.path.join(bindir, "bpslaunch"))
+    script = os.path.join(tmp, "ranks.py")
+    Path(script).write_text(RANKS)
+    env = {"DMLC_ROLE": "worker", "DMLC_WORKER_ID": "0", "DMLC_NUM_WORKER": "1", "DMLC_NUM_SERVER": "1",
+           "DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": "1", "NVIDIA_VISIBLE_DEVICES": "0,1",
+           "CUDA_VISIBLE_DEVICES": "0,1", "BPSPERF_RUN_ID": "smoke", "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    role = RoleProcess("worker-0", os.path.join(tmp, "bpsl"))
+    polls = []
+    try:
+        role.start(["{python}", "-m", "pytest_bpsperf.remote.bpslaunch", "{python}", script, "{records}"], env)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and role.poll() is None:
+            st = role.status()
+            polls.append({k: st.get(k) for k in ("steps", "ranks", "finished")})
+            time.sleep(0.5)
+        code = role.wait(30)
+    finally:
+        role.stop()
+    records = role.process_records()
+    log = role.log_tail(80)
+    return {"exit": code, "polls": polls, "max_steps_seen": max((p["steps"] or 0) for p in polls) if polls else 0,
+            "ranks": [{"suffix": s, "steps": sum(r.get("event") == "step" for r in recs),
+                       "affinity": (recs[0] if recs else {}).get("affinity"),
+                       "pinning": ((recs[0] if recs else {}).get("env") or {}).get("BPSPERF_PINNING")}
+                      for s, recs in records],
+            "log_pinning": [line for line in log.splitlines() if "bpsperf: bpslaunch" in line or "NUMA" in line]}
+
+
+TIMING = """
+import json, sys, time
+import torch, torchvision
+from pytest_bpsperf.measurement import WorkerRecords, measure_worker
+steps, every, dtype = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+torch.backends.cudnn.benchmark = True
+dev = torch.device("cuda:0")
+net = torchvision.models.resnet50().to(dev)
+opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+data = torch.randn(64, 3, 224, 224, device=dev)
+label = torch.randint(0, 1000, (64,), device=dev)
+loss_fn = torch.nn.CrossEntropyLoss()
+recs = [{"event": "start", "batch_size": 64}]
+t_start = time.perf_counter()
+first = None
+window = 0
+for s0 in range(0, steps, every):
+    t0 = time.perf_counter()
+    for _ in range(min(every, steps - s0)):
+        with torch.autocast("cuda", dtype=torch.float16, enabled=dtype == "float16"):
+            loss = loss_fn(net(data), label)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    torch.cuda.synchronize()
+    t = time.perf_counter() - t0
+    if first is None:
+        first = time.perf_counter() - t_start
+    n = min(every, steps - s0)
+    recs.append({"event": "step", "step": window, "total_s": t, "images": 64 * n})
+    window += 1
+recs.append({"event": "end"})
+m = measure_worker(WorkerRecords("gpu0", "this", tuple(recs)))
+print(json.dumps({"img_per_sec": m.img_per_sec, "first_window_s": first, "warmup": list(m.steady.warmup_steps),
+                  "steady_reliable": m.steady.reliable, "window_s": [r["total_s"] for r in recs[1:-1]]}))
+"""
+
+
+def timing_stand_in(tmp: str) -> dict:
+    """ResNet-50 in torch: img/s with a sync every step and every 10 steps, fp32 and fp16; first-step time."""
+    out = {}
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for dtype in ("float32", "float16"):
+        for every in (1, 10):
+            try:
+                proc = subprocess.run([sys.executable, "-c", TIMING, "60", str(every), dtype], capture_output=True,
+                                      text=True, timeout=240, env=env)
+                lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+                out[f"{dtype}_sync_every_{every}"] = json.loads(lines[-1]) if lines else {
+                    "error": proc.stderr.strip().splitlines()[-3:]}
+            except subprocess.TimeoutExpired:
+                out[f"{dtype}_sync_every_{every}"] = {"error": "timed out after 240 s"}
+    return out
+
+
+CONTEXT = """
+import sys, time, torch
+x = torch.ones(1, device="cuda:0")
+torch.cuda.synchronize()
+print("ready", flush=True)
+time.sleep(float(sys.argv[1]))
+"""
+
+
+def extra_context_memory() -> dict:
+    """GPU 0's memory with 1 and with 4 processes that each hold one tensor there (one CUDA context each)."""
+    def used() -> "list[int]":
+        _c, text = _run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"])
+        return [int(line.split(",")[1]) for line in text.splitlines() if "," in line]
+
+    out = {}
+    for n in (1, 4):
+        procs = [subprocess.Popen([sys.executable, "-c", CONTEXT, "20"], stdout=subprocess.PIPE, text=True)
+                 for _ in range(n)]
+        try:
+            for p in procs:
+                p.stdout.readline()
+            time.sleep(1)
+            out[f"{n}_contexts_mib"] = used()
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--bpslaunch", default=None, help="BytePS's launcher/launch.py (or an installed bpslaunch)")
+    p.add_argument("--cpu-only", action="store_true", help="only the parts that need no GPU")
+    args = p.parse_args()
+    t0 = time.monotonic()
+    parts = [("machine", machine_facts), ("plugin", plugin_checks)]
+    tmp = tempfile.mkdtemp(prefix="bpsperf-smoke-")
+    parts.append(("bpslaunch", lambda: real_bpslaunch(tmp, args.bpslaunch)))
+    if not args.cpu_only:
+        parts += [("role_gpu", lambda: role_process_sees_the_plans_gpu(tmp)), ("timing", lambda: timing_stand_in(tmp)),
+                  ("extra_context", extra_context_memory)]
+    facts: dict = {}
+    for name, part in parts:
+        t = time.monotonic()
+        try:
+            facts[name] = part()
+        except Exception as exc:  # noqa: BLE001 - one part failing must not hide the others
+            facts[name] = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()[-2000:]}
+        facts[name + "_s"] = round(time.monotonic() - t, 1)
+        print(f"{name}: {json.dumps(facts[name])[:300]}", flush=True)
+    facts["seconds"] = round(time.monotonic() - t0, 1)
+    shutil.rmtree(tmp, ignore_errors=True)
+    Path(args.out).write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {args.out} in {facts['seconds']}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
