@@ -46,6 +46,40 @@ def test_custom(bpsperf_train):
 @pytest.mark.bpsperf(entry="broken_model:build")
 def test_custom_broken(bpsperf_train):
     bpsperf_train()
+
+
+@pytest.mark.bpsperf(entry="two_pass:build", tricks="omp-passive", steps=8, batch_size=8)
+def test_extra_forward_passes(bpsperf_train):
+    assert bpsperf_train().img_per_sec > 0
+"""
+
+#: A step that runs two more inference passes after backward: this made MXNet's server abort in
+#: every run ("Check failed: !stored.is_none(): init K first") before the harness initialised the
+#: kvstore itself before the first step.
+TWO_PASS = """
+def build(ctx):
+    import mxnet as mx
+    from mxnet import autograd, gluon
+    from gluoncv.model_zoo import get_model
+
+    net = get_model("resnet18_v2", classes=ctx.classes, pretrained=False)
+    net.initialize(mx.init.Xavier(), ctx=ctx.device)
+    net.hybridize()
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    data, _ = ctx.next_batch()
+    net(data)
+    trainer = ctx.make_trainer(net.collect_params(), "sgd", {"learning_rate": 0.01})
+
+    def step():
+        data, label = ctx.next_batch()
+        with autograd.record():
+            loss = loss_fn(net(data), label)
+        loss.backward()
+        net(data)
+        net(data)
+        trainer.step(ctx.step_scale)
+
+    return step
 """
 
 BROKEN = """
@@ -76,13 +110,15 @@ def test_timing_modes_record_data_and_custom_entry_end_to_end(pytester, tmp_path
     rec = make_rec(tmp_path / "data", images=24, size=40)
     pytester.makeini(INI)
     pytester.makepyfile(test_perf=PERF_TESTS.format(rec=str(rec)), custom_model=EXAMPLE.read_text(),
-                        broken_model=BROKEN)
+                        broken_model=BROKEN, two_pass=TWO_PASS)
     out = tmp_path / "result.json"
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf", f"--bpsperf-json={out}")
-    result.assert_outcomes(passed=3, failed=1)
+    result.assert_outcomes(passed=4, failed=1)
     doc = json.loads(out.read_text())
     tests = {t["test"].split("::")[-1]: t for t in doc["tests"]}
-    assert set(tests) == {"test_breakdown", "test_records", "test_custom"}
+    assert set(tests) == {"test_breakdown", "test_records", "test_custom", "test_extra_forward_passes"}
+    # the user's step with extra passes trained every step; the server did not abort
+    assert all(r["exit_code"] == 0 for r in tests["test_extra_forward_passes"]["roles"])
 
     def starts(entry):
         return [json.loads(Path(entry["log_dir"], f"worker-{i}.records.jsonl").read_text().splitlines()[0])

@@ -166,11 +166,57 @@ def _setup_backend(args: argparse.Namespace) -> tuple:
 
     def make_trainer(params: Any, optimizer: str = "sgd", optimizer_params: "dict | None" = None) -> Any:
         # the scaling reference updates as the workers do: fp16 with fp32 master weights (multi_precision)
-        return gluon.Trainer(params, optimizer, {**multi, **(optimizer_params or {})}, kvstore=kv)
+        trainer = gluon.Trainer(params, optimizer, {**multi, **(optimizer_params or {})}, kvstore=kv)
+        if kv is not None:
+            ready_before_training(trainer, kv, args.batch_size * kv.num_workers)
+        return trainer
 
     if kv is None:  # local: the scaling reference, on the device the workers train on
         return (mx.gpu(0) if on_gpu else mx.cpu()), 0, 1, make_trainer, args.batch_size, {}
     return mx.cpu(), kv.rank, kv.num_workers, make_trainer, args.batch_size * kv.num_workers, {}
+
+
+def ready_before_training(trainer: Any, kv: Any, step_scale: int) -> None:
+    """The dist_sync kvstore of ``trainer`` initialised now, race-free, before any step pushes.
+
+    gluon initialises a trainer's parameters in the kvstore lazily, in its first
+    ``step()``, with ``broadcast``: rank 0 pushes a key's initial value, every
+    worker passes a barrier, then pulls it. On CPU MXNet 1.9 does not wait for
+    that push to reach the server before the barrier (it waits on a buffer the
+    CPU path never uses), so a pull can get there first and the server aborts
+    (``Check failed: !stored.is_none(): init K first``, apache/mxnet#7893): the
+    busier the engine (a step that runs extra forward passes), the likelier.
+    Here the same initialisation is done with the wait in between: every worker
+    ``init``s every key that exists now (rank 0 pushes), rank 0 waits until its
+    pushes are done, all pass a barrier, then each pulls rank 0's values.
+    Parameters still deferred are left to the trainer, as before. The optimizer
+    travels to the servers with the gradient scale of ``trainer.step(step_scale)``
+    (gluon refuses a step whose scale differs from the one the servers have).
+    """
+    import mxnet as mx
+
+    trainer._optimizer.rescale_grad = trainer._scale / step_scale  # noqa: SLF001 - as step() sets it first
+    trainer._init_kvstore()  # noqa: SLF001 - gluon has no public way to do this before the first step
+    ready = [p for p in trainer._params_to_init if not p._deferred_init]  # noqa: SLF001
+    arrays = {p.name: p._check_and_get(p._data, list) for p in ready}  # noqa: SLF001
+
+    def plain(a: Any) -> Any:  # the kvstore sends a buffer as it lies: not in MKL-DNN's blocked layout
+        return mx.nd.array(a.asnumpy(), ctx=mx.cpu(), dtype=a.dtype) if a.stype == "default" else a
+
+    for p in ready:  # the same keys in the same order on every worker
+        kv.init(trainer._param2idx[p.name], plain(arrays[p.name][0]))  # noqa: SLF001
+    mx.nd.waitall()  # rank 0: its initial values are on the server
+    kv._barrier()  # noqa: SLF001 - every worker: nothing is pulled before they are
+    for p in ready:
+        first = arrays[p.name][0]
+        if first.stype != "default":
+            continue  # as gluon's broadcast: sparse keys are only inited
+        value = mx.nd.zeros(first.shape, ctx=mx.cpu(), dtype=first.dtype)
+        kv.pull(trainer._param2idx[p.name], out=value)  # noqa: SLF001
+        for a in arrays[p.name]:
+            value.copyto(a)
+    mx.nd.waitall()
+    trainer._params_to_init = [p for p in trainer._params_to_init if p._deferred_init]  # noqa: SLF001
 
 
 def _build(args: argparse.Namespace, timer: Timer) -> tuple:
