@@ -204,3 +204,30 @@ def test_command_imports_neither_ray_nor_mxnet_nor_pytest(results, tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_prune_older_than_goes_by_each_entrys_latest_session(results, tmp_path, capsys):
+    # Schema-2 entries keep their dates in their sessions: an entry is older than DATE when its
+    # latest recorded session is, whatever its first session's date.
+    bl = tmp_path / "baselines"
+    doc = json.loads(results.read_text())
+    doc["date"] = "2024-01-10T00:00:00Z"
+    (tmp_path / "jan.json").write_text(json.dumps(doc))
+    doc["date"] = "2024-06-10T00:00:00Z"
+    doc["tests"] = [t for t in doc["tests"] if t["trick"] == "default"]
+    (tmp_path / "jun.json").write_text(json.dumps(doc))
+    for name in ("jan.json", "jun.json"):
+        code, out, _ = bpsperf(capsys, "baselines", "record", tmp_path / name, "--dir", bl)
+        assert code == 0, out
+    stored = json.loads((bl / "testprof.json").read_text())["entries"]
+    assert sorted(len(e["sessions"]) for e in stored.values()) == [1, 2]
+
+    code, out, _ = bpsperf(capsys, "baselines", "prune", "testprof", "--dir", bl, "--older-than", "2024-03-01")
+    left = json.loads((bl / "testprof.json").read_text())["entries"]
+    assert code == 0 and "removed 1 entry" in out, out
+    assert [e["trick"] for e in left.values()] == ["default"]
+    assert [s["date"] for s in next(iter(left.values()))["sessions"]] == ["2024-01-10T00:00:00Z",
+                                                                          "2024-06-10T00:00:00Z"]
+    code, out, _ = bpsperf(capsys, "baselines", "prune", "testprof", "--dir", bl, "--older-than", "2024-01-01")
+    assert code == 0 and "nothing matches" in out
+    assert len(json.loads((bl / "testprof.json").read_text())["entries"]) == 1
