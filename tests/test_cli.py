@@ -231,3 +231,14 @@ def test_prune_older_than_goes_by_each_entrys_latest_session(results, tmp_path, 
     code, out, _ = bpsperf(capsys, "baselines", "prune", "testprof", "--dir", bl, "--older-than", "2024-01-01")
     assert code == 0 and "nothing matches" in out
     assert len(json.loads((bl / "testprof.json").read_text())["entries"]) == 1
+
+
+def test_prune_refuses_an_older_than_that_is_not_a_date(results, tmp_path, capsys):
+    # Compared as text, "March" is later than every ISO date: it would remove every entry.
+    bl = tmp_path / "baselines"
+    assert bpsperf(capsys, "baselines", "record", results, "--dir", bl)[0] == 0
+    with pytest.raises(SystemExit) as exc:
+        bpsperf(capsys, "baselines", "prune", "testprof", "--dir", bl, "--older-than", "March")
+    assert exc.value.code == 2
+    assert "--older-than 'March'" in capsys.readouterr().err
+    assert len(json.loads((bl / "testprof.json").read_text())["entries"]) == 2
