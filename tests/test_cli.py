@@ -26,6 +26,25 @@ def results(ourtester):
     return ourtester.path / "results.json"
 
 
+#: The synthetic jobs in the default timing (overlapped): steps are timed whole, never split.
+OVERLAPPED_CONFTEST = CONFTEST + '''
+
+def _steps(n, step_s):
+    return [{"total_s": step_s * (8 if i == 0 else 1.03 if i % 2 else 0.97)} for i in range(n)]
+'''
+
+
+@pytest.fixture
+def overlapped_results(ourtester):
+    """A results file of two tricks x 3 repeats in timing=overlapped (no compute/sync split); its path."""
+    ourtester.makeconftest(OVERLAPPED_CONFTEST)
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    ourtester.makeini("[pytest]\nbpsperf_profile = testprof\n")
+    result = run(ourtester, "--bpsperf-repeats=3", "--bpsperf-json=results.json")
+    assert result.ret == 0, result.stdout.str()
+    return ourtester.path / "results.json"
+
+
 @pytest.fixture
 def ourtester(pytester, monkeypatch):
     for key in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "CI"):
@@ -168,6 +187,19 @@ def test_report_html_with_pictures(results, tmp_path, capsys):
     assert page.count("<img src=\"img/") == 3
     for name in ("steps-test_x.png", "matrix-test_x.png", "split-test_x.png"):
         assert (tmp_path / "rep" / "img" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("fmt, name", [("html", "report.html"), ("md", "report.md")])
+def test_report_of_overlapped_runs_shows_no_split(overlapped_results, tmp_path, capsys, fmt, name):
+    doc = read_document(overlapped_results, "results")
+    assert all(t["timing"] == "overlapped" and t["compute_s_per_step"] is None for t in doc["tests"])
+    code, out, err = bpsperf(capsys, "report", "--results", overlapped_results, "--out", tmp_path / "rep",
+                             "--format", fmt)
+    assert code == 0, err
+    page = (tmp_path / "rep" / name).read_text()
+    cell = "<td>- (overlapped)</td>" * 2 if fmt == "html" else " | - (overlapped) | - (overlapped) |"
+    assert page.count(cell) == 6, page
+    assert not (tmp_path / "rep" / "img" / "split-test_x.png").exists()  # nothing split to draw
 
 
 @pytest.mark.parametrize("args, message", [
