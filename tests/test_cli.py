@@ -274,3 +274,19 @@ def test_prune_refuses_an_older_than_that_is_not_a_date(results, tmp_path, capsy
     assert exc.value.code == 2
     assert "--older-than 'March'" in capsys.readouterr().err
     assert len(json.loads((bl / "testprof.json").read_text())["entries"]) == 2
+
+
+def test_history_add_refuses_a_commit_that_is_not_a_commit_id(results, tmp_path, capsys):
+    # A crafted results file must not make 'history add' write outside the history directory.
+    doc = json.loads(results.read_text())
+    doc["commit"], doc["date"] = "../../../../x", "2024-05-01T00:00:00Z"
+    crafted = tmp_path / "in" / "crafted.json"
+    crafted.parent.mkdir()
+    crafted.write_text(json.dumps(doc))
+    hist = tmp_path / "a" / "b" / "history"
+    code, _, err = bpsperf(capsys, "history", "add", crafted, "--dir", hist)
+    assert code == 2 and "commit '../../../../x'" in err and str(crafted) in err, err
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [crafted]
+    code, _, err = bpsperf(capsys, "history", "add", results, "--dir", hist, "--commit", "v1.2/rc")
+    assert code == 2 and "commit 'v1.2/rc' (from --commit)" in err, err
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [crafted]

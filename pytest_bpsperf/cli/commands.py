@@ -12,7 +12,7 @@ from ..store.entries import latest_date, latest_session
 from ..offline import baseline_sessions, check_results, compare_results, pair_verdicts, profile_of
 from ..store.baselines import BaselineStore, utc_now_iso
 from ..store.files import atomic_write_text
-from ..store.history import HistoryStore, current_branch, make_record, trends
+from ..store.history import HistoryStore, check_commit, current_branch, make_record, trends
 from ..store.results import read_document
 from ..verdict import IMPROVEMENT, INCONCLUSIVE, REGRESSION, Verdict
 
@@ -171,7 +171,9 @@ def history_add(args: argparse.Namespace) -> int:
     profile_id = profile_of(results, args.profile, source=args.results)
     profile = dict(results.get("profile") or {})
     profile["id"] = profile_id
-    record = make_record(results, profile=profile, commit=args.commit or results.get("commit"),
+    commit = check_commit(args.commit, "--commit") if args.commit else \
+        check_commit(results.get("commit"), f"results file {args.results}")
+    record = make_record(results, profile=profile, commit=commit,
                          branch=args.branch or results.get("branch") or current_branch(),
                          date=results.get("date") or utc_now_iso(), versions=results.get("versions") or {})
     path = HistoryStore(args.dir).save(record)
