@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from pytest_bpsperf.machine_lock import MachineLock
+from pytest_bpsperf.machine_lock import LockError, MachineLock
 from pytest_bpsperf.watchdog import FIRST_STEP_S, FLOOR_S, StallWatch
 
 # A finished run from the plugin's public hook: verdicts and reports without Ray.
@@ -110,6 +110,29 @@ def test_second_session_waits_for_the_lock_and_says_so(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize("target_exists", [True, False], ids=["to-a-file", "dangling"])
+def test_a_symlink_at_the_lock_path_is_refused_and_its_target_left_alone(tmp_path, target_exists):
+    # /run/lock and /tmp are shared: a link planted there must not make the plugin create,
+    # truncate or lock the file it points to.
+    import fcntl
+
+    target = tmp_path / "precious"
+    if target_exists:
+        target.write_text("keep me\n")
+    link = tmp_path / "measure.lock"
+    link.symlink_to(target)
+    lock = MachineLock(str(link))
+    with pytest.raises(LockError, match="symbolic link") as info:
+        lock.acquire(1, poll=0.1)
+    assert str(link) in str(info.value) and not lock.held
+    if target_exists:
+        assert target.read_text() == "keep me\n"
+        with open(target) as fh:  # not locked either
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    else:
+        assert not target.exists()
 
 
 # --- configure-time checks -------------------------------------------------------------
