@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -133,6 +134,67 @@ def test_a_symlink_at_the_lock_path_is_refused_and_its_target_left_alone(tmp_pat
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
     else:
         assert not target.exists()
+
+
+# --- SIGTERM handler -------------------------------------------------------------------
+
+#: Writes the SIGTERM handler a test sees into sigterm-<test>.txt.
+SIGTERM_PROBE = '''
+import signal
+
+import pytest
+
+
+def _seen(request):
+    handler = signal.getsignal(signal.SIGTERM)
+    name = getattr(handler, "__qualname__", repr(handler))
+    (request.config.rootpath / f"sigterm-{request.node.name}.txt").write_text(name)
+
+
+def test_plain(request):
+    _seen(request)
+'''
+
+
+def test_a_session_without_perf_tests_keeps_the_default_sigterm_handler(pytester):
+    pytester.makeconftest(FAKE_RUN)
+    pytester.makepyfile(test_plain=SIGTERM_PROBE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "sigterm-test_plain.txt").read_text() == repr(signal.SIG_DFL)
+
+
+def test_a_session_with_perf_tests_has_the_plugins_sigterm_handler_until_it_ends(pytester):
+    pytester.makeconftest(FAKE_RUN)
+    pytester.makepyfile(test_probe=SIGTERM_PROBE + '''
+
+@pytest.mark.perf
+def test_perf(request, bpsperf_train):
+    assert bpsperf_train().img_per_sec > 0
+    _seen(request)
+''')
+    before = signal.getsignal(signal.SIGTERM)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--bpsperf-steps=8", "--bpsperf-scaling=off")
+    result.assert_outcomes(passed=2)
+    for name in ("test_perf[default]", "test_plain"):
+        assert (pytester.path / f"sigterm-{name}.txt").read_text() == "SessionGuard._on_sigterm"
+    assert signal.getsignal(signal.SIGTERM) == before  # put back when the session ends
+
+
+def test_a_session_that_starts_the_ray_side_has_the_handler_without_perf_tests(pytester):
+    # On a cluster (or with GPUs) Ray is brought up at session start, before anything is collected:
+    # its teardown needs the handler too.
+    pytester.makeconftest(FAKE_RUN)
+    pytester.makepyfile(test_plain=SIGTERM_PROBE + '''
+
+def test_ray_side(request):
+    request.config.pluginmanager.get_plugin("bpsperf-RunnerPlugin").session  # what every start goes through
+    _seen(request)
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    assert (pytester.path / "sigterm-test_plain.txt").read_text() == repr(signal.SIG_DFL)  # before it
+    assert (pytester.path / "sigterm-test_ray_side.txt").read_text() == "SessionGuard._on_sigterm"
 
 
 # --- configure-time checks -------------------------------------------------------------
