@@ -330,6 +330,35 @@ def test_read_only_baselines_mount_is_a_usage_error_and_files_stay(fake_project,
     assert path.read_bytes() == before
 
 
+def test_an_unwritable_job_summary_is_named_and_fails_the_session_with_the_other_reports_written(
+        fake_project, monkeypatch):
+    (fake_project.path / "plain").write_text("x")
+    summary = fake_project.path / "plain" / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    report = fake_project.path / "out.json"
+    result = fake_project.runpytest_subprocess("-p", "no:cacheprovider", f"--bpsperf-json={report}",
+                                               f"--bpsperf-markdown={fake_project.path / 'out.md'}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.assert_outcomes(passed=7)
+    result.stdout.fnmatch_lines([f"*bpsperf: NOT written: {summary} (GITHUB_STEP_SUMMARY): Not a directory*"])
+    result.stdout.fnmatch_lines([f"*bpsperf: wrote {report}*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert len(json.loads(report.read_text())["tests"]) == 6 and (fake_project.path / "out.md").exists()
+
+
+def test_the_job_summary_is_appended_to_and_named(fake_project, monkeypatch):
+    summary = fake_project.path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = fake_project.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines([f"*bpsperf: wrote {summary} (GITHUB_STEP_SUMMARY)*"])
+    text = summary.read_text()
+    assert text.startswith("earlier step\n") and "test_perf.py::test_x" in text
+
+
 # --- echoed environments ------------------------------------------------------------
 
 def test_every_variable_a_trick_sets_is_echoed_in_records_and_reports():
