@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -195,6 +196,56 @@ def test_ray_side(request):
     result.assert_outcomes(passed=2)
     assert (pytester.path / "sigterm-test_plain.txt").read_text() == repr(signal.SIG_DFL)  # before it
     assert (pytester.path / "sigterm-test_ray_side.txt").read_text() == "SessionGuard._on_sigterm"
+
+
+# --- roles that die with their actor ------------------------------------------------------
+
+def _roles():
+    # The module as imported now: in-process pytester runs before may have imported it again.
+    import importlib
+
+    return importlib.import_module("pytest_bpsperf.remote.roles")
+
+
+def _role_ran(tmp_path, name="worker-0"):
+    role = _roles().RoleProcess(name, str(tmp_path / "logs"))
+    role.start([sys.executable, "-c", "print('trained')"], {})
+    try:
+        assert role.wait(60) == 0, role.log_tail()
+    finally:
+        role.stop()
+    return role
+
+
+def test_a_role_without_setpriv_says_in_its_log_that_it_would_outlive_its_actor(tmp_path, monkeypatch):
+    monkeypatch.setattr(_roles(), "_SETPRIV", None)
+    role = _role_ran(tmp_path)
+    log = role.log_tail()
+    assert "# bpsperf: setpriv not found: worker-0 does not die with its actor (no PR_SET_PDEATHSIG)" in log
+    assert "trained" in log
+    assert role.info()["pdeathsig"] is False
+
+
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="setpriv (util-linux) is not installed here")
+def test_a_role_under_setpriv_says_nothing_of_it(tmp_path):
+    role = _role_ran(tmp_path)
+    assert "setpriv not found" not in role.log_tail() and role.info()["pdeathsig"] is True
+
+
+def test_the_run_notes_which_roles_would_outlive_their_actor_and_where():
+    from pytest_bpsperf.launcher import pdeathsig_notes
+
+    infos = {"scheduler": {"pdeathsig": True}, "server-0": {"pdeathsig": False},
+             "worker-0": {"pdeathsig": False}, "worker-1": {"pdeathsig": False}, "gone": {}}
+    where = {"server-0": {"hostname": "n1", "ip": "10.0.0.1"}, "worker-0": {"hostname": "n1", "ip": "10.0.0.1"},
+             "worker-1": {"hostname": "", "ip": "10.0.0.2"}}
+    assert pdeathsig_notes(infos, where) == (
+        "setpriv not found on n1: server-0, worker-0 do not die with their actor (no PR_SET_PDEATHSIG; "
+        "install util-linux there)",
+        "setpriv not found on 10.0.0.2: worker-1 does not die with its actor (no PR_SET_PDEATHSIG; "
+        "install util-linux there)",
+    )
+    assert pdeathsig_notes({"worker-0": {"pdeathsig": True}}, {}) == ()
 
 
 # --- configure-time checks -------------------------------------------------------------
