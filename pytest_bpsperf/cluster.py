@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from .machine_lock import LockTimeout, MachineLock, lock_path
+from .machine_lock import LockError, MachineLock, lock_path
 from .placement import Node
 from .remote import reaper
 
@@ -120,7 +120,7 @@ class RayCluster:
             self._lock = MachineLock(lock_path(self.address))
         try:
             self.lock_waited_s = self._lock.acquire(LOCK_WAIT_S, self.say)
-        except LockTimeout as exc:
+        except LockError as exc:
             raise ClusterError(str(exc)) from None
         try:
             self._start()

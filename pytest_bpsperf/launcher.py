@@ -31,6 +31,25 @@ PROGRESS_SECONDS = 10.0
 POLL_TIMEOUT_S = 20.0
 
 
+def pdeathsig_notes(infos: Mapping[str, Mapping], where: Mapping[str, Mapping]) -> "tuple[str, ...]":
+    """A note per node whose roles do not die with their actor (no ``setpriv`` there), naming them.
+
+    ``infos`` are the roles' :meth:`~.remote.roles.RoleProcess.info`, ``where``
+    where their actors ran; roles whose info does not say (never started, actor
+    gone) are left out.
+    """
+    by_node: "dict[str, list[str]]" = {}
+    for name, info in infos.items():
+        if info.get("pdeathsig") is False:
+            place = where.get(name, {})
+            by_node.setdefault(place.get("hostname") or place.get("ip") or "?", []).append(name)
+    return tuple(
+        f"setpriv not found on {node}: {', '.join(names)} "
+        f"{'does not die with its actor' if len(names) == 1 else 'do not die with their actor'} "
+        "(no PR_SET_PDEATHSIG; install util-linux there)"
+        for node, names in by_node.items())
+
+
 class RoleFailed(RuntimeError):
     """A role died or the run timed out; the message names the role, node, status and log tail."""
 
@@ -413,7 +432,7 @@ def run_roles(
         backend=plan.backend,
         topology=plan.topology(),
         comm=group.comm,
-        notes=tuple(group.exit_notes),
+        notes=tuple(group.exit_notes) + pdeathsig_notes(group.infos, group.where),
     )
     if failure is None:
         unfinished = [w.name for w in output.workers if not w.finished]

@@ -6,11 +6,14 @@ other. A session holds :class:`MachineLock` from before it starts Ray until it
 stops it; another waits (and says so) before starting anything, so waiting is
 never measured. ``flock`` is released by the kernel when the holder dies, even
 by SIGKILL; the lock file is opened close-on-exec, so the processes Ray execs do
-not inherit it. Driver-side, plain Python.
+not inherit it, and without following a symbolic link: the lock directories are
+shared, and a link planted at the lock path would make the session create,
+truncate and lock the file it points to. Driver-side, plain Python.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
@@ -21,7 +24,11 @@ from typing import Callable
 LOCK_DIRS = ("/run/lock", "/tmp")
 
 
-class LockTimeout(RuntimeError):
+class LockError(RuntimeError):
+    """The measurement lock cannot be taken; the message names its path."""
+
+
+class LockTimeout(LockError):
     """The machine stayed busy with another measurement for longer than allowed."""
 
 
@@ -48,19 +55,36 @@ class MachineLock:
     def holder(self) -> str:
         """What the lock file says about its holder (pid and command), for the waiting message."""
         try:
-            with open(self.path, encoding="utf-8", errors="replace") as fh:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            with open(fd, encoding="utf-8", errors="replace") as fh:
                 return fh.read().strip() or "another session"
         except OSError:
             return "another session"
+
+    def _open(self) -> int:
+        """The lock file's descriptor, created if need be; a symbolic link there is a LockError."""
+        flags = os.O_CLOEXEC | os.O_NOFOLLOW
+        try:
+            try:
+                return os.open(self.path, os.O_RDWR | os.O_CREAT | flags, 0o666)
+            except PermissionError:  # another user's lock file: flock works on a read-only descriptor too
+                return os.open(self.path, os.O_RDONLY | flags)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP or os.path.islink(self.path):
+                try:
+                    target = f" (to {os.readlink(self.path)!r})"
+                except OSError:
+                    target = ""
+                raise LockError(f"the measurement lock {self.path} is a symbolic link{target}; bpsperf does "
+                                "not follow it: remove the link (the lock is a plain file that bpsperf creates)") \
+                    from None
+            raise
 
     def acquire(self, timeout: float, say: "Callable[[str], None] | None" = None, poll: float = 0.5) -> float:
         """Take the lock, waiting up to ``timeout`` seconds (telling ``say`` once); returns seconds waited."""
         if self._fd is not None:
             return 0.0
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        except PermissionError:  # another user's lock file: flock works on a read-only descriptor too
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = self._open()
         t0 = time.monotonic()
         told = False
         while True:

@@ -118,7 +118,8 @@ class RunOutput:
     #: img/s of the run's first worker node alone (same trick, no parameter server): the headline
     #: scaling reference, as the BytePS report computed it (on CPUs the same as ``single_img_per_sec``)
     node_img_per_sec: "float | None" = None
-    #: what went wrong after training had finished (a shutdown's exit error): said, not a failure
+    #: what is said of the run, not a failure: what went wrong after training had finished (a
+    #: shutdown's exit error), roles that would not die with their actor (no setpriv on their node)
     notes: "tuple[str, ...]" = ()
 
     def __post_init__(self) -> None:

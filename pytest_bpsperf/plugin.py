@@ -49,7 +49,8 @@ def pytest_configure(config: pytest.Config) -> None:
     gate_class = PairGate if settings.settings.base else BaselineGate
     gate = config.stash[gate_key] = gate_class(config, settings, runner, ledger)
     config.stash[report_key] = ReportPlugin(config, runner, gate, ledger)
-    config.stash[guard_key] = SessionGuard(config, str(gate.store().directory), gate.updating)
+    guard = config.stash[guard_key] = SessionGuard(config, str(gate.store().directory), gate.updating)
+    runner.before_ray = guard.install  # also before perf tests are collected: Ray up at session start
     for key in _KEYS:
         config.pluginmanager.register(config.stash[key], f"bpsperf-{type(config.stash[key]).__name__}")
     if config.getoption("bpsperf_list_tricks"):

@@ -26,6 +26,25 @@ def results(ourtester):
     return ourtester.path / "results.json"
 
 
+#: The synthetic jobs in the default timing (overlapped): steps are timed whole, never split.
+OVERLAPPED_CONFTEST = CONFTEST + '''
+
+def _steps(n, step_s):
+    return [{"total_s": step_s * (8 if i == 0 else 1.03 if i % 2 else 0.97)} for i in range(n)]
+'''
+
+
+@pytest.fixture
+def overlapped_results(ourtester):
+    """A results file of two tricks x 3 repeats in timing=overlapped (no compute/sync split); its path."""
+    ourtester.makeconftest(OVERLAPPED_CONFTEST)
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    ourtester.makeini("[pytest]\nbpsperf_profile = testprof\n")
+    result = run(ourtester, "--bpsperf-repeats=3", "--bpsperf-json=results.json")
+    assert result.ret == 0, result.stdout.str()
+    return ourtester.path / "results.json"
+
+
 @pytest.fixture
 def ourtester(pytester, monkeypatch):
     for key in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "CI"):
@@ -170,6 +189,19 @@ def test_report_html_with_pictures(results, tmp_path, capsys):
         assert (tmp_path / "rep" / "img" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize("fmt, name", [("html", "report.html"), ("md", "report.md")])
+def test_report_of_overlapped_runs_shows_no_split(overlapped_results, tmp_path, capsys, fmt, name):
+    doc = read_document(overlapped_results, "results")
+    assert all(t["timing"] == "overlapped" and t["compute_s_per_step"] is None for t in doc["tests"])
+    code, out, err = bpsperf(capsys, "report", "--results", overlapped_results, "--out", tmp_path / "rep",
+                             "--format", fmt)
+    assert code == 0, err
+    page = (tmp_path / "rep" / name).read_text()
+    cell = "<td>- (overlapped)</td>" * 2 if fmt == "html" else " | - (overlapped) | - (overlapped) |"
+    assert page.count(cell) == 6, page
+    assert not (tmp_path / "rep" / "img" / "split-test_x.png").exists()  # nothing split to draw
+
+
 @pytest.mark.parametrize("args, message", [
     (["check", "missing.json"], "results file missing.json does not exist"),
     (["compare", "bad.json", "bad.json"], "is not valid JSON (line 1"),
@@ -204,3 +236,57 @@ def test_command_imports_neither_ray_nor_mxnet_nor_pytest(results, tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_prune_older_than_goes_by_each_entrys_latest_session(results, tmp_path, capsys):
+    # Schema-2 entries keep their dates in their sessions: an entry is older than DATE when its
+    # latest recorded session is, whatever its first session's date.
+    bl = tmp_path / "baselines"
+    doc = json.loads(results.read_text())
+    doc["date"] = "2024-01-10T00:00:00Z"
+    (tmp_path / "jan.json").write_text(json.dumps(doc))
+    doc["date"] = "2024-06-10T00:00:00Z"
+    doc["tests"] = [t for t in doc["tests"] if t["trick"] == "default"]
+    (tmp_path / "jun.json").write_text(json.dumps(doc))
+    for name in ("jan.json", "jun.json"):
+        code, out, _ = bpsperf(capsys, "baselines", "record", tmp_path / name, "--dir", bl)
+        assert code == 0, out
+    stored = json.loads((bl / "testprof.json").read_text())["entries"]
+    assert sorted(len(e["sessions"]) for e in stored.values()) == [1, 2]
+
+    code, out, _ = bpsperf(capsys, "baselines", "prune", "testprof", "--dir", bl, "--older-than", "2024-03-01")
+    left = json.loads((bl / "testprof.json").read_text())["entries"]
+    assert code == 0 and "removed 1 entry" in out, out
+    assert [e["trick"] for e in left.values()] == ["default"]
+    assert [s["date"] for s in next(iter(left.values()))["sessions"]] == ["2024-01-10T00:00:00Z",
+                                                                          "2024-06-10T00:00:00Z"]
+    code, out, _ = bpsperf(capsys, "baselines", "prune", "testprof", "--dir", bl, "--older-than", "2024-01-01")
+    assert code == 0 and "nothing matches" in out
+    assert len(json.loads((bl / "testprof.json").read_text())["entries"]) == 1
+
+
+def test_prune_refuses_an_older_than_that_is_not_a_date(results, tmp_path, capsys):
+    # Compared as text, "March" is later than every ISO date: it would remove every entry.
+    bl = tmp_path / "baselines"
+    assert bpsperf(capsys, "baselines", "record", results, "--dir", bl)[0] == 0
+    with pytest.raises(SystemExit) as exc:
+        bpsperf(capsys, "baselines", "prune", "testprof", "--dir", bl, "--older-than", "March")
+    assert exc.value.code == 2
+    assert "--older-than 'March'" in capsys.readouterr().err
+    assert len(json.loads((bl / "testprof.json").read_text())["entries"]) == 2
+
+
+def test_history_add_refuses_a_commit_that_is_not_a_commit_id(results, tmp_path, capsys):
+    # A crafted results file must not make 'history add' write outside the history directory.
+    doc = json.loads(results.read_text())
+    doc["commit"], doc["date"] = "../../../../x", "2024-05-01T00:00:00Z"
+    crafted = tmp_path / "in" / "crafted.json"
+    crafted.parent.mkdir()
+    crafted.write_text(json.dumps(doc))
+    hist = tmp_path / "a" / "b" / "history"
+    code, _, err = bpsperf(capsys, "history", "add", crafted, "--dir", hist)
+    assert code == 2 and "commit '../../../../x'" in err and str(crafted) in err, err
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [crafted]
+    code, _, err = bpsperf(capsys, "history", "add", results, "--dir", hist, "--commit", "v1.2/rc")
+    assert code == 2 and "commit 'v1.2/rc' (from --commit)" in err, err
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [crafted]

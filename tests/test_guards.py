@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import time
 
 import pytest
 
-from pytest_bpsperf.machine_lock import MachineLock
+from pytest_bpsperf.machine_lock import LockError, MachineLock
 from pytest_bpsperf.watchdog import FIRST_STEP_S, FLOOR_S, StallWatch
 
 # A finished run from the plugin's public hook: verdicts and reports without Ray.
@@ -110,6 +112,140 @@ def test_second_session_waits_for_the_lock_and_says_so(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.parametrize("target_exists", [True, False], ids=["to-a-file", "dangling"])
+def test_a_symlink_at_the_lock_path_is_refused_and_its_target_left_alone(tmp_path, target_exists):
+    # /run/lock and /tmp are shared: a link planted there must not make the plugin create,
+    # truncate or lock the file it points to.
+    import fcntl
+
+    target = tmp_path / "precious"
+    if target_exists:
+        target.write_text("keep me\n")
+    link = tmp_path / "measure.lock"
+    link.symlink_to(target)
+    lock = MachineLock(str(link))
+    with pytest.raises(LockError, match="symbolic link") as info:
+        lock.acquire(1, poll=0.1)
+    assert str(link) in str(info.value) and not lock.held
+    if target_exists:
+        assert target.read_text() == "keep me\n"
+        with open(target) as fh:  # not locked either
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    else:
+        assert not target.exists()
+
+
+# --- SIGTERM handler -------------------------------------------------------------------
+
+#: Writes the SIGTERM handler a test sees into sigterm-<test>.txt.
+SIGTERM_PROBE = '''
+import signal
+
+import pytest
+
+
+def _seen(request):
+    handler = signal.getsignal(signal.SIGTERM)
+    name = getattr(handler, "__qualname__", repr(handler))
+    (request.config.rootpath / f"sigterm-{request.node.name}.txt").write_text(name)
+
+
+def test_plain(request):
+    _seen(request)
+'''
+
+
+def test_a_session_without_perf_tests_keeps_the_default_sigterm_handler(pytester):
+    pytester.makeconftest(FAKE_RUN)
+    pytester.makepyfile(test_plain=SIGTERM_PROBE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert (pytester.path / "sigterm-test_plain.txt").read_text() == repr(signal.SIG_DFL)
+
+
+def test_a_session_with_perf_tests_has_the_plugins_sigterm_handler_until_it_ends(pytester):
+    pytester.makeconftest(FAKE_RUN)
+    pytester.makepyfile(test_probe=SIGTERM_PROBE + '''
+
+@pytest.mark.perf
+def test_perf(request, bpsperf_train):
+    assert bpsperf_train().img_per_sec > 0
+    _seen(request)
+''')
+    before = signal.getsignal(signal.SIGTERM)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--bpsperf-steps=8", "--bpsperf-scaling=off")
+    result.assert_outcomes(passed=2)
+    for name in ("test_perf[default]", "test_plain"):
+        assert (pytester.path / f"sigterm-{name}.txt").read_text() == "SessionGuard._on_sigterm"
+    assert signal.getsignal(signal.SIGTERM) == before  # put back when the session ends
+
+
+def test_a_session_that_starts_the_ray_side_has_the_handler_without_perf_tests(pytester):
+    # On a cluster (or with GPUs) Ray is brought up at session start, before anything is collected:
+    # its teardown needs the handler too.
+    pytester.makeconftest(FAKE_RUN)
+    pytester.makepyfile(test_plain=SIGTERM_PROBE + '''
+
+def test_ray_side(request):
+    request.config.pluginmanager.get_plugin("bpsperf-RunnerPlugin").session  # what every start goes through
+    _seen(request)
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    assert (pytester.path / "sigterm-test_plain.txt").read_text() == repr(signal.SIG_DFL)  # before it
+    assert (pytester.path / "sigterm-test_ray_side.txt").read_text() == "SessionGuard._on_sigterm"
+
+
+# --- roles that die with their actor ------------------------------------------------------
+
+def _roles():
+    # The module as imported now: in-process pytester runs before may have imported it again.
+    import importlib
+
+    return importlib.import_module("pytest_bpsperf.remote.roles")
+
+
+def _role_ran(tmp_path, name="worker-0"):
+    role = _roles().RoleProcess(name, str(tmp_path / "logs"))
+    role.start([sys.executable, "-c", "print('trained')"], {})
+    try:
+        assert role.wait(60) == 0, role.log_tail()
+    finally:
+        role.stop()
+    return role
+
+
+def test_a_role_without_setpriv_says_in_its_log_that_it_would_outlive_its_actor(tmp_path, monkeypatch):
+    monkeypatch.setattr(_roles(), "_SETPRIV", None)
+    role = _role_ran(tmp_path)
+    log = role.log_tail()
+    assert "# bpsperf: setpriv not found: worker-0 does not die with its actor (no PR_SET_PDEATHSIG)" in log
+    assert "trained" in log
+    assert role.info()["pdeathsig"] is False
+
+
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="setpriv (util-linux) is not installed here")
+def test_a_role_under_setpriv_says_nothing_of_it(tmp_path):
+    role = _role_ran(tmp_path)
+    assert "setpriv not found" not in role.log_tail() and role.info()["pdeathsig"] is True
+
+
+def test_the_run_notes_which_roles_would_outlive_their_actor_and_where():
+    from pytest_bpsperf.launcher import pdeathsig_notes
+
+    infos = {"scheduler": {"pdeathsig": True}, "server-0": {"pdeathsig": False},
+             "worker-0": {"pdeathsig": False}, "worker-1": {"pdeathsig": False}, "gone": {}}
+    where = {"server-0": {"hostname": "n1", "ip": "10.0.0.1"}, "worker-0": {"hostname": "n1", "ip": "10.0.0.1"},
+             "worker-1": {"hostname": "", "ip": "10.0.0.2"}}
+    assert pdeathsig_notes(infos, where) == (
+        "setpriv not found on n1: server-0, worker-0 do not die with their actor (no PR_SET_PDEATHSIG; "
+        "install util-linux there)",
+        "setpriv not found on 10.0.0.2: worker-1 does not die with its actor (no PR_SET_PDEATHSIG; "
+        "install util-linux there)",
+    )
+    assert pdeathsig_notes({"worker-0": {"pdeathsig": True}}, {}) == ()
 
 
 # --- configure-time checks -------------------------------------------------------------
@@ -243,6 +379,35 @@ def test_read_only_baselines_mount_is_a_usage_error_and_files_stay(fake_project,
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*cannot write the baselines directory*read-only file system*"])
     assert path.read_bytes() == before
+
+
+def test_an_unwritable_job_summary_is_named_and_fails_the_session_with_the_other_reports_written(
+        fake_project, monkeypatch):
+    (fake_project.path / "plain").write_text("x")
+    summary = fake_project.path / "plain" / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    report = fake_project.path / "out.json"
+    result = fake_project.runpytest_subprocess("-p", "no:cacheprovider", f"--bpsperf-json={report}",
+                                               f"--bpsperf-markdown={fake_project.path / 'out.md'}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.assert_outcomes(passed=7)
+    result.stdout.fnmatch_lines([f"*bpsperf: NOT written: {summary} (GITHUB_STEP_SUMMARY): Not a directory*"])
+    result.stdout.fnmatch_lines([f"*bpsperf: wrote {report}*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert len(json.loads(report.read_text())["tests"]) == 6 and (fake_project.path / "out.md").exists()
+
+
+def test_the_job_summary_is_appended_to_and_named(fake_project, monkeypatch):
+    summary = fake_project.path / "summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = fake_project.runpytest_subprocess("-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines([f"*bpsperf: wrote {summary} (GITHUB_STEP_SUMMARY)*"])
+    text = summary.read_text()
+    assert text.startswith("earlier step\n") and "test_perf.py::test_x" in text
 
 
 # --- echoed environments ------------------------------------------------------------

@@ -141,3 +141,21 @@ def test_schema_errors_name_the_place_and_the_value():
     rec["runs"][0]["img_per_sec"] = -1
     with pytest.raises(SchemaError, match=r"\$\.runs\[0\]\.img_per_sec = -1"):
         validate(rec, "history", "my record")
+
+
+@pytest.mark.parametrize("commit", ["../../../../x", "a/b", "..", "main", "deadbeef\nx"])
+def test_only_a_hex_commit_names_a_history_file(tmp_path, commit):
+    # The commit string names the file: anything but a git commit id is refused, and nothing is
+    # written inside the directory or outside it.
+    hist = tmp_path / "a" / "b" / "history"
+    with pytest.raises(HistoryError, match=r"commit '.*' .*hex digits") as info:
+        HistoryStore(hist).save(record([30.0], commit, "2024-05-01T12:00:00Z"))
+    assert repr(commit) in str(info.value)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+@pytest.mark.parametrize("commit", ["c" * 40, "C0FFEE12", "1" * 64, None])
+def test_a_commit_id_or_none_names_a_history_file(tmp_path, commit):
+    path = HistoryStore(tmp_path).save(record([30.0], commit, "2024-05-01T12:00:00Z"))
+    assert path.parent == tmp_path / "testprof"
+    assert path.name.split("-")[1] == (commit or "nocommit")[:12]

@@ -38,6 +38,19 @@ def _percent(option: str, setting: str = "tolerance") -> Callable[[str], float]:
     return convert
 
 
+def _date(option: str) -> Callable[[str], str]:
+    """A parser for a calendar date option (``YYYY-MM-DD``); returns the text, as ISO dates compare."""
+    import datetime
+
+    def convert(text: str) -> str:
+        try:
+            return datetime.date.fromisoformat(text.strip()).isoformat()
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} {text!r}: expected a date YYYY-MM-DD") from None
+
+    return convert
+
+
 def _parser() -> argparse.ArgumentParser:
     from . import commands as c
 
@@ -91,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
         if name == "prune":
             q.add_argument("--test", help="only entries whose test matches this glob")
             q.add_argument("--trick", help="only entries of this trick")
-            q.add_argument("--older-than", metavar="YYYY-MM-DD", help="only entries recorded before this date")
+            q.add_argument("--older-than", metavar="YYYY-MM-DD", type=_date("--older-than"), help="only entries recorded before this date")
             q.add_argument("--dry-run", action="store_true", help="say what would go, change nothing")
 
     h = add("history", c.history_show, "trend tables per test and trick across commits, with change points")

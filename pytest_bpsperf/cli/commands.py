@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from ..store.entries import latest_session
+from ..store.entries import latest_date, latest_session
 from ..offline import baseline_sessions, check_results, compare_results, pair_verdicts, profile_of
 from ..store.baselines import BaselineStore, utc_now_iso
 from ..store.files import atomic_write_text
-from ..store.history import HistoryStore, current_branch, make_record, trends
+from ..store.history import HistoryStore, check_commit, current_branch, make_record, trends
 from ..store.results import read_document
 from ..verdict import IMPROVEMENT, INCONCLUSIVE, REGRESSION, Verdict
 
@@ -139,10 +139,22 @@ def baselines_prune(args: argparse.Namespace) -> int:
     if not (args.test or args.trick or args.older_than):
         raise ValueError("prune needs at least one of --test, --trick, --older-than (to remove a whole "
                          f"profile, delete {data.path})")
-    keys = [k for k, e in sorted(data.entries.items())
-            if (not args.test or fnmatch.fnmatchcase(str(e.get("test")), args.test))
-            and (not args.trick or e.get("trick") == args.trick)
-            and (not args.older_than or str(e.get("date", "")) < args.older_than)]
+    keys, undated = [], []
+    for k, e in sorted(data.entries.items()):
+        if (args.test and not fnmatch.fnmatchcase(str(e.get("test")), args.test)) \
+                or (args.trick and e.get("trick") != args.trick):
+            continue
+        if args.older_than:
+            # An entry is as old as its latest recorded session (schema 2 keeps dates there only).
+            date = latest_date(e)
+            if date is None:
+                undated.append(k)
+                continue
+            if date >= args.older_than:
+                continue
+        keys.append(k)
+    for key in undated:
+        print(f"keep {key}: none of its sessions records a date (--older-than cannot judge it)")
     for key in keys:
         print(f"{'would remove' if args.dry_run else 'remove'} {key}")
     if keys and not args.dry_run:
@@ -159,7 +171,9 @@ def history_add(args: argparse.Namespace) -> int:
     profile_id = profile_of(results, args.profile, source=args.results)
     profile = dict(results.get("profile") or {})
     profile["id"] = profile_id
-    record = make_record(results, profile=profile, commit=args.commit or results.get("commit"),
+    commit = check_commit(args.commit, "--commit") if args.commit else \
+        check_commit(results.get("commit"), f"results file {args.results}")
+    record = make_record(results, profile=profile, commit=commit,
                          branch=args.branch or results.get("branch") or current_branch(),
                          date=results.get("date") or utc_now_iso(), versions=results.get("versions") or {})
     path = HistoryStore(args.dir).save(record)

@@ -1,7 +1,9 @@
 """Session-level guards in pytest: SIGTERM, report paths, xdist.
 
 - SIGTERM ends the session like Ctrl-C (teardown runs, nothing more starts, a
-  normal non-zero exit) instead of killing pytest mid-run.
+  normal non-zero exit) instead of killing pytest mid-run, once perf tests are
+  collected or the Ray side is first used (roles, Ray and the measurement lock
+  must be torn down); a session that does neither keeps the handler it had.
 - Report files and, when recording, the baselines directory must be writable:
   checked at configure time, before anything runs.
 - Under pytest-xdist, each perf test fails at once with how to run perf tests
@@ -60,15 +62,14 @@ def under_xdist(config: pytest.Config) -> bool:
 
 
 class SessionGuard:
-    """Installs the SIGTERM handler and checks what must hold before the first test runs."""
+    """Checks what must hold before the first test runs; installs the SIGTERM handler once the session measures."""
 
     def __init__(self, config: pytest.Config, baselines_dir: str, updating: bool) -> None:
         self.config = config
         self._previous = None
+        self._installed = False
         self._refused: "set[str]" = set()
         self._check_paths(baselines_dir, updating)
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
 
     def _check_paths(self, baselines_dir: str, updating: bool) -> None:
         """Report files and (when recording) the baselines directory; other configure-time checks of the
@@ -91,11 +92,26 @@ class SessionGuard:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise KeyboardInterrupt("SIGTERM")
 
+    def install(self) -> None:
+        """Make SIGTERM end the session like Ctrl-C (from the main thread only; idempotent)."""
+        if not self._installed and threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+            self._installed = True
+
     def restore(self) -> None:
-        """Put back the SIGTERM handler that was there before."""
-        if self._previous is not None and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, self._previous)
-            self._previous = None
+        """Put back the SIGTERM handler that was there before :meth:`install`."""
+        if self._installed and threading.current_thread() is threading.main_thread():
+            # None: the handler was not set from Python; the default is what it did
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if self._previous is None else self._previous)
+            self._previous, self._installed = None, False
+
+    @pytest.hookimpl(tryfirst=True)  # before the base-vs-head worktree and the preflights
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Once perf tests are selected to run here, SIGTERM must tear their runs down, not kill pytest."""
+        if session.config.option.collectonly or hasattr(session.config, "workerinput"):
+            return  # nothing runs; an xdist worker refuses perf tests
+        if _perf_items(session.items):
+            self.install()
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:

@@ -104,10 +104,10 @@ class ReportPlugin:
         if os.environ.get("GITHUB_ACTIONS") == "true" and summary and ledger.runs:
             # The job summary cannot show files of the runner: it names the PNGs of the artifact.
             names = "".join(f"\n- `{os.path.basename(p.path)}`: {p.title}" for p in pictures)
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(markdown + "\n".join(pages.trend_markdown(found)) + "\n")
-                if names:
-                    fh.write(f"\nPictures (in the job's artifacts):{names}\n")
+            text = markdown + "\n".join(pages.trend_markdown(found)) + "\n"
+            if names:
+                text += f"\nPictures (in the job's artifacts):{names}\n"
+            self._write(f"{summary} (GITHUB_STEP_SUMMARY)", lambda: _append(summary, text))
 
     def _save_history(self, document: dict) -> list:
         """--bpsperf-history: save this session's record; the trends of the jobs that ran."""
@@ -169,3 +169,9 @@ class ReportPlugin:
             self.write_failed.append(f"{path}: {exc.strerror or exc}")
         else:
             self.written.append(path)
+
+
+def _append(path: str, text: str) -> None:
+    """Append ``text`` to ``path`` in one write (the job summary: earlier steps wrote there too)."""
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import pytest
 
@@ -25,6 +25,8 @@ class RunnerPlugin:
         self.settings = settings.settings
         self.ledger = ledger
         self._session: "PerfSession | None" = None
+        #: called once, before the Ray side is first used (the plugin installs the SIGTERM handler)
+        self.before_ray: "Callable[[], None]" = lambda: None
 
     @property
     def session(self) -> "PerfSession":
@@ -32,6 +34,7 @@ class RunnerPlugin:
         if self._session is None:
             from ..session import PerfSession
 
+            self.before_ray()
             self._session = PerfSession(
                 ray_address=self.settings.ray_address,
                 base_log_dir=str(self.base_log_dir()),

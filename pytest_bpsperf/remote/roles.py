@@ -9,7 +9,8 @@ living on the role's node. The process it starts:
   are removed first, because OpenMP reads them once, when it loads);
 - runs in its own session, so that teardown kills its whole process group;
 - dies with the actor (``PR_SET_PDEATHSIG`` through ``setpriv``), so a killed
-  driver or actor leaves no role behind;
+  driver or actor leaves no role behind; on a node without ``setpriv`` it does
+  not, and its log, :meth:`RoleProcess.info` and the run's notes say so;
 - writes its output to its own log file on the node.
 """
 
@@ -126,6 +127,8 @@ class RoleProcess:
         self.started_at = 0.0
         self.ended_at: "float | None" = None
         self.killed = False
+        #: whether the role dies with this actor (setpriv --pdeathsig); None before it is started
+        self.pdeathsig: "bool | None" = None
         # per records file (one, or one per local rank under bpslaunch): bytes read, progress
         self._offsets: "dict[str, int]" = {}
         self._progress: "dict[str, dict]" = {}
@@ -182,7 +185,12 @@ class RoleProcess:
             if os.path.exists(stale):
                 os.unlink(stale)
         self._offsets, self._progress = {}, {}
+        self.pdeathsig = bool(_SETPRIV)
         with open(self.log_path, "ab") as log:
+            if not self.pdeathsig:
+                log.write(f"# bpsperf: setpriv not found: {self.name} does not die with its actor (no "
+                          "PR_SET_PDEATHSIG); a killed driver or actor may leave it running: install util-linux "
+                          "on this node\n".encode())
             log.write(f"# bpsperf: starting {self.name}: {' '.join(argv)}\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
@@ -276,12 +284,13 @@ class RoleProcess:
 
     # -- what the role left ------------------------------------------------
     def info(self) -> dict:
-        """Pid, exit status, log path and the environment the process started with."""
+        """Pid, exit status, log path, the environment the process started with, whether it dies with the actor."""
         return {
             "name": self.name,
             "pid": self.proc.pid if self.proc else None,
             "exit_code": self.poll(),
             "killed": self.killed,
+            "pdeathsig": self.pdeathsig,
             "log_path": self.log_path,
             "environ": self.environ or {},
             "started_at": self.started_at,

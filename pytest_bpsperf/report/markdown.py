@@ -9,7 +9,7 @@ from ..pairs import PairedVerdict
 from ..verdict import Verdict
 from .matrix import HEADER, MatrixTable, head_runs, matrix_tables, row_cells
 
-__all__ = ["format_matrix_markdown", "markdown_document", "pairs_markdown", "verdict_markdown"]
+__all__ = ["format_matrix_markdown", "markdown_document", "pairs_markdown", "seconds_cell", "verdict_markdown"]
 
 
 def format_matrix_markdown(table: MatrixTable) -> list:
@@ -101,7 +101,8 @@ def verdict_markdown(verdicts: Sequence[Verdict]) -> "list[str]":
     return lines + [""]
 
 
-def _seconds(value: "float | None") -> str:
+def seconds_cell(value: "float | None") -> str:
+    """Seconds per step for a table cell; None (timing=overlapped: a step is not split) is a dash."""
     return "- (overlapped)" if value is None else f"{value:.3f}s"
 
 
@@ -119,7 +120,7 @@ def markdown_document(results: Sequence[RunResult], header: Sequence[str], verdi
         m = r.measurement
         arm = f" ({r.spec.arm.name}, pair {(r.spec.pair or 0) + 1})" if r.spec.arm is not None else ""
         lines.append(
-            f"| `{r.spec.nodeid}`{arm} | {m.img_per_sec:.1f} | {_seconds(m.compute_s)} | {_seconds(m.sync_s)} | "
+            f"| `{r.spec.nodeid}`{arm} | {m.img_per_sec:.1f} | {seconds_cell(m.compute_s)} | {seconds_cell(m.sync_s)} | "
             f"{m.bringup_s:.1f}s | {m.teardown_s:.1f}s |"
         )
     lines.append("")

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from ..store.history import Trend
 from ..verdict import Verdict
-from .markdown import verdict_markdown
+from .markdown import seconds_cell, verdict_markdown
 from .plots import Picture
 
 __all__ = ["pictures_markdown", "report_html", "report_markdown", "trend_lines", "trend_markdown"]
@@ -72,8 +72,9 @@ def pictures_markdown(pictures: Sequence[Picture], relative_to: "str | os.PathLi
 
 
 def _result_rows(results: Mapping[str, Any]) -> "list[tuple[str, ...]]":
-    return [(r["nodeid"], f"{r['img_per_sec']:.1f}", f"{r.get('compute_s_per_step', 0.0):.3f}s",
-             f"{r.get('sync_s_per_step', 0.0):.3f}s") for r in results.get("tests", [])]
+    # compute/sync are null in timing=overlapped (the default): only breakdown splits a step
+    return [(r["nodeid"], f"{r['img_per_sec']:.1f}", seconds_cell(r.get("compute_s_per_step")),
+             seconds_cell(r.get("sync_s_per_step"))) for r in results.get("tests", [])]
 
 
 def report_markdown(*, title: str, header: Sequence[str], verdicts: Sequence[Verdict],

@@ -33,6 +33,7 @@ __all__ = [
     "between_groups",
     "entry_sessions",
     "entry_samples",
+    "latest_date",
     "latest_session",
     "make_session",
     "migrate_entry",
@@ -107,6 +108,16 @@ def latest_session(entry: "Mapping[str, object] | None") -> "Mapping[str, object
     """The most recent recorded session of ``entry`` (empty when there is none)."""
     sessions = entry_sessions(entry)
     return sessions[-1] if sessions else {}
+
+
+def latest_date(entry: "Mapping[str, object] | None") -> Optional[str]:
+    """The latest ``date`` among ``entry``'s recorded sessions (ISO 8601 text), or None when none has one.
+
+    The latest by date, not by position: a session recorded from an older
+    results file is appended after newer ones.
+    """
+    dates = [str(s["date"]) for s in entry_sessions(entry) if s.get("date")]
+    return max(dates) if dates else None
 
 
 def add_session(

@@ -32,14 +32,30 @@ from .files import atomic_write_text
 from .results import DocumentError, jobs_of, read_document, run_key_of, step_img_per_sec
 from .schema import validate
 
-__all__ = ["SCHEMA_VERSION", "HistoryError", "HistoryStore", "Trend", "TrendPoint", "current_branch",
-           "make_record", "session_groups", "trends"]
+__all__ = ["SCHEMA_VERSION", "HistoryError", "HistoryStore", "Trend", "TrendPoint", "check_commit",
+           "current_branch", "make_record", "session_groups", "trends"]
 
 SCHEMA_VERSION = 1
 
 
 class HistoryError(ValueError):
     """A history file or directory cannot be used; the message names it."""
+
+
+#: A git commit id, full (SHA-1 or SHA-256) or abbreviated: what may name a history file.
+_COMMIT_ID = re.compile(r"[0-9a-fA-F]{4,64}")
+
+
+def check_commit(commit: Optional[str], source: str) -> Optional[str]:
+    """``commit`` when it is None, empty or a git commit id; else a HistoryError naming it and ``source``.
+
+    The commit names the record's file, so a string such as ``../../x`` would
+    write outside the history directory: only hex digits are accepted.
+    """
+    if commit and not _COMMIT_ID.fullmatch(commit):
+        raise HistoryError(f"commit {commit!r} (from {source}) cannot name a history file: expected a git commit "
+                           "id, 4 to 64 hex digits (git rev-parse HEAD)")
+    return commit
 
 
 def current_branch(cwd: "str | os.PathLike | None" = None) -> Optional[str]:
@@ -99,7 +115,7 @@ class HistoryStore:
     def path_for(self, record: Mapping[str, Any]) -> Path:
         """Where ``record`` goes: unique per session, so copies from elsewhere never collide."""
         stamp = re.sub(r"[^0-9T]", "", str(record["date"]))[:15] + "Z"
-        commit = (record.get("commit") or "nocommit")[:12]
+        commit = (check_commit(record.get("commit"), "the history record") or "nocommit")[:12]
         profile_id = str(record["profile"]["id"])
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", profile_id):
             raise HistoryError(f"profile id {profile_id!r} of the history record cannot name a directory")
