@@ -401,11 +401,13 @@ def test_a_terminal_closed_mid_session_leaves_no_worktree(project, tmp_path):
     assert holders_of(project.path) == []
 
 
-def test_the_history_keeps_the_base_arm_at_the_base_commit_never_the_head(project, tmp_path):
+def test_the_history_keeps_the_base_arm_at_the_base_commit_never_the_head(project, tmp_path, monkeypatch):
     from pytest_bpsperf.store.history import HistoryStore, session_groups
 
     base_sha = git(project.path, "rev-parse", "HEAD~1")
-    for _ in range(2):  # two pull requests' sessions on the same merge base
+    for seed in range(2):  # two pull requests' sessions on the same merge base
+        # other measurements each time: a fed session has no Ray run id, and its record is named by its content
+        monkeypatch.setenv("FAKE_SEED", str(seed))
         result = run(project, "--bpsperf-base=HEAD~1", "--bpsperf-tricks=default", f"--bpsperf-history={tmp_path}/h")
         assert result.ret in (0, 1)
     records = HistoryStore(tmp_path / "h").load()
