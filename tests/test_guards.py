@@ -431,3 +431,16 @@ def test_every_variable_a_trick_sets_is_echoed_in_records_and_reports():
     assert "PATH" not in reported(worker)
     assert reported(server)["GLOO_SOCKET_IFNAME"] == "lo"
     assert "LD_PRELOAD" not in plan.scheduler.env
+
+
+def test_a_gpu_workload_gets_longer_to_its_first_step():
+    from pytest_bpsperf.session import first_step_allowance
+    from pytest_bpsperf.watchdog import FIRST_STEP_GPU_S, FIRST_STEP_S, StallWatch
+
+    assert first_step_allowance("byteps") == FIRST_STEP_GPU_S > first_step_allowance("mxnet") == FIRST_STEP_S
+    watch = StallWatch(0.0, "default", first_step_s=FIRST_STEP_GPU_S)
+    status = {"worker-0": {"code": None, "steps": 0}}
+    assert watch.check(status, ["worker-0"], 0.0) is None
+    assert watch.check(status, ["worker-0"], FIRST_STEP_S + 10) is None  # a CPU run would be stalled by now
+    stall = watch.check(status, ["worker-0"], FIRST_STEP_GPU_S + 1)
+    assert stall is not None and "worker-0 made no new step" in stall.message

@@ -162,3 +162,57 @@ def test_record_data_on_a_gpu_rank_pins_its_own_gpu_and_augments_as_bytepss_exam
     assert (seen["num_parts"], seen["part_index"]) == (8, 3)
     data.records(str(rec), batch_size=4, image_size=32, threads=1, rank=0, parts=1, device=mx.cpu(), dtype="float32")
     assert seen["device_id"] == 0
+
+
+def test_sync_every_times_windows_of_steps_that_measurement_reads(tmp_path):
+    from pytest_bpsperf.measurement import WorkerRecords, measure_worker
+
+    (tmp_path / "entry_mod.py").write_text(ENTRY)
+    proc = _run(tmp_path, "--entry", "entry_mod:build", "--entry-path", str(tmp_path), "--steps", "7",
+                "--sync-every", "3")
+    assert proc.returncode == 0, proc.stdout
+    records = _records(tmp_path)
+    steps = [r for r in records if r["event"] == "step"]
+    # windows of 3, 3 and the last 1 step, each with its images and the last step it ran through
+    assert [(s["step"], s["steps"], s["through"], s["images"]) for s in steps] == [
+        (0, 3, 2, 12), (1, 3, 5, 12), (2, 1, 6, 4)]
+    assert (tmp_path / "seen.json.steps").read_text() == "7"  # every training step ran
+    m = measure_worker(WorkerRecords("w", "n", tuple(records)))
+    steady = m.steady.steady_steps
+    assert m.img_per_sec == pytest.approx(sum(steps[i]["images"] for i in steady) /
+                                          sum(steps[i]["total_s"] for i in steady))
+
+
+def test_sync_every_needs_overlapped_timing_and_enough_steps():
+    from pytest_bpsperf.settings import Hardware, Source, resolve
+    from pytest_bpsperf.workload_spec import WorkloadSpecError, check_workload
+
+    def check(**values):
+        s = resolve([Source("cli", "command line", {k: str(v) for k, v in values.items()})], Hardware(0, 2))
+        return check_workload(s, gpus=0)
+
+    with pytest.raises(WorkloadSpecError, match="timing=breakdown .* syncs inside every step"):
+        check(sync_every=5, timing="breakdown")
+    with pytest.raises(WorkloadSpecError, match="20 steps .* make fewer than 3 timed windows of 10"):
+        check(sync_every=10)
+    settings = check(sync_every=5)
+    assert settings.workload("mxnet")["sync_every"] == 5 and "sync_every" not in check().workload("mxnet")
+
+
+def test_the_scaling_reference_on_a_gpu_updates_in_fp16_with_fp32_master_weights(monkeypatch):
+    from mxnet import gluon
+
+    from pytest_bpsperf.remote import workload
+
+    seen = {}
+
+    class Trainer:
+        def __init__(self, params, optimizer, optimizer_params, kvstore=None):
+            seen.update(optimizer_params, kvstore=kvstore)
+
+    monkeypatch.setattr(gluon, "Trainer", Trainer)
+    args = workload.parse_args(["--backend", "local", "--device", "gpu", "--dtype", "float16", "--steps", "4",
+                                "--batch-size", "8", "--image-size", "32", "--records", "r.jsonl"])
+    device, _rank, _n, make_trainer, _scale, _facts = workload._setup_backend(args)
+    make_trainer(None, "sgd", {"learning_rate": 0.1})
+    assert device.device_type == "gpu" and seen["multi_precision"] is True and seen["kvstore"] is None
