@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Mapping
 import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .job import RunSpec
-    from .measurement import RunOutput
-    from .tricks import Trick
+    from .config.tricks import Trick
+    from .judge.job import RunSpec
+    from .judge.records import RunOutput
 
 
 @pytest.hookspec
 def pytest_bpsperf_tricks(config: pytest.Config) -> "Mapping[str, Trick] | None":
-    """Return extra tricks as a mapping ``name -> Trick`` (``pytest_bpsperf.tricks.Trick``).
+    """Return extra tricks as a mapping ``name -> Trick`` (``pytest_bpsperf.config.tricks.Trick``).
 
     Every implementation is called; names must be unique across built-ins, ini
     definitions and all implementations. Composition with ``+`` works across them.
@@ -28,12 +28,12 @@ def pytest_bpsperf_run(config: pytest.Config, spec: "RunSpec") -> "RunOutput | N
     """Run one training run (bring-up, train, teardown) and return what its roles produced.
 
     The plugin's own implementation (``trylast``) brings up the roles on Ray.
-    Another implementation may return a finished :class:`~pytest_bpsperf.measurement.RunOutput`
+    Another implementation may return a finished :class:`~pytest_bpsperf.judge.records.RunOutput`
     (per-worker step records, role outcomes, the backend that ran) to test
     verdicts and reports without a distributed run; the plugin measures it like
     a real one.
 
-    .. versionadded:: 0.2 (replaces ``pytest_bpsperf_run_job(config, request)``)
+    .. versionadded:: 0.1
     """
 
 

@@ -15,15 +15,15 @@ from typing import Callable, Iterator
 import pytest
 
 from . import hooks
+from .config.settings import Settings
+from .config.tricks import Trick
 from .glue.config import SettingsPlugin, add_markers, add_options
 from .glue.gate import BaselineGate
 from .glue.guard import SessionGuard, under_xdist
 from .glue.pairs import PairGate
 from .glue.reporting import ReportPlugin
 from .glue.runner import RunnerPlugin
-from .job import Ledger, RunResult, RunSpec, job_dir_name
-from .settings import Settings
-from .tricks import Trick
+from .judge.job import Ledger, RunResult, RunSpec, job_dir_name
 
 settings_key = pytest.StashKey[SettingsPlugin]()
 runner_key = pytest.StashKey[RunnerPlugin]()
@@ -99,7 +99,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.fixture
 def bpsperf_trick(request: pytest.FixtureRequest) -> Trick:
-    """The trick this perf test runs under (a :class:`~pytest_bpsperf.tricks.Trick`).
+    """The trick this perf test runs under (a :class:`~pytest_bpsperf.config.tricks.Trick`).
 
     Perf tests are parametrized over tricks by ``@pytest.mark.bpsperf_tricks(...)``
     or ``--bpsperf-tricks``; the test id names the trick.
@@ -111,13 +111,13 @@ def bpsperf_trick(request: pytest.FixtureRequest) -> Trick:
 
 @pytest.fixture
 def bpsperf_settings(request: pytest.FixtureRequest) -> Settings:
-    """The resolved :class:`~pytest_bpsperf.settings.Settings` of this test."""
+    """The resolved :class:`~pytest_bpsperf.config.settings.Settings` of this test."""
     return request.config.stash[settings_key].settings_for(request.node)
 
 
 @pytest.fixture
 def bpsperf_train(request: pytest.FixtureRequest, bpsperf_trick: Trick) -> Iterator[Callable[..., RunResult]]:
-    """Run one distributed training run and return its :class:`~pytest_bpsperf.job.RunResult`.
+    """Run one distributed training run and return its :class:`~pytest_bpsperf.judge.job.RunResult`.
 
     Call it as ``bpsperf_train(**settings)`` (e.g. ``steps=20``); arguments take
     precedence over markers, command line, environment and ini. The roles are

@@ -77,12 +77,14 @@ def machine_facts() -> dict:
 
 def plugin_checks() -> dict:
     """The plugin imports here; GPU defaults; the byteps plan of this machine as the defaults make it."""
-    from pytest_bpsperf import backends, measurement, stats, watchdog  # noqa: F401
+    from pytest_bpsperf import backends, stats
     from pytest_bpsperf.backends import byteps_timeline  # noqa: F401
-    from pytest_bpsperf.placement import Node
-    from pytest_bpsperf.plan import make_plan
-    from pytest_bpsperf.settings import Hardware, resolve
-    from pytest_bpsperf.tricks import TrickRegistry
+    from pytest_bpsperf.config.settings import Hardware, resolve
+    from pytest_bpsperf.config.tricks import TrickRegistry
+    from pytest_bpsperf.judge import measurement
+    from pytest_bpsperf.launch import watchdog  # noqa: F401
+    from pytest_bpsperf.planning.model import Node
+    from pytest_bpsperf.planning.plan import make_plan
 
     hw = Hardware.detect()
     settings = resolve([], hw, backends.workload_defaults)
@@ -92,7 +94,7 @@ def plugin_checks() -> dict:
     gpus = max(1, hw.gpus)
     node = Node("this", "127.0.0.1", float(hw.cores), gpus, "this machine")
     s = resolve([], Hardware(gpus=gpus, cores=hw.cores), backends.workload_defaults).with_values(backend="byteps")
-    plan = make_plan(s, TrickRegistry().get("default"), [node], backend="byteps", run_id="smoke")
+    plan = make_plan(s, TrickRegistry().get("default"), [node], backend=backends.get("byteps"), run_id="smoke")
     workers = plan.by_role("worker")
     out["byteps_plan"] = {
         "workers": s.workers, "worker_processes": plan.worker_processes,
@@ -201,7 +203,8 @@ def real_bpslaunch(tmp: str, bpslaunch: "str | None") -> dict:
 TIMING = """
 import json, sys, time
 import torch, torchvision
-from pytest_bpsperf.measurement import WorkerRecords, measure_worker
+from pytest_bpsperf.judge.records import WorkerRecords
+from pytest_bpsperf.judge.measurement import measure_worker
 steps, every, dtype = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 torch.backends.cudnn.benchmark = True
 dev = torch.device("cuda:0")

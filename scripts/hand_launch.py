@@ -18,7 +18,8 @@ import sys
 import tempfile
 import time
 
-from pytest_bpsperf.measurement import WorkerRecords, measure_worker
+from pytest_bpsperf.judge.measurement import measure_worker
+from pytest_bpsperf.judge.records import WorkerRecords
 from pytest_bpsperf.remote.roles import free_port
 
 

@@ -12,11 +12,12 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 import ray  # noqa: E402
 
-from pytest_bpsperf.placement import Node  # noqa: E402
-from pytest_bpsperf.plan import make_plan  # noqa: E402
-from pytest_bpsperf.reservation import reserve  # noqa: E402
-from pytest_bpsperf.settings import Hardware, Source, resolve  # noqa: E402
-from pytest_bpsperf.tricks import TrickRegistry  # noqa: E402
+from pytest_bpsperf import backends
+from pytest_bpsperf.config.settings import Hardware, Source, resolve  # noqa: E402
+from pytest_bpsperf.config.tricks import TrickRegistry  # noqa: E402
+from pytest_bpsperf.launch.reservation import reserve  # noqa: E402
+from pytest_bpsperf.planning.model import Node  # noqa: E402
+from pytest_bpsperf.planning.plan import make_plan  # noqa: E402
 
 ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
          log_to_driver=False)
@@ -24,7 +25,7 @@ try:
     nodes = [Node(node_id=n["NodeID"], ip=n["NodeManagerAddress"], cpus=n["Resources"].get("CPU", 0.0),
                   gpus=0, label="local", resources=n["Resources"]) for n in ray.nodes() if n["Alive"]]
     settings = resolve([Source("cli", "floor", {"backend": "mxnet"})], Hardware(gpus=0, cores=2))
-    plan = make_plan(settings, TrickRegistry().get("default"), nodes, backend="mxnet", run_id="floor")
+    plan = make_plan(settings, TrickRegistry().get("default"), nodes, backend=backends.get("mxnet"), run_id="floor")
     reservation = reserve(plan, 60)
     reservation.release()
     print("ok", ray.__version__)

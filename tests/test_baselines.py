@@ -1,27 +1,21 @@
-"""Unit tests of pytest_bpsperf.baselines: keys, atomic merge-writes, refusals."""
+"""Unit tests of pytest_bpsperf.store.baselines: keys, atomic merge-writes, refusals."""
 
 from __future__ import annotations
 
 import difflib
 import json
-import platform
 import os
+import platform
 import shutil
 import subprocess
 from datetime import datetime
 
 import pytest
 
-from pytest_bpsperf.store import baselines, provenance
-from pytest_bpsperf.store.baselines import (
-    BaselineError,
-    BaselineStore,
-    check_baseline_quality,
-    current_commit,
-    entry_key,
-    make_entry,
-    software_versions,
-)
+from pytest_bpsperf.remote import provenance
+from pytest_bpsperf.remote.provenance import current_commit, software_versions
+from pytest_bpsperf.store import baselines
+from pytest_bpsperf.store.baselines import BaselineError, BaselineStore, check_baseline_quality, entry_key, make_entry
 from pytest_bpsperf.store.entries import add_session, make_session, migrate_entry, session_samples
 
 PROFILE_ID = "cpu-amd-epyc-2c-24g-x86-64-66422873"

@@ -17,11 +17,12 @@ import pytest
 
 from pytest_bpsperf import backends
 from pytest_bpsperf.backends.byteps_env import TraceWindow, bpslaunch_node_env, worker_env
-from pytest_bpsperf.plan import PYTHON, RECORDS, Node, make_plan
+from pytest_bpsperf.config.settings import Hardware, Source, resolve
+from pytest_bpsperf.config.tricks import Trick
+from pytest_bpsperf.planning.model import Node
+from pytest_bpsperf.planning.plan import PYTHON, RECORDS, make_plan
 from pytest_bpsperf.remote.bpslaunch import has_numactl
 from pytest_bpsperf.remote.roles import RoleProcess
-from pytest_bpsperf.settings import Hardware, Source, resolve
-from pytest_bpsperf.tricks import Trick
 
 BPSLAUNCH = Path(sys.executable).parent / "bpslaunch"
 needs_bpslaunch = pytest.mark.skipif(
@@ -45,7 +46,7 @@ def _plan(gpus: int, launch: str = "bpslaunch", trick: "Trick | None" = None):
               "image_size": "32"}
     settings = resolve([Source("cli", "test", values)], Hardware(gpus=gpus, cores=2), backends.workload_defaults)
     nodes = [Node("cpu", "127.0.0.1", 2, 0, "cpu"), Node("gpu", "127.0.0.1", 2, gpus, "gpu")]
-    return make_plan(settings, trick or Trick("default"), nodes, backend="byteps", run_id="bpslaunch-test")
+    return make_plan(settings, trick or Trick("default"), nodes, backend=backends.get("byteps"), run_id="bpslaunch-test")
 
 
 def test_bpslaunch_mode_plans_one_launcher_per_worker_node():
@@ -85,7 +86,7 @@ def test_mxnet_backend_refuses_bpslaunch_at_plan_time():
 
     settings = resolve([Source("cli", "test", {"backend": "mxnet", "launch": "bpslaunch"})], Hardware(0, 2))
     with pytest.raises(PlanError, match="setting 'launch' .*needs backend byteps, not mxnet"):
-        make_plan(settings, Trick("default"), [Node("n", "127.0.0.1", 2)], backend="mxnet", run_id="r")
+        make_plan(settings, Trick("default"), [Node("n", "127.0.0.1", 2)], backend=backends.get("mxnet"), run_id="r")
 
 
 @needs_bpslaunch

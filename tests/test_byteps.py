@@ -22,8 +22,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from procs import role_processes, wait_until
+
+from pytest_bpsperf import backends
 from pytest_bpsperf.backends.byteps_env import (
     TRAINER_MIN_START_STEP,
     BytePSEnvError,
@@ -32,7 +33,6 @@ from pytest_bpsperf.backends.byteps_env import (
     server_library,
     worker_env,
 )
-from pytest_bpsperf.settings import Hardware, Source, resolve
 from pytest_bpsperf.backends.byteps_timeline import (
     TraceError,
     load_comm_json,
@@ -40,6 +40,7 @@ from pytest_bpsperf.backends.byteps_timeline import (
     step_timeline,
     timeline_from_files,
 )
+from pytest_bpsperf.config.settings import Hardware, Source, resolve
 
 NEEDS_SERVER = "needs the BytePS server: scripts/install-byteps-server.sh"
 BPSLAUNCH = Path(sys.executable).parent / "bpslaunch"
@@ -171,12 +172,13 @@ def test_server_library_is_found_without_importing_the_server(tmp_path, monkeypa
 
 
 def _plan(with_workers=True, **values):
-    from pytest_bpsperf.plan import Node, make_plan
-    from pytest_bpsperf.tricks import BUILTIN_TRICKS
+    from pytest_bpsperf.config.tricks import BUILTIN_TRICKS
+    from pytest_bpsperf.planning.model import Node
+    from pytest_bpsperf.planning.plan import make_plan
 
     settings = resolve([Source("cli", "test", values)], Hardware(gpus=0, cores=2))
     nodes = [Node("cpu", "10.0.1.1", 16, 0, "cpu"), Node("gpu", "10.0.0.1", 32, 2, "gpu")]
-    return make_plan(settings, BUILTIN_TRICKS["omp-passive"], nodes, backend="byteps", run_id="r",
+    return make_plan(settings, BUILTIN_TRICKS["omp-passive"], nodes, backend=backends.get("byteps"), run_id="r",
                      with_workers=with_workers, verbose_ps=2)
 
 
@@ -194,21 +196,22 @@ def test_plan_gives_byteps_roles_their_environment():
 
 
 def test_server_side_plan_without_gpus():
-    from pytest_bpsperf.plan import Node, PlanError, make_plan
-    from pytest_bpsperf.tricks import BUILTIN_TRICKS
+    from pytest_bpsperf.config.tricks import BUILTIN_TRICKS
+    from pytest_bpsperf.planning.model import Node, PlanError
+    from pytest_bpsperf.planning.plan import make_plan
 
     settings = resolve([Source("cli", "test", {"workers": "2"})], Hardware(gpus=0, cores=2))
     cpu_only = [Node("n0", "127.0.0.1", 2, 0)]
     with pytest.raises(PlanError, match="GPU worker node"):
-        make_plan(settings, BUILTIN_TRICKS["default"], cpu_only, backend="byteps", run_id="r")
-    plan = make_plan(settings, BUILTIN_TRICKS["default"], cpu_only, backend="byteps", run_id="r",
+        make_plan(settings, BUILTIN_TRICKS["default"], cpu_only, backend=backends.get("byteps"), run_id="r")
+    plan = make_plan(settings, BUILTIN_TRICKS["default"], cpu_only, backend=backends.get("byteps"), run_id="r",
                      with_workers=False)
     assert [r.name for r in plan.roles] == ["scheduler", "server-0"]
     assert plan.worker_processes == 0
     # the servers still wait for the configured workers
     assert {r.env["DMLC_NUM_WORKER"] for r in plan.roles} == {"2"}
     with pytest.raises(PlanError, match="PS_VERBOSE"):
-        make_plan(settings, BUILTIN_TRICKS["default"], cpu_only, backend="byteps", run_id="r",
+        make_plan(settings, BUILTIN_TRICKS["default"], cpu_only, backend=backends.get("byteps"), run_id="r",
                   with_workers=False, verbose_ps=3)
 
 
@@ -410,7 +413,7 @@ def test_missing_traces_are_clear_errors(tmp_path):
 
 @pytest.fixture
 def ray_cluster(tmp_path):
-    from pytest_bpsperf.cluster import RayCluster
+    from pytest_bpsperf.launch.cluster import RayCluster
 
     cluster = RayCluster(watch_dir=str(tmp_path)).start()
     try:
@@ -428,14 +431,14 @@ def _server_ports(log: str) -> set:
 @pytest.mark.skipif(server_library() is None, reason=NEEDS_SERVER)
 def test_byteps_scheduler_and_servers_come_up_and_go(ray_cluster, tmp_path):
     pytest.importorskip("ray")
-    from pytest_bpsperf.launcher import RoleGroup
-    from pytest_bpsperf.plan import make_plan
-    from pytest_bpsperf.tricks import BUILTIN_TRICKS
+    from pytest_bpsperf.config.tricks import BUILTIN_TRICKS
+    from pytest_bpsperf.launch.launcher import RoleGroup
+    from pytest_bpsperf.planning.plan import make_plan
 
     settings = resolve([Source("cli", "test", {"workers": "1", "servers_per_node": "2", "omp_threads": "3"})],
                        Hardware(gpus=0, cores=2))
     run_id = "bps-" + uuid.uuid4().hex[:8]
-    plan = make_plan(settings, BUILTIN_TRICKS["omp-passive"], ray_cluster.nodes(), backend="byteps",
+    plan = make_plan(settings, BUILTIN_TRICKS["omp-passive"], ray_cluster.nodes(), backend=backends.get("byteps"),
                      run_id=run_id, verbose_ps=2, with_workers=False)
     assert [r.name for r in plan.roles] == ["scheduler", "server-0", "server-1"]
 
@@ -552,9 +555,9 @@ def test_byteps_training_end_to_end_on_gpus(pytester, tmp_path):
 
 def test_the_byteps_preflight_is_one_push_pull_through_a_real_scheduler_and_server():
     from pytest_bpsperf.backends.byteps import PushPullProbe
-    from pytest_bpsperf.placement import Node
-    from pytest_bpsperf.plan import make_plan
-    from pytest_bpsperf.tricks import BUILTIN_TRICKS
+    from pytest_bpsperf.config.tricks import BUILTIN_TRICKS
+    from pytest_bpsperf.planning.model import Node
+    from pytest_bpsperf.planning.plan import make_plan
 
     s = resolve([Source("cli", "c", {"backend": "byteps", "workers": "1"})], Hardware(gpus=8, cores=8))
     nodes = [Node("g", "10.0.0.2", 8, 8, "gpu"), Node("c", "10.0.0.3", 8, 0, "cpu")]

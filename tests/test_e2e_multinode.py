@@ -22,19 +22,19 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from procs import role_processes, wait_until
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("mxnet")
 
+from pytest_bpsperf import backends
 from pytest_bpsperf.backends import BackendBase, BytePSBackend, PlanError  # noqa: E402
 from pytest_bpsperf.backends.byteps_env import server_library  # noqa: E402
-from pytest_bpsperf.launcher import RoleFailed, RoleGroup, run_roles  # noqa: E402
-from pytest_bpsperf.plan import make_plan  # noqa: E402
+from pytest_bpsperf.config.settings import Hardware, Source, resolve  # noqa: E402
+from pytest_bpsperf.config.tricks import TrickRegistry  # noqa: E402
+from pytest_bpsperf.launch.launcher import RoleFailed, RoleGroup, run_roles  # noqa: E402
+from pytest_bpsperf.planning.plan import make_plan  # noqa: E402
 from pytest_bpsperf.remote.environ import PYTHON, RECORDS  # noqa: E402
-from pytest_bpsperf.settings import Hardware, Source, resolve  # noqa: E402
-from pytest_bpsperf.tricks import TrickRegistry  # noqa: E402
 
 GPU_IPS = ("127.0.0.2", "127.0.0.3")
 SERVER_IPS = ("127.0.0.4", "127.0.0.5")
@@ -77,7 +77,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture
 def driver(cluster, tmp_path):
     """This process as the plugin's driver on the cluster (ships the package, disconnects after)."""
-    from pytest_bpsperf.cluster import RayCluster
+    from pytest_bpsperf.launch.cluster import RayCluster
 
     c = RayCluster(address=cluster.address, watch_dir=str(tmp_path)).start()
     try:
@@ -266,7 +266,7 @@ def test_byteps_plan_follows_rays_gpu_assignment_and_servers_register_across_nod
 def test_impossible_shapes_fail_before_anything_starts(driver, values, message):
     t0 = time.monotonic()
     with pytest.raises(PlanError) as excinfo:
-        make_plan(settings(backend="byteps", **values), DEFAULT, driver.nodes(), backend="byteps", run_id="r")
+        make_plan(settings(backend="byteps", **values), DEFAULT, driver.nodes(), backend=backends.get("byteps"), run_id="r")
     assert message in str(excinfo.value)
     assert "127.0.0.4" in str(excinfo.value)  # the message lists what each node has
     assert time.monotonic() - t0 < 30
@@ -278,9 +278,9 @@ def test_mixed_gpu_counts_are_an_error_on_a_real_cluster(cluster, driver):
     cluster.wait_for_nodes()
     try:
         with pytest.raises(PlanError, match="different GPU counts"):
-            make_plan(settings(backend="byteps", workers=3), DEFAULT, driver.nodes(), backend="byteps", run_id="r")
+            make_plan(settings(backend="byteps", workers=3), DEFAULT, driver.nodes(), backend=backends.get("byteps"), run_id="r")
         plan = make_plan(settings(backend="byteps", workers=3, gpus_per_worker=1), DEFAULT, driver.nodes(),
-                         backend="byteps", run_id="r")
+                         backend=backends.get("byteps"), run_id="r")
         assert len(plan.by_role("worker")) == 3
     finally:
         cluster.remove_node(extra)
@@ -320,9 +320,9 @@ class BpslaunchStandIn(BytePSBackend):
                     reason="needs bpslaunch: scripts/install-byteps-server.sh installs it")
 @pytest.mark.parametrize("stuck", [False, True], ids=["progress", "stuck-rank"])
 def test_bpslaunch_ranks_show_progress_and_a_stuck_rank_stalls_by_name(driver, tmp_path, monkeypatch, stuck):
-    from pytest_bpsperf import launcher
-    from pytest_bpsperf.tricks import Trick
-    from pytest_bpsperf.watchdog import StallWatch
+    from pytest_bpsperf.config.tricks import Trick
+    from pytest_bpsperf.launch import launcher
+    from pytest_bpsperf.launch.watchdog import StallWatch
 
     monkeypatch.setattr(launcher, "PROGRESS_SECONDS", 1.0)
     script = tmp_path / "ranks.py"

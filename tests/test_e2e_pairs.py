@@ -135,9 +135,11 @@ def test_the_slower_commit_fails_against_its_parent_and_passes_against_itself(us
     proc = pytest_in(user_repo, "--bpsperf-base=HEAD", f"--bpsperf-json={out}")
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text
-    assert "A/A run: both arms are the same commit and interpreter" in text and "1 passed" in text
+    assert "A/A run: both arms are the same commit and interpreter" in text and "REGRESSION" not in text, text
     (job,) = json.loads(out.read_text())["base_vs_head"]["jobs"]
-    assert job["status"] == "ok" and job["aa"] is True
+    # an A/A job is never slower; on a busy runner its few pairs may not decide (inconclusive: skipped)
+    assert job["aa"] is True and job["status"] in ("ok", "inconclusive"), job
+    assert ("1 passed" if job["status"] == "ok" else "1 skipped") in text, text
     assert len(worktrees(user_repo)) == 1
 
 

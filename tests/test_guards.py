@@ -17,13 +17,14 @@ import time
 
 import pytest
 
-from pytest_bpsperf.machine_lock import LockError, MachineLock
-from pytest_bpsperf.watchdog import FIRST_STEP_S, FLOOR_S, StallWatch
+from pytest_bpsperf import backends
+from pytest_bpsperf.launch.machine_lock import LockError, MachineLock
+from pytest_bpsperf.launch.watchdog import FIRST_STEP_S, FLOOR_S, StallWatch
 
 # A finished run from the plugin's public hook: verdicts and reports without Ray.
 FAKE_RUN = '''
-from pytest_bpsperf.job import worker_records_from
-from pytest_bpsperf.measurement import RunOutput
+from pytest_bpsperf.judge.job import worker_records_from
+from pytest_bpsperf.judge.records import RunOutput
 
 
 def pytest_bpsperf_run(config, spec):
@@ -97,7 +98,7 @@ def test_second_session_waits_for_the_lock_and_says_so(tmp_path):
     path = str(tmp_path / "measure.lock")
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sys, time; sys.path.insert(0, %r)\n"
-        "from pytest_bpsperf.machine_lock import MachineLock\n"
+        "from pytest_bpsperf.launch.machine_lock import MachineLock\n"
         "MachineLock(%r).acquire(5); print('held', flush=True); time.sleep(3)\n"
     ) % (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), path)], stdout=subprocess.PIPE, text=True)
     try:
@@ -233,7 +234,7 @@ def test_a_role_under_setpriv_says_nothing_of_it(tmp_path):
 
 
 def test_the_run_notes_which_roles_would_outlive_their_actor_and_where():
-    from pytest_bpsperf.launcher import pdeathsig_notes
+    from pytest_bpsperf.launch.launcher import pdeathsig_notes
 
     infos = {"scheduler": {"pdeathsig": True}, "server-0": {"pdeathsig": False},
              "worker-0": {"pdeathsig": False}, "worker-1": {"pdeathsig": False}, "gone": {}}
@@ -413,16 +414,16 @@ def test_the_job_summary_is_appended_to_and_named(fake_project, monkeypatch):
 # --- echoed environments ------------------------------------------------------------
 
 def test_every_variable_a_trick_sets_is_echoed_in_records_and_reports():
-    from pytest_bpsperf.placement import Node
-    from pytest_bpsperf.plan import make_plan
+    from pytest_bpsperf.config.settings import Hardware, Source, resolve
+    from pytest_bpsperf.config.tricks import Trick
+    from pytest_bpsperf.planning.model import Node
+    from pytest_bpsperf.planning.plan import make_plan
     from pytest_bpsperf.remote.environ import reported
-    from pytest_bpsperf.settings import Hardware, Source, resolve
-    from pytest_bpsperf.tricks import Trick
 
     trick = Trick("preload", env={"worker": {"LD_PRELOAD": "/usr/lib/libfast.so", "MALLOC_ARENA_MAX": "2"}})
     settings = resolve([Source("cli", "command line", {"role_env": "server:GLOO_SOCKET_IFNAME=lo"})],
                        Hardware(gpus=0, cores=2))
-    plan = make_plan(settings, trick, [Node("n0", "127.0.0.1", 2, 0)], backend="mxnet", run_id="r")
+    plan = make_plan(settings, trick, [Node("n0", "127.0.0.1", 2, 0)], backend=backends.get("mxnet"), run_id="r")
     worker = plan.by_role("worker")[0].env
     server = plan.by_role("server")[0].env
     # what the role process gets is what the workload's start record and the reports show
@@ -434,8 +435,8 @@ def test_every_variable_a_trick_sets_is_echoed_in_records_and_reports():
 
 
 def test_a_gpu_workload_gets_longer_to_its_first_step():
-    from pytest_bpsperf.session import first_step_allowance
-    from pytest_bpsperf.watchdog import FIRST_STEP_GPU_S, FIRST_STEP_S, StallWatch
+    from pytest_bpsperf.launch.session import first_step_allowance
+    from pytest_bpsperf.launch.watchdog import FIRST_STEP_GPU_S, FIRST_STEP_S, StallWatch
 
     assert first_step_allowance("byteps") == FIRST_STEP_GPU_S > first_step_allowance("mxnet") == FIRST_STEP_S
     watch = StallWatch(0.0, "default", first_step_s=FIRST_STEP_GPU_S)

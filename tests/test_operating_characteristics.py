@@ -1,7 +1,7 @@
 """Operating characteristics of the verdict: false alarms on unchanged code, and drops caught.
 
-A seeded simulation drives the real decision (:func:`pytest_bpsperf.verdict.decide`)
-and the real stopping rule of a job (:func:`pytest_bpsperf.verdict.next_step`)
+A seeded simulation drives the real decision (:func:`pytest_bpsperf.judge.verdict.decide`)
+and the real stopping rule of a job (:func:`pytest_bpsperf.judge.verdict.next_step`)
 with throughput drawn from noise levels measured on this machine class. log
 img/s of a run is::
 
@@ -36,8 +36,8 @@ from typing import Sequence
 
 import pytest
 
+from pytest_bpsperf.judge.verdict import CONFIRM, REGRESSION, STOP, decide, next_step
 from pytest_bpsperf.store.entries import entry_sessions
-from pytest_bpsperf.verdict import CONFIRM, REGRESSION, STOP, decide, next_step
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = ROOT / "baselines" / "cpu-amd-epyc-2c-24g-1n-x86-64-994d8926.json"

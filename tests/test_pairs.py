@@ -21,19 +21,26 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 import pytest
-
 from procs import wait_until
-from pytest_bpsperf.arms import (ArmError, Worktree, arm_import_paths, remove_stale_worktrees, resolve_base,
-                                 same_code, Arm)
-from pytest_bpsperf.pairs import first_arm
+
+from pytest_bpsperf.config.arms import (
+    Arm,
+    ArmError,
+    Worktree,
+    arm_import_paths,
+    remove_stale_worktrees,
+    resolve_base,
+    same_code,
+)
+from pytest_bpsperf.judge.pairs import first_arm
 
 CONFTEST = '''
 import os
 import random
 import time
 
-from pytest_bpsperf.measurement import RunOutput, RoleOutcome
-from pytest_bpsperf.job import worker_records_from
+from pytest_bpsperf.judge.records import RunOutput, RoleOutcome
+from pytest_bpsperf.judge.job import worker_records_from
 
 CALLS = []
 
@@ -48,7 +55,7 @@ def pytest_bpsperf_run(config, spec):
             raise RuntimeError("never reached")
     fail = os.environ.get("FAKE_FAIL_ARM")
     if fail and spec.arm is not None and spec.arm.name == fail:
-        from pytest_bpsperf.launcher import RoleFailed
+        from pytest_bpsperf.launch.launcher import RoleFailed
         raise RoleFailed(f"worker-0 (exit 1) of the {fail} arm died: ImportError in the code under test")
     if os.environ.get("FAKE_SLEEP"):
         open(os.environ["FAKE_SLEEP"] + ".started", "w").close()
@@ -156,7 +163,7 @@ def test_worktree_is_detached_outside_the_checkout_and_removed_without_a_trace(p
 def test_a_killed_sessions_worktree_is_removed_by_the_next_one(project):
     repo = str(project.path)
     # a worktree whose owner process is gone (a session killed before its teardown)
-    code = ("import os; from pytest_bpsperf.arms import Worktree; "
+    code = ("import os; from pytest_bpsperf.config.arms import Worktree; "
             f"print(Worktree({repo!r}, {git(repo, 'rev-parse', 'HEAD')!r}).create(), flush=True); "
             "os._exit(0)")  # as a SIGKILL would: no teardown, no atexit
     path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
@@ -258,7 +265,7 @@ def test_a_directory_base_and_the_offline_command_decide_the_same(project, monke
 
     assert main(["check", str(project.path / "r.json")]) == 1
     assert main(["compare", str(project.path / "r.json")]) == 1
-    from pytest_bpsperf.offline import pair_verdicts
+    from pytest_bpsperf.judge.offline import pair_verdicts
 
     offline = {v.nodeid: (v.status, v.comparison.pairs, round(v.comparison.ci_high, 9))
                for v in pair_verdicts(doc_of(project))}
@@ -377,7 +384,7 @@ def holders_of(repo) -> list:
 def test_a_worktree_left_by_an_exit_that_skips_unconfigure_goes_with_the_interpreter(project):
     repo = str(project.path)
     # create and exit without removing it (as when pytest cannot reach its unconfigure)
-    code = ("from pytest_bpsperf.arms import Worktree; import os; "
+    code = ("from pytest_bpsperf.config.arms import Worktree; import os; "
             f"w = Worktree({repo!r}, {git(repo, 'rev-parse', 'HEAD')!r}); print(w.create(), flush=True)")
     path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert not os.path.exists(path)

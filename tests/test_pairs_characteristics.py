@@ -8,7 +8,7 @@ machine class, unchanged code and two slowdowns as real code changes, interleave
   img/s against the run's place in the session, per arm; the residual SD is the run noise,
   the slopes' spread the drift from session to session.
 
-A seeded simulation then drives the real decision (:func:`pytest_bpsperf.pairs.decide_pairs`)
+A seeded simulation then drives the real decision (:func:`pytest_bpsperf.judge.pairs.decide_pairs`)
 and the real stopping rule (pairs until decided, up to ``max_pairs``) with runs drawn from
 that noise and drift, in the alternating order of a real session. The figures are stated in the
 README ("What the verdicts can detect").
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_bpsperf.pairs import decide_pairs, first_arm
+from pytest_bpsperf.judge.pairs import decide_pairs, first_arm
 from pytest_bpsperf.stats.paired import MIN_PAIRS
 
 ROOT = Path(__file__).resolve().parents[1]

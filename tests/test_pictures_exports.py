@@ -12,7 +12,7 @@ import pytest
 from test_cli import ourtester, results  # noqa: F401 - fixtures
 from test_plugin import MATRIX_TEST, run
 
-from pytest_bpsperf import launcher, watchdog
+from pytest_bpsperf.launch import launcher, watchdog
 from pytest_bpsperf.remote.roles import RoleProcess
 from pytest_bpsperf.report import exports, plots
 from pytest_bpsperf.store.history import make_record, trends
@@ -197,8 +197,8 @@ def test_latest_record_skips_a_torn_line(tmp_path):
 
 
 LIVE_CONFTEST = """
-from pytest_bpsperf.job import worker_records_from
-from pytest_bpsperf.measurement import RunOutput
+from pytest_bpsperf.judge.job import worker_records_from
+from pytest_bpsperf.judge.records import RunOutput
 
 
 def pytest_bpsperf_run(config, spec):

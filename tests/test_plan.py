@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_bpsperf import backends
 from pytest_bpsperf.backends import workload_command
-from pytest_bpsperf.plan import (
-    PYTHON,
-    RECORDS,
-    Node,
-    PlanError,
-    make_plan,
-)
+from pytest_bpsperf.config.settings import Hardware, Source, resolve
+from pytest_bpsperf.config.tricks import BUILTIN_TRICKS, Trick, TrickError, TrickRegistry
+from pytest_bpsperf.planning.model import Node, PlanError
+from pytest_bpsperf.planning.plan import PYTHON, RECORDS, make_plan
 from pytest_bpsperf.remote.environ import scrub as clean_env
-from pytest_bpsperf.settings import Hardware, Source, resolve
-from pytest_bpsperf.tricks import BUILTIN_TRICKS, Trick, TrickError, TrickRegistry
 
 EMBEDDED = Node("n0", "127.0.0.1", 2, 0)
 GPU_NODES = [Node("gpu-a", "10.0.0.1", 32, 8, "gpu-a"), Node("gpu-b", "10.0.0.2", 32, 8, "gpu-b")]
@@ -30,7 +26,7 @@ def trick(name):
 
 
 def plan_for(trick_name="default", nodes=(EMBEDDED,), backend="mxnet", **values):
-    return make_plan(settings(**values), trick(trick_name), list(nodes), backend=backend, run_id="run-1")
+    return make_plan(settings(**values), trick(trick_name), list(nodes), backend=backends.get(backend), run_id="run-1")
 
 
 def test_embedded_mxnet_roles():
@@ -77,7 +73,7 @@ def test_commands():
 
 
 def test_verbose_ps_reaches_every_role():
-    plan = make_plan(settings(), trick("default"), [EMBEDDED], backend="mxnet", run_id="r", verbose_ps=True)
+    plan = make_plan(settings(), trick("default"), [EMBEDDED], backend=backends.get("mxnet"), run_id="r", verbose_ps=True)
     assert all(r.env["PS_VERBOSE"] == "1" for r in plan.roles)
 
 
@@ -89,7 +85,7 @@ def test_omp_num_threads_comes_from_settings(configured, expected):
 
 def test_omp_num_threads_is_never_ray_default_one_unless_configured():
     # Ray hands actors OMP_NUM_THREADS=1; the plan must set the configured value explicitly.
-    plan = make_plan(resolve([], Hardware(gpus=0, cores=8)), trick("default"), [EMBEDDED], backend="mxnet",
+    plan = make_plan(resolve([], Hardware(gpus=0, cores=8)), trick("default"), [EMBEDDED], backend=backends.get("mxnet"),
                      run_id="r")
     assert {r.env["OMP_NUM_THREADS"] for r in plan.roles} == {"4"}
 
@@ -108,7 +104,7 @@ def test_baseline_sets_no_wait_policy():
 
 def test_trick_may_override_omp_num_threads_for_its_roles():
     t = Trick("omp-4", env={"server": {"OMP_NUM_THREADS": "4"}})
-    plan = make_plan(settings(), t, [EMBEDDED], backend="mxnet", run_id="r")
+    plan = make_plan(settings(), t, [EMBEDDED], backend=backends.get("mxnet"), run_id="r")
     assert plan.by_role("server")[0].env["OMP_NUM_THREADS"] == "4"
     assert plan.scheduler.env["OMP_NUM_THREADS"] == "2"
     assert plan.by_role("worker")[0].env["OMP_NUM_THREADS"] == "2"
@@ -205,7 +201,7 @@ def test_bundles_reserve_worker_gpus_and_server_nodes():
 
 
 def test_gpu_ids_from_ray_become_local_ranks_and_visible_devices():
-    plan = make_plan(settings(), trick("default"), [HEAD] + FAKE_GPU + MARKED, backend="byteps", run_id="r",
+    plan = make_plan(settings(), trick("default"), [HEAD] + FAKE_GPU + MARKED, backend=backends.get("byteps"), run_id="r",
                      gpu_ids={0: [3, 1], 1: [0, 2]})
     env = {r.name: r.env for r in plan.by_role("worker")}
     assert env["worker-0.0"]["CUDA_VISIBLE_DEVICES"] == "1,3" == env["worker-0.1"]["CUDA_VISIBLE_DEVICES"]
@@ -280,7 +276,7 @@ def test_trick_setting_a_planner_owned_variable_is_an_error(role):
 def test_user_variables_reach_roles_and_win_over_backend_defaults():
     engine = Trick("engine-8", env={"server": {"BYTEPS_SERVER_ENGINE_THREAD": "8", "DMLC_INTERFACE": "lo"}})
     s = settings(role_env="server,scheduler:DMLC_ENABLE_RDMA=1 worker:BYTEPS_ENABLE_IPC=0")
-    plan = make_plan(s, engine, [HEAD] + FAKE_GPU + MARKED, backend="byteps", run_id="r")
+    plan = make_plan(s, engine, [HEAD] + FAKE_GPU + MARKED, backend=backends.get("byteps"), run_id="r")
     server = plan.by_role("server")[0].env
     assert server["BYTEPS_SERVER_ENGINE_THREAD"] == "8"  # the backend's default is 4
     assert (server["DMLC_INTERFACE"], server["DMLC_ENABLE_RDMA"]) == ("lo", "1")
@@ -354,7 +350,7 @@ def test_unusable_trace_window_is_a_plan_error(backend, trace, steps, message):
 
 
 def test_scaling_reference_trains_on_the_workers_device():
-    from pytest_bpsperf.plan import local_command
+    from pytest_bpsperf.planning.plan import local_command
     from pytest_bpsperf.remote.workload import parse_args
 
     cpu = local_command(settings())
@@ -366,30 +362,30 @@ def test_scaling_reference_trains_on_the_workers_device():
 
 def test_omp_threads_sets_the_byteps_servers_summation_threads_too():
     s = settings(omp_threads="3")
-    plan = make_plan(s, Trick("default"), [HEAD] + FAKE_GPU + MARKED, backend="byteps", run_id="r")
+    plan = make_plan(s, Trick("default"), [HEAD] + FAKE_GPU + MARKED, backend=backends.get("byteps"), run_id="r")
     for server in plan.by_role("server"):
         assert server.env["BYTEPS_OMP_THREAD_PER_GPU"] == "3" and server.env["OMP_NUM_THREADS"] == "3"
     assert s.workload("byteps")["omp_threads"] == 3  # what the key records
     # a trick still wins over the backend's value
     more = Trick("sum-8", env={"server": {"BYTEPS_OMP_THREAD_PER_GPU": "8"}})
-    plan = make_plan(s, more, [HEAD] + FAKE_GPU + MARKED, backend="byteps", run_id="r")
+    plan = make_plan(s, more, [HEAD] + FAKE_GPU + MARKED, backend=backends.get("byteps"), run_id="r")
     assert {sv.env["BYTEPS_OMP_THREAD_PER_GPU"] for sv in plan.by_role("server")} == {"8"}
 
 
 def test_the_scaling_reference_is_one_worker_node_alone_under_the_same_trick():
-    from pytest_bpsperf.plan import reference_plan
+    from pytest_bpsperf.planning.plan import reference_plan
 
     passive = Trick("omp-passive", env={"server": {"OMP_WAIT_POLICY": "PASSIVE"},
                                         "worker": {"OMP_WAIT_POLICY": "PASSIVE"}})
     # CPU: a worker node runs one process, so the node reference is one process, no kvstore
-    cpu = reference_plan(settings(), passive, MARKED[0], backend="mxnet", run_id="r")
+    cpu = reference_plan(settings(), passive, MARKED[0], backend=backends.get("mxnet"), run_id="r")
     (single,) = cpu.roles
     assert cpu.by_role("scheduler") == [] and cpu.num_servers == 0
     assert single.command[single.command.index("--backend") + 1] == "local"
     assert single.env["OMP_WAIT_POLICY"] == "PASSIVE" and single.env["OMP_NUM_THREADS"] == str(settings().omp_threads)
     assert cpu.bundles[0].resources == {"CPU": 0.01}
     # GPUs: every GPU of one worker node as one BytePS worker node, reducing on the node only
-    node = reference_plan(settings(), passive, FAKE_GPU[0], backend="byteps", run_id="r", gpus=2)
+    node = reference_plan(settings(), passive, FAKE_GPU[0], backend=backends.get("byteps"), run_id="r", gpus=2)
     assert [r.name for r in node.roles] == ["node.0", "node.1"] and node.by_role("scheduler") == []
     for r in node.roles:
         assert r.env["DMLC_NUM_WORKER"] == "1" and "BYTEPS_FORCE_DISTRIBUTED" not in r.env
@@ -397,6 +393,6 @@ def test_the_scaling_reference_is_one_worker_node_alone_under_the_same_trick():
         assert r.command[r.command.index("--backend") + 1] == "byteps"
     assert node.bundles[0].resources == {"GPU": 2.0} and node.worker_processes == 2
     # and one process on one GPU alone: the per-GPU figure
-    (gpu,) = reference_plan(settings(), passive, FAKE_GPU[0], backend="byteps", run_id="r", gpus=2,
+    (gpu,) = reference_plan(settings(), passive, FAKE_GPU[0], backend=backends.get("byteps"), run_id="r", gpus=2,
                             one_gpu=True).roles
     assert gpu.gpus == 1 and gpu.command[-2:] == ("--device", "gpu")

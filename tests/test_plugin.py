@@ -16,8 +16,8 @@ import json
 
 import pytest
 
-from pytest_bpsperf.measurement import RunOutput, RoleOutcome
-from pytest_bpsperf.job import worker_records_from
+from pytest_bpsperf.judge.records import RunOutput, RoleOutcome
+from pytest_bpsperf.judge.job import worker_records_from
 
 #: how much faster each trick part makes a step
 SPEED = {"omp-passive": 2.0}
@@ -401,7 +401,7 @@ def test_pyproject_defined_trick(ourtester):
 def test_hook_defined_trick_is_selectable_and_reaches_the_job(ourtester):
     ourtester.makeconftest(CONFTEST + '''
 
-from pytest_bpsperf.tricks import Trick
+from pytest_bpsperf.config.tricks import Trick
 
 
 def pytest_bpsperf_tricks(config):
@@ -420,7 +420,7 @@ def pytest_bpsperf_tricks(config):
 def test_hook_trick_with_wrong_name_is_usage_error(ourtester):
     ourtester.makeconftest(CONFTEST + '''
 
-from pytest_bpsperf.tricks import Trick
+from pytest_bpsperf.config.tricks import Trick
 
 
 def pytest_bpsperf_tricks(config):
@@ -587,7 +587,7 @@ def test_x(bpsperf_train):
 def test_role_failure_fails_the_test_with_its_message(ourtester):
     ourtester.makeconftest(CONFTEST + '''
 
-from pytest_bpsperf.launcher import RoleFailed
+from pytest_bpsperf.launch.launcher import RoleFailed
 
 _original = pytest_bpsperf_run
 
@@ -615,7 +615,7 @@ def pytest_bpsperf_run(config, spec):
 def test_too_few_records_fail_the_test(ourtester):
     ourtester.makeconftest(CONFTEST + '''
 
-from pytest_bpsperf.measurement import RunOutput as _RunOutput
+from pytest_bpsperf.judge.records import RunOutput as _RunOutput
 
 
 def pytest_bpsperf_run(config, spec):

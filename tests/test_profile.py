@@ -1,4 +1,4 @@
-"""Unit tests of pytest_bpsperf.profile with faked /proc files and GPU lists."""
+"""Unit tests of pytest_bpsperf.store.profile with faked /proc files and GPU lists."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from pytest_bpsperf import profile as profile_mod
-from pytest_bpsperf.profile import collect_facts, list_gpus, make_profile, memory_class_gib
+from pytest_bpsperf.store import profile as profile_mod
+from pytest_bpsperf.store.profile import collect_facts, list_gpus, make_profile, memory_class_gib
 
 EPYC = "AMD EPYC 7B13 64-Core Processor"
 XEON = "Intel(R) Xeon(R) CPU E5-2686 v4 @ 2.30GHz"

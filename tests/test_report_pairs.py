@@ -8,7 +8,7 @@ import math
 import pytest
 
 from pytest_bpsperf import report
-from pytest_bpsperf.pairs import decide_pairs
+from pytest_bpsperf.judge.pairs import decide_pairs
 from pytest_bpsperf.report.plots import pairs_picture
 
 ARMS = {"base": {"ref": "origin/main", "commit": "a" * 40, "dirty": False, "python": None,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_bpsperf.backends import PlanError, resolve as resolve_backend
-from pytest_bpsperf.job import job_dir_name
-from pytest_bpsperf.placement import Node
+from pytest_bpsperf.backends import PlanError
+from pytest_bpsperf.backends import resolve as resolve_backend
+from pytest_bpsperf.judge.job import job_dir_name
+from pytest_bpsperf.planning.model import Node
 
 CPU = Node("c", "127.0.0.1", 2, 0, "node-0")
 GPU = Node("g", "127.0.0.1", 16, 4, "node-1")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_bpsperf.settings import (
+from pytest_bpsperf.config.settings import (
     OPTIONS,
     OPTIONS_BY_NAME,
     Hardware,

@@ -13,12 +13,12 @@ from pytest_bpsperf import stats
 from pytest_bpsperf.stats import (
     compare,
     detect_steady_state,
+    log_difference,
     scaling_efficiency,
     significance,
     summarize,
     t_cdf,
     t_quantile,
-    log_difference,
 )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_bpsperf.tricks import (
+from pytest_bpsperf.config.tricks import (
     BUILTIN_TRICKS,
     ROLES,
     Trick,

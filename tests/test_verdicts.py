@@ -27,8 +27,8 @@ import pytest
 CONFTEST = '''
 import os
 
-from pytest_bpsperf.measurement import RunOutput, RoleOutcome
-from pytest_bpsperf.job import worker_records_from
+from pytest_bpsperf.judge.records import RunOutput, RoleOutcome
+from pytest_bpsperf.judge.job import worker_records_from
 
 #: relative throughput of each trick (so the two entries differ)
 TRICK_SPEED = {"omp-passive": 1.25}

@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from recdata import make_rec
 
 pytest.importorskip("mxnet")
@@ -165,7 +164,8 @@ def test_record_data_on_a_gpu_rank_pins_its_own_gpu_and_augments_as_bytepss_exam
 
 
 def test_sync_every_times_windows_of_steps_that_measurement_reads(tmp_path):
-    from pytest_bpsperf.measurement import WorkerRecords, measure_worker
+    from pytest_bpsperf.judge.measurement import measure_worker
+    from pytest_bpsperf.judge.records import WorkerRecords
 
     (tmp_path / "entry_mod.py").write_text(ENTRY)
     proc = _run(tmp_path, "--entry", "entry_mod:build", "--entry-path", str(tmp_path), "--steps", "7",
@@ -184,8 +184,8 @@ def test_sync_every_times_windows_of_steps_that_measurement_reads(tmp_path):
 
 
 def test_sync_every_needs_overlapped_timing_and_enough_steps():
-    from pytest_bpsperf.settings import Hardware, Source, resolve
-    from pytest_bpsperf.workload_spec import WorkloadSpecError, check_workload
+    from pytest_bpsperf.config.preflight import WorkloadSpecError, check_workload
+    from pytest_bpsperf.config.settings import Hardware, Source, resolve
 
     def check(**values):
         s = resolve([Source("cli", "command line", {k: str(v) for k, v in values.items()})], Hardware(0, 2))

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
-from .base import Backend, BackendBase, PlanError, WorkerProcess, workload_command
+from ..planning.model import Backend, PlanError, WorkerProcess
+from ..planning.plan import workload_command
+from .base import BackendBase
 from .byteps import BytePSBackend
 from .mxnet import MXNetBackend
 

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
+from ..config.settings import Settings
+from ..planning.model import CommWindow, Node, Plan, PlanError, RolePlan, WorkerProcess
+from ..planning.plan import workload_command
 from ..remote.environ import PYTHON
-from ..settings import Settings
-from .base import BackendBase, PlanError, WorkerProcess, workload_command
+from .base import BackendBase
 from .byteps_env import BytePSEnvError, TraceWindow, bpslaunch_node_env, server_env, worker_env
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..measurement import CommWindow
-    from ..placement import Node
-    from ..plan import Plan, RolePlan
 
 
 def _trace_window(settings: Settings, directory: str) -> "TraceWindow | None":
@@ -100,7 +97,6 @@ class BytePSBackend(BackendBase):
 
     def collect(self, plan: "Plan", files: Mapping[str, Mapping[str, str]]) -> "tuple[CommWindow, ...]":
         """PUSH/PULL per step of each traced worker node, from its root local rank's comm.json."""
-        from ..measurement import CommWindow
         from .byteps_timeline import TRACE_FILE, TraceError, timeline_from_files
 
         windows: dict = {}

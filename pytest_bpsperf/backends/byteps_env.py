@@ -27,6 +27,8 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..remote.preflight import server_library
+
 #: C++ default of BYTEPS_SERVER_ENGINE_THREAD (byteps/server/server.cc).
 DEFAULT_ENGINE_THREADS = 4
 
@@ -212,28 +214,6 @@ def server_env(*, num_workers: int, engine_threads: int = DEFAULT_ENGINE_THREADS
         "BYTEPS_SERVER_ENGINE_THREAD": str(engine_threads),
         "BYTEPS_FORCE_DISTRIBUTED": "1",
     }
-
-
-def server_library() -> "str | None":
-    """Path of the installed BytePS server library (``byteps/server/c_lib*.so``), or None.
-
-    Never imports ``byteps.server``: importing it starts a ps-lite node that
-    blocks until the job ends. Looks the package up without running it.
-    """
-    import glob
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("byteps")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        found = sorted(glob.glob(os.path.join(location, "server", "c_lib*.so")))
-        if found:
-            return found[0]
-    return None
 
 
 __all__ = [

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
+from ..config.settings import DEVICE_DEFAULTS, Settings
+from ..planning.model import Node, WorkerProcess
 from ..remote.environ import PYTHON
-from ..settings import DEVICE_DEFAULTS, Settings
-from .base import BackendBase, WorkerProcess
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..placement import Node
+from .base import BackendBase
 
 
 class MXNetBackend(BackendBase):

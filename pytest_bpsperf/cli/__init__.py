@@ -23,7 +23,7 @@ __all__ = ["main"]
 
 def _percent(option: str, setting: str = "tolerance") -> Callable[[str], float]:
     """A parser for a percentage option (``10%``, ``10`` or ``0.1``), as the plugin's ``setting``."""
-    from ..settings import OPTIONS
+    from ..config.settings import OPTIONS
 
     parse = next(o for o in OPTIONS if o.name == setting).parse
 

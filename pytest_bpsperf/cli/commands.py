@@ -8,13 +8,14 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from ..judge.offline import baseline_sessions, check_results, compare_results, pair_verdicts, profile_of
+from ..judge.verdict import IMPROVEMENT, INCONCLUSIVE, REGRESSION, Verdict
+from ..remote.provenance import utc_now_iso
+from ..store.baselines import BaselineStore
 from ..store.entries import latest_date, latest_session
-from ..offline import baseline_sessions, check_results, compare_results, pair_verdicts, profile_of
-from ..store.baselines import BaselineStore, utc_now_iso
 from ..store.files import atomic_write_text
 from ..store.history import HistoryStore, check_commit, current_branch, make_record, trends
 from ..store.results import read_document
-from ..verdict import IMPROVEMENT, INCONCLUSIVE, REGRESSION, Verdict
 
 
 def _write(path: "str | Path", text: str) -> None:

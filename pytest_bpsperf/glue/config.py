@@ -9,9 +9,20 @@ from dataclasses import dataclass
 import pytest
 
 from .. import backends
-from ..settings import OPTIONS, Hardware, Settings, SettingsError, Source, env_source, env_var, flag, ini_key, resolve
-from ..tricks import REFERENCE_TRICK, TrickError, TrickRegistry, parse_definition, runtime_problems
-from ..workload_spec import WorkloadSpecError, check_workload
+from ..config.preflight import WorkloadSpecError, check_workload
+from ..config.settings import (
+    OPTIONS,
+    Hardware,
+    Settings,
+    SettingsError,
+    Source,
+    env_source,
+    env_var,
+    flag,
+    ini_key,
+    resolve,
+)
+from ..config.tricks import REFERENCE_TRICK, TrickError, TrickRegistry, parse_definition, runtime_problems
 
 PERF_MARKER = "perf"
 SETTINGS_MARKER = "bpsperf"

@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..job import Job, Ledger, RunResult, RunSpec
-from ..profile import Profile, collect_facts, make_profile
-from ..store.baselines import (BaselineError, BaselineStore, check_baseline_quality, current_commit,
-                               software_versions, utc_now_iso)
-from ..offline import profile_prior
+from ..judge.job import Job, Ledger, RunResult, RunSpec
+from ..judge.offline import profile_prior
+from ..judge.verdict import IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, REGRESSION, Verdict, bisect_hint
+from ..remote.provenance import current_commit, software_versions, utc_now_iso
 from ..stats import BetweenPrior
+from ..store.baselines import BaselineError, BaselineStore, check_baseline_quality
 from ..store.entries import latest_session, make_session
 from ..store.history import HistoryError, HistoryStore
-from ..verdict import IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, REGRESSION, Verdict, bisect_hint
+from ..store.profile import Profile, collect_facts, make_profile
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import SettingsPlugin

@@ -21,16 +21,27 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..arms import BASE, HEAD, Arm, ArmError, Worktree, arm_import_paths, git_state, git_toplevel, \
-    remove_stale_worktrees, resolve_base, same_code
-from ..job import RunFailure, RunResult, RunSpec, run_key
-from ..pairs import INCONCLUSIVE, Pair, PairedJob, PairedVerdict
-from ..verdict import IMPROVEMENT, REGRESSION
+from ..config.arms import (
+    BASE,
+    HEAD,
+    Arm,
+    ArmError,
+    Worktree,
+    arm_import_paths,
+    git_state,
+    git_toplevel,
+    remove_stale_worktrees,
+    resolve_base,
+    same_code,
+)
+from ..judge.job import RunFailure, RunResult, RunSpec, run_key
+from ..judge.pairs import INCONCLUSIVE, Pair, PairedJob, PairedVerdict
+from ..judge.verdict import IMPROVEMENT, REGRESSION
 from .gate import BaselineGate
 from .runner import spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..job import Ledger
+    from ..judge.job import Ledger
     from .config import SettingsPlugin
     from .runner import RunnerPlugin
 
@@ -77,7 +88,7 @@ class PairGate(BaselineGate):
         items = [i for i in session.items if "bpsperf_trick" in getattr(i, "fixturenames", ())]
         if not items or self.config.option.collectonly or self.arms:
             return
-        from ..cluster import ClusterError
+        from ..launch.cluster import ClusterError
 
         try:
             self.prepare(items)
@@ -146,7 +157,7 @@ class PairGate(BaselineGate):
         everything its roles need.
         """
         from ..remote.preflight import check_interpreter, role_needs
-        from ..store.provenance import software_versions
+        from ..remote.provenance import software_versions
 
         entry = spec.settings.entry.spec if spec.settings.entry else None
         if arm.python is None:

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Callable
 import pytest
 
 from .. import report
-from ..job import Ledger
+from ..judge.job import Ledger
+from ..remote.provenance import current_commit, software_versions, utc_now_iso
 from ..report import exports, pages, plots
-from ..store.baselines import BaselineError, current_commit, software_versions, utc_now_iso
+from ..store.baselines import BaselineError
 from ..store.history import HistoryError, HistoryStore, current_branch, make_record, trends
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -8,16 +8,17 @@ from typing import TYPE_CHECKING, Callable
 
 import pytest
 
-from ..job import Ledger, RunFailure, RunResult, RunSpec
-from ..measurement import MeasurementError, RunOutput, measure
+from ..judge.job import Ledger, RunFailure, RunResult, RunSpec
+from ..judge.measurement import MeasurementError, measure
+from ..judge.records import RunOutput
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..session import PerfSession
+    from ..launch.session import PerfSession
     from .config import SettingsPlugin
 
 
 class RunnerPlugin:
-    """Owns the session's :class:`~pytest_bpsperf.session.PerfSession` and turns specs into results."""
+    """Owns the session's :class:`~pytest_bpsperf.launch.session.PerfSession` and turns specs into results."""
 
     def __init__(self, config: pytest.Config, settings: "SettingsPlugin", ledger: Ledger) -> None:
         self.config = config
@@ -32,7 +33,7 @@ class RunnerPlugin:
     def session(self) -> "PerfSession":
         """The Ray side of the session, created on first use."""
         if self._session is None:
-            from ..session import PerfSession
+            from ..launch.session import PerfSession
 
             self.before_ray()
             self._session = PerfSession(
@@ -97,7 +98,7 @@ class RunnerPlugin:
         if self.config.option.collectonly:
             return
         from ..backends import PlanError
-        from ..cluster import ClusterError
+        from ..launch.cluster import ClusterError
 
         if self.settings.ray_address:
             try:
@@ -138,8 +139,8 @@ class RunnerPlugin:
         if any(impl.plugin is not self for impl in self.config.pluginmanager.hook.pytest_bpsperf_run.get_hookimpls()):
             return  # runs come from another implementation of the hook: no roles of ours to check
         from ..backends import PlanError
-        from ..cluster import ClusterError
-        from ..launcher import RoleFailed
+        from ..launch.cluster import ClusterError
+        from ..launch.launcher import RoleFailed
         from ..remote.preflight import PreflightError
 
         try:
@@ -174,8 +175,8 @@ class RunnerPlugin:
 
         A Ray that is unavailable for the session fails the test at once.
         """
-        from ..cluster import ClusterError
-        from ..launcher import RoleFailed
+        from ..launch.cluster import ClusterError
+        from ..launch.launcher import RoleFailed
 
         failure = None
         session_error = self._session.start_error if self._session is not None else None
@@ -241,7 +242,7 @@ def spec_of(item: pytest.Item, settings_plugin: "SettingsPlugin", base_log_dir: 
     """The spec of a perf item's first run (for checks before anything runs)."""
     import os
 
-    from ..job import job_dir_name
+    from ..judge.job import job_dir_name
 
     case = settings_plugin.case_of(item)
     trick = settings_plugin.registry.get(case.trick if case is not None else "default")

@@ -35,8 +35,6 @@ KNOWN_NEEDS = ("mxnet", "gluoncv", "byteps.mxnet", "byteps.server")
 
 def _check_need(need: str) -> "str | None":
     if need == "byteps.server":
-        from ..backends.byteps_env import server_library
-
         return None if server_library() else "the BytePS server library (byteps/server/c_lib*.so) is not installed"
     try:
         importlib.import_module(need)
@@ -50,7 +48,7 @@ def facts(needs: Sequence[str], entry: "str | None", entry_path: "str | None", d
 
     ``data``: the ``.rec`` the workers read (checked here, on their node, with its ``.idx``).
     """
-    from ..store.provenance import software_versions
+    from .provenance import software_versions
 
     problems = []
     try:
@@ -163,3 +161,25 @@ def _check(python: "str | None", paths: "list[str]", root: str, needs: Sequence[
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def server_library() -> "str | None":
+    """Path of the installed BytePS server library (``byteps/server/c_lib*.so``), or None.
+
+    Never imports ``byteps.server``: importing it starts a ps-lite node that
+    blocks until the job ends. Looks the package up without running it.
+    """
+    import glob
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("byteps")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        found = sorted(glob.glob(os.path.join(location, "server", "c_lib*.so")))
+        if found:
+            return found[0]
+    return None

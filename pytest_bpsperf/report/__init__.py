@@ -1,8 +1,10 @@
 """Reports of a session: terminal lines, the trick matrix, Markdown, JSON and exports.
 
-Functions here take finished, typed results (:class:`~pytest_bpsperf.job.RunResult`,
-:class:`~pytest_bpsperf.verdict.Verdict`) and return text or plain data;
-writing is atomic.
+:mod:`.text`, :mod:`.matrix`, :mod:`.markdown` and :mod:`.documents` take a
+session's finished results (:class:`~pytest_bpsperf.judge.job.RunResult`,
+:class:`~pytest_bpsperf.judge.verdict.Verdict`); :mod:`.exports`, :mod:`.plots` and
+:mod:`.pages` take the results document (the JSON those write), so that the
+``bpsperf`` command makes the same files from disk. Writing is atomic.
 """
 
 from .documents import JSON_SCHEMA_VERSION, benchmark_document, json_document, write_json, write_text

@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..job import RunFailure, RunResult
-from ..profile import Profile
+from ..judge.job import RunFailure, RunResult
 from ..store.files import atomic_write_text
+from ..store.profile import Profile
 from .exports import benchmark_export
 from .matrix import head_runs, matrix_tables
 

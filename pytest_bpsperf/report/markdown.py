@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..job import RunResult
-from ..pairs import PairedVerdict
-from ..verdict import Verdict
+from ..judge.job import RunResult
+from ..judge.pairs import PairedVerdict
+from ..judge.verdict import Verdict
 from .matrix import HEADER, MatrixTable, head_runs, matrix_tables, row_cells
 
 __all__ = ["format_matrix_markdown", "markdown_document", "pairs_markdown", "seconds_cell", "verdict_markdown"]

@@ -7,9 +7,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable
 
-from ..job import RunResult
+from ..config.tricks import REFERENCE_TRICK
+from ..judge.job import RunResult
 from ..stats import Significance, change_pct, scaling_efficiency, significance, summarize
-from ..tricks import REFERENCE_TRICK
 
 __all__ = ["HEADER", "MatrixRow", "MatrixTable", "format_matrix_text", "head_runs", "matrix_tables", "step_samples"]
 
@@ -206,7 +206,7 @@ def _scaling(runs: "list[RunResult]", median: float) -> "tuple[float | None, flo
     return per_node, scaling_efficiency(median, processes, statistics.median(singles))
 
 
-HEADER = ("setting", "runs", "img/s", "spread", f"vs {REFERENCE_TRICK}", "beyond noise", "compute/step",
+HEADER = ("trick", "runs", "img/s", "spread", f"vs {REFERENCE_TRICK}", "beyond noise", "compute/step",
           "sync/step", "sync", "scaling")
 
 

@@ -10,8 +10,8 @@ import html
 import os
 from typing import Any, Mapping, Sequence
 
+from ..judge.verdict import Verdict
 from ..store.history import Trend
-from ..verdict import Verdict
 from .markdown import seconds_cell, verdict_markdown
 from .plots import Picture
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..job import RunResult
-from ..measurement import Measurement
-from ..verdict import Verdict
+from ..judge.job import RunResult
+from ..judge.measurement import Measurement
+from ..judge.verdict import Verdict
 
 __all__ = ["github_annotations", "result_line", "verdict_line"]
 

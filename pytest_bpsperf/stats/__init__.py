@@ -4,17 +4,18 @@ Pure standard-library Python so that a CLI, a notebook or the pytest glue can
 use it without numpy or scipy. The modules: :mod:`.steady` (warm-up
 detection), :mod:`.method` (the one method: a t interval on log img/s
 that includes between-session noise, :func:`session_difference`, and its
-one-session form :func:`log_difference`), :mod:`.compare` (summaries, the
+one-session form :func:`log_difference`), :mod:`.comparison` (summaries, the
 verdict's :func:`compare`, the matrix's :func:`significance`), :mod:`.tdist`
-(Student's t).
+(Student's t), :mod:`.paired` (base against head in pairs), :mod:`.changepoint`
+(steps in a trend).
 """
 
-from .compare import (
+from .comparison import (
     Comparison,
-    as_sessions,
     LogDifference,
     Significance,
     Summary,
+    as_sessions,
     change_pct,
     compare,
     log_difference,

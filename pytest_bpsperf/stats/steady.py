@@ -121,7 +121,7 @@ def detect_steady_state(step_seconds: Sequence[float], *, min_steady: int = 3) -
     bound = reference * (1.0 + threshold)
     slow = [True] + [t > bound for t in later]
 
-    start: Optional[int] = None
+    start: "int | None" = None
     for j in range(1, n - min_steady + 1):
         if not any(slow[j : j + min_steady]):
             start = j

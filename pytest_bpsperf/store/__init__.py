@@ -1,1 +1,5 @@
-"""What the plugin keeps on disk for people: the baseline store and atomic file writes."""
+"""Files for people: baselines, their entries and sessions, history and trends, results, schemas, profiles.
+
+Everything the plugin writes to disk or reads back (atomically written, validated against
+:mod:`.schema`), and the hardware profile that names a baseline file.
+"""

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, Mapping, Optional, Sequence, Union
 
-from ..profile import validate_profile_id
+from ..remote.provenance import current_commit, software_versions, utc_now_iso  # noqa: F401 - part of this API
 from ..stats import summarize
 from .entries import add_session, make_session, migrate_entry
 from .files import atomic_write_text
-from .provenance import current_commit, software_versions, utc_now_iso  # noqa: F401 - part of this API
+from .profile import validate_profile_id
 from .schema import SchemaError, validate
 
 __all__ = [

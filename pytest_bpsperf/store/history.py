@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
+from ..remote.provenance import software_versions, utc_now_iso
 from ..stats.changepoint import StepFit, detect_steps, noise_sigma
-from .baselines import software_versions, utc_now_iso
 from .files import atomic_write_text
 from .results import DocumentError, jobs_of, read_document, run_key_of, step_img_per_sec
 from .schema import validate

@@ -94,7 +94,7 @@ def jobs_of(document: Mapping[str, Any]) -> "dict[str, JobSamples]":
     """Key -> :class:`JobSamples`, in the order the jobs first ran.
 
     Of a base-vs-head session only the head arm's runs count (the code under
-    test; :func:`pytest_bpsperf.offline.pair_verdicts` decides its pairs).
+    test; :func:`pytest_bpsperf.judge.offline.pair_verdicts` decides its pairs).
     """
     grouped: "dict[str, list]" = {}
     for run in document.get("tests", []):

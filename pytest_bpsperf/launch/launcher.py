@@ -14,11 +14,11 @@ import os
 import time
 from typing import Callable, Mapping, Sequence
 
-from . import backends, local_roles
-from .diagnose import failure_message, lost
-from .measurement import CommWindow, RoleOutcome, RunOutput, WorkerRecords
-from .placement import Node
-from .plan import Plan
+from .. import backends
+from ..judge.records import RoleOutcome, RunOutput, WorkerRecords
+from ..planning.model import CommWindow, Node, Plan
+from . import local_roles
+from .diagnose import failure_message
 from .reservation import Reservation, ReservationError, reserve
 from .watchdog import StallWatch, progress_line
 
@@ -61,7 +61,7 @@ class RoleFailed(RuntimeError):
 def _remote_role_class():
     import ray
 
-    from .remote.roles import RoleProcess
+    from ..remote.roles import RoleProcess
 
     return ray.remote(num_cpus=0, max_restarts=0)(RoleProcess)
 
@@ -201,6 +201,34 @@ class RoleGroup:
         return {n: f"{type(a).__name__}: {str(a).splitlines()[0] if str(a) else ''}"
                 for n, a in zip(names, answers) if isinstance(a, Exception)}
 
+    def lost(self) -> str:
+        """Why the roles' actors stopped answering: the nodes that died and the roles on them.
+
+        Marks those roles gone (teardown does not ask them again) and the culprits of the failure.
+        """
+        import ray
+
+        gone = self.unreachable()
+        if not gone:
+            return "a role's actor stopped answering, then answered again"
+        self.gone.update(gone)
+        self.culprits = tuple(gone)
+        dead = {n["NodeID"]: n for n in ray.nodes() if not n.get("Alive")}
+        by_node: dict = {}
+        for name in gone:
+            by_node.setdefault(self.where.get(name, {}).get("node_id", ""), []).append(name)
+        parts = []
+        for node_id, names in by_node.items():
+            planned = next(r.node for r in self.plan.roles if r.name == names[0])
+            if node_id in dead:
+                reason = dead[node_id].get("DeathReasonMessage") or "dead"
+                parts.append(f"node {planned.name} ({planned.ip}) was lost ({reason}); roles on it: {', '.join(names)}")
+            else:
+                states = "".join(local_roles.actor_state(self.where.get(n, {})) for n in names[:1])
+                parts.append(f"the actors of {', '.join(names)} on node {planned.name} ({planned.ip}) do not answer"
+                             f"{states}: {gone[names[0]]}")
+        return "; ".join(parts)
+
     def latest_steps(self) -> dict:
         """Worker name -> its latest record so far (None before its first), read on its node."""
         import ray
@@ -331,7 +359,7 @@ def _watch(group: RoleGroup, deadline: float, timeout: float, exit_grace: float,
         try:
             codes = group.poll()
         except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError):
-            return lost(group)
+            return group.lost()
         trained = all(group.status.get(w, {}).get("finished") for w in workers)
         bad = []
         for n, c in codes.items():
@@ -404,7 +432,7 @@ def run_roles(
         except RayError as exc:  # a node or actor lost during bring-up: still a role failure, by name
             reason = f"bring-up failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             if group.actors:
-                reason += f"; {lost(group)}"
+                reason += f"; {group.lost()}"
             raise RoleFailed(f"bpsperf run failed ({plan.backend}, trick {plan.trick.name}): {reason}") from None
         where = (f"scheduler {group.root['DMLC_PS_ROOT_URI']}:{group.root['DMLC_PS_ROOT_PORT']}" if group.root
                  else "no parameter server")

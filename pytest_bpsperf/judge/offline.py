@@ -4,7 +4,7 @@ The same decisions as the plugin, on documents it wrote: :func:`check_results`
 decides a results file (``--bpsperf-json``) against the stored baselines,
 :func:`compare_results` decides one results file against another, and
 :func:`baseline_sessions` makes recorded baseline sessions from an earlier run's results.
-All go through :func:`pytest_bpsperf.verdict.decide` (and so
+All go through :func:`pytest_bpsperf.judge.verdict.decide` (and so
 :func:`pytest_bpsperf.stats.compare`). Plain Python, no Ray or MXNet.
 """
 
@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
-from .store.baselines import BaselineStore, check_baseline_quality, utc_now_iso
-from .store.entries import make_session
-from .store.results import JobSamples, jobs_of, run_key_of
+from ..remote.provenance import utc_now_iso
+from ..store.baselines import BaselineStore, check_baseline_quality
+from ..store.entries import make_session
+from ..store.results import JobSamples, jobs_of, run_key_of
 from .verdict import Verdict, decide
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..stats import BetweenPrior
     from .pairs import PairedVerdict
-    from .stats import BetweenPrior
 
 __all__ = ["baseline_sessions", "check_results", "compare_results", "pair_verdicts", "profile_of"]
 
@@ -61,9 +62,9 @@ def profile_prior(entries: Mapping[str, Any], key: str, history: "Sequence[Mappi
     recorded sessions and the sessions of one commit in ``history`` (the plugin's rule)."""
     from dataclasses import replace
 
-    from .stats import pooled_between
-    from .store.entries import between_groups
-    from .store.history import session_groups
+    from ..stats import pooled_between
+    from ..store.entries import between_groups
+    from ..store.history import session_groups
 
     groups = between_groups(entries, exclude=key)
     found = session_groups(history, profile_id=profile_id) if history else []
@@ -152,11 +153,11 @@ def pair_verdicts(results: Mapping[str, Any], *, tolerance: Optional[float] = No
 
     The pairs are rebuilt from the runs themselves (``arm`` and ``pair`` of each
     run; a pair whose base run is missing, because it failed, is dropped) and
-    decided by :func:`pytest_bpsperf.pairs.decide_pairs` with each job's own
+    decided by :func:`pytest_bpsperf.judge.pairs.decide_pairs` with each job's own
     settings, as the plugin decided them. Empty for a results file of one checkout.
     """
+    from ..stats.paired import MIN_PAIRS
     from .pairs import decide_pairs
-    from .stats.paired import MIN_PAIRS
 
     section = results.get("base_vs_head")
     if not section:

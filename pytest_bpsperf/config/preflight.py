@@ -19,95 +19,18 @@ import importlib.util
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Sequence
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .settings import Settings
-
-#: Timing modes: ``overlapped`` (what users measure) and ``breakdown`` (serialized diagnostic).
-TIMINGS = ("overlapped", "breakdown")
-DTYPES = ("float32", "float16")
-LAUNCHES = ("direct", "bpslaunch")
-SYNTHETIC = "synthetic"
+from .parsers import SYNTHETIC, EntryPoint
+from .settings import Settings
 
 
 class WorkloadSpecError(ValueError):
     """A workload setting names something that cannot run; the message says which, where from, and why."""
 
 
-@dataclass(frozen=True)
-class EntryPoint:
-    """A user's ``module:function`` that builds the training step (see :mod:`.remote.entry`).
-
-    ``path`` is the directory the module imports from (put on the workers'
-    ``sys.path``); None until :func:`resolve_entry` found it.
-    """
-
-    module: str
-    function: str
-    path: "str | None" = None
-
-    @property
-    def spec(self) -> str:
-        """``module:function``, as the user wrote it (what keys and reports show)."""
-        return f"{self.module}:{self.function}"
-
-    def __str__(self) -> str:
-        return self.spec
-
-
 # --- value parsers (the Option pattern of settings.py) ------------------------------
-
-
-def _choice(choices: Sequence[str]) -> Any:
-    def parse(raw: Any) -> str:
-        text = str(raw).strip().lower()
-        if text not in choices:
-            raise ValueError("expected one of " + ", ".join(choices))
-        return text
-
-    return parse
-
-
-parse_timing = _choice(TIMINGS)
-parse_dtype = _choice(DTYPES)
-parse_launch = _choice(LAUNCHES)
-
-
-def parse_model(raw: Any) -> str:
-    """A gluoncv model-zoo name (checked against the zoo by :func:`check_model`)."""
-    text = str(raw).strip()
-    if not text or any(ch.isspace() for ch in text):
-        raise ValueError("expected a gluoncv model-zoo name such as resnet50_v2")
-    return text
-
-
-def parse_data(raw: Any) -> str:
-    """``synthetic`` or the path of an ImageNet-style ``.rec`` (made absolute: roles run elsewhere)."""
-    text = str(raw).strip()
-    if not text:
-        raise ValueError("expected 'synthetic' or the path of a .rec file (with its .idx beside it)")
-    if text.lower() == SYNTHETIC:
-        return SYNTHETIC
-    if not text.endswith(".rec"):
-        raise ValueError("expected 'synthetic' or the path of a .rec file (with its .idx beside it)")
-    return os.path.abspath(os.path.expanduser(text))
-
-
-def parse_entry(raw: Any) -> "EntryPoint | None":
-    """``module:function`` (dotted module, one function name); empty means the model-zoo workload."""
-    if isinstance(raw, EntryPoint):
-        return raw
-    text = str(raw).strip()
-    if not text or text.lower() in ("none", "model"):
-        return None
-    module, sep, function = text.partition(":")
-    parts = module.split(".")
-    if not sep or not function.isidentifier() or not all(p.isidentifier() for p in parts):
-        raise ValueError("expected module:function, e.g. examples.custom_model:build")
-    return EntryPoint(module, function)
 
 
 def data_record_paths(rec: str) -> "tuple[str, str]":
@@ -256,34 +179,3 @@ def check_workload(settings: "Settings", *, gpus: int, search: Sequence[str] = (
     return settings
 
 
-def workload_params(settings: "Settings", backend: str) -> dict:
-    """The parameters that define the training workload: what baseline keys and reports say.
-
-    Always: backend, what trains (``model``, or ``entry`` for the user's own
-    code), steps, batch and image size, OpenMP threads, ``timing`` (runs of one
-    timing mode are never compared with the other), ``dtype`` and ``data``
-    (``synthetic`` or ``rec:<file name>``; the directory differs between
-    machines). The .rec reader's threads only with record data, ``launch``
-    only when it is not ``direct``, ``sync_every`` only when it is not 1, ``trace`` (the traced
-    steps) only when set.
-    """
-    out: dict = {"backend": backend}
-    if settings.entry is not None:
-        out["entry"] = settings.entry.spec
-    else:
-        out["model"] = settings.model
-    out.update(steps=settings.steps, batch_size=settings.batch_size, image_size=settings.image_size,
-               omp_threads=settings.omp_threads, timing=settings.timing, dtype=settings.dtype)
-    if settings.data == SYNTHETIC:
-        out["data"] = SYNTHETIC
-    else:
-        out["data"] = "rec:" + os.path.basename(settings.data)
-        out["data_threads"] = settings.data_threads
-    if settings.launch != "direct":
-        out["launch"] = settings.launch
-    if settings.sync_every != 1:
-        out["sync_every"] = settings.sync_every
-    if settings.trace is not None:
-        # tracing costs BytePS time: traced runs are a workload of their own, never gated on untraced ones
-        out["trace"] = f"{settings.trace[0]}:{settings.trace[1]}"
-    return out

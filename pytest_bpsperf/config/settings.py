@@ -17,17 +17,17 @@ import shutil
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from .parsers import (  # noqa: F401 - BACKENDS stays importable from here
+from .parsers import (
     BACKENDS,
+    SYNTHETIC,
+    EntryPoint,
     _backend,
     _base,
-    _interpreter,
-    _seed,
     _gpus_per_worker,
     _int_at_least,
+    _interpreter,
     _normalize,
     _omp_threads,
-    _workers,
     _path,
     _percent,
     _positive_float,
@@ -35,13 +35,19 @@ from .parsers import (  # noqa: F401 - BACKENDS stays importable from here
     _ray_address,
     _resource,
     _role_env,
+    _seed,
     _stall_timeout,
     _switch,
     _trace_window,
     _tricks,
+    _workers,
+    parse_data,
+    parse_dtype,
+    parse_entry,
+    parse_launch,
+    parse_model,
+    parse_timing,
 )
-from .workload_spec import (EntryPoint, parse_data, parse_dtype, parse_entry, parse_launch, parse_model,
-                            parse_timing, workload_params)
 
 
 class SettingsError(ValueError):
@@ -87,7 +93,7 @@ OPTIONS: tuple = (
     Option("batch_size", "batch size per worker process (per GPU)", _int_at_least(1), "an integer >= 1", None),
     Option("image_size", "height and width of the synthetic images", _int_at_least(16), "an integer >= 16", None),
     Option("model", "gluoncv model-zoo name", parse_model, "a gluoncv model-zoo name such as resnet50_v2", "resnet50_v2"),
-    Option("omp_threads", "OMP_NUM_THREADS of every role ('auto': min(4, cores))", _omp_threads,
+    Option("omp_threads", "OMP_NUM_THREADS of every role ('auto': 4 on GPU hosts, else min(4, cores))", _omp_threads,
            "an integer >= 1 or 'auto'", "auto"),
     Option("timeout", "hard limit in seconds for one training run, bring-up included", _positive_float,
            "a number of seconds > 0", 600.0),
@@ -273,7 +279,7 @@ class Settings:
     stall_timeout: float = 0.0  # 0: derived from the run's step times (watchdog)
     connect_timeout: float = 30.0
     sync_every: int = 1  # training steps per timed window (one sync each)
-    base: "str | None" = None  # base-vs-head: a revision or a directory (see pytest_bpsperf.arms)
+    base: "str | None" = None  # base-vs-head: a revision or a directory (see pytest_bpsperf.config.arms)
     base_python: "str | None" = None
     max_pairs: int = 12
     seed: "int | None" = None  # None: random per session
@@ -282,7 +288,7 @@ class Settings:
         """The parameters that define the training workload (for keys and reports).
 
         ``backend`` is the backend that ran (``auto`` resolved); keys and reports
-        always pass it. See :func:`~pytest_bpsperf.workload_spec.workload_params`.
+        always pass it. See :func:`~pytest_bpsperf.config.settings.workload_params`.
         """
         return workload_params(self, backend or self.backend)
 
@@ -409,3 +415,36 @@ def check_limits(values: Mapping[str, Any], origins: Mapping[str, str]) -> None:
             f"even at {MAX_STEPS_PER_SECOND} steps/s; expected at most {int(timeout * MAX_STEPS_PER_SECOND)} "
             "steps or a longer timeout"
         )
+
+
+def workload_params(settings: "Settings", backend: str) -> dict:
+    """The parameters that define the training workload: what baseline keys and reports say.
+
+    Always: backend, what trains (``model``, or ``entry`` for the user's own
+    code), steps, batch and image size, OpenMP threads, ``timing`` (runs of one
+    timing mode are never compared with the other), ``dtype`` and ``data``
+    (``synthetic`` or ``rec:<file name>``; the directory differs between
+    machines). The .rec reader's threads only with record data, ``launch``
+    only when it is not ``direct``, ``sync_every`` only when it is not 1, ``trace`` (the traced
+    steps) only when set.
+    """
+    out: dict = {"backend": backend}
+    if settings.entry is not None:
+        out["entry"] = settings.entry.spec
+    else:
+        out["model"] = settings.model
+    out.update(steps=settings.steps, batch_size=settings.batch_size, image_size=settings.image_size,
+               omp_threads=settings.omp_threads, timing=settings.timing, dtype=settings.dtype)
+    if settings.data == SYNTHETIC:
+        out["data"] = SYNTHETIC
+    else:
+        out["data"] = "rec:" + os.path.basename(settings.data)
+        out["data_threads"] = settings.data_threads
+    if settings.launch != "direct":
+        out["launch"] = settings.launch
+    if settings.sync_every != 1:
+        out["sync_every"] = settings.sync_every
+    if settings.trace is not None:
+        # tracing costs BytePS time: traced runs are a workload of their own, never gated on untraced ones
+        out["trace"] = f"{settings.trace[0]}:{settings.trace[1]}"
+    return out

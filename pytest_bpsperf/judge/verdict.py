@@ -19,8 +19,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from .stats import BetweenPrior, Comparison, compare, summarize
-from .store.entries import entry_samples, entry_sessions, latest_session
+from ..stats import BetweenPrior, Comparison, compare, summarize
+from ..store.entries import entry_samples, entry_sessions, latest_session
 
 OK, REGRESSION, IMPROVEMENT, NO_BASELINE = "ok", "regression", "improvement", "no-baseline"
 #: the interval holds both no change and a drop of the tolerance: the data cannot tell (never a pass)

@@ -19,10 +19,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from .arms import BASE, HEAD
+from ..config.arms import BASE, HEAD
+from ..stats import summarize
+from ..stats.paired import MIN_PAIRS, PairedComparison, paired_compare
 from .job import RunResult, RunSpec
-from .stats import summarize
-from .stats.paired import MIN_PAIRS, PairedComparison, paired_compare
 
 __all__ = ["INCONCLUSIVE", "Pair", "PairedJob", "PairedVerdict", "decide_pairs", "first_arm"]
 

@@ -1,6 +1,6 @@
 """Role plan: which process runs where, with which environment and command.
 
-The plan is placement + backend + trick: a :class:`~pytest_bpsperf.placement.PlacementStrategy`
+The plan is placement + backend + trick: a :class:`~pytest_bpsperf.planning.placement.PlacementStrategy`
 chooses the nodes, the :class:`~pytest_bpsperf.backends.Backend` says what each
 process runs and which variables it needs, the trick changes environments and
 server counts. Output: one :class:`RolePlan` per process. Nothing here starts
@@ -10,84 +10,19 @@ anything; the launcher turns the plan into processes.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from . import backends
-from .backends import Backend, PlanError
-from .placement import Node, NodeKindPlacement, Placement, PlacementStrategy
-from .remote.environ import CHOSEN_VARS, IMPORT_PATH, PYTHON, RECORDS, planner_owned
-from .settings import Settings
-from .tricks import Trick
+from ..config.settings import Settings
+from ..config.tricks import Trick
+from ..remote.environ import CHOSEN_VARS, IMPORT_PATH, PYTHON, RECORDS, planner_owned
+from .model import Backend, Bundle, Node, Placement, Plan, PlanError, RolePlan
+from .placement import NodeKindPlacement, PlacementStrategy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .arms import Arm
+    from ..config.arms import Arm
 
-__all__ = ["PYTHON", "RECORDS", "Bundle", "Node", "Plan", "PlanError", "RolePlan", "base_env", "for_arm",
-           "local_command", "make_plan", "reference_plan"]
-
-
-@dataclass(frozen=True)
-class Bundle:
-    """What Ray reserves on one node for a run (one bundle of the run's placement group)."""
-
-    node: Node
-    resources: Mapping[str, float] = field(hash=False)
-
-
-@dataclass(frozen=True)
-class RolePlan:
-    """One process to start: role, placement, complete environment, command."""
-
-    name: str  # scheduler, server-0, worker-1, worker-1.0 (node 1, local rank 0)
-    role: str  # scheduler | server | worker
-    node: Node
-    env: Mapping[str, str] = field(hash=False)
-    command: tuple = ()
-    worker_rank: "int | None" = None
-    bundle: int = 0  # index into Plan.bundles: the reservation its actor runs in
-    gpus: int = 0  # GPUs its actor asks Ray for (inside the bundle)
-    worker_node: "int | None" = None  # the worker node (DMLC_WORKER_ID) a worker process belongs to
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Every process of one run, plus the counts that ps-lite is told."""
-
-    backend: str
-    trick: Trick
-    roles: "tuple[RolePlan, ...]"
-    bundles: "tuple[Bundle, ...]"
-    num_workers: int  # DMLC_NUM_WORKER (worker nodes)
-    num_servers: int  # DMLC_NUM_SERVER (server processes)
-    worker_processes: int
-    server_nodes: int
-    servers_per_node: int
-    #: base-vs-head runs: the arm (``base``/``head``), what its role actors get as their tree
-    #: (a local path, or ``shipped`` where Ray unpacks it), and the actors' runtime_env that ships it
-    arm: str = ""
-    tree: "str | None" = None
-    runtime_env: "Mapping[str, object] | None" = field(default=None, hash=False)
-
-    def by_role(self, role: str) -> list:
-        """The role plans of one kind, in plan order."""
-        return [r for r in self.roles if r.role == role]
-
-    @property
-    def scheduler(self) -> RolePlan:
-        """The single scheduler."""
-        return self.by_role("scheduler")[0]
-
-    def topology(self) -> dict:
-        """Counts after the trick (what actually ran)."""
-        return {
-            "workers": self.num_workers,
-            "worker_processes": self.worker_processes,
-            "server_nodes": self.server_nodes,
-            "servers_per_node": self.servers_per_node,
-            "servers": self.num_servers,
-            "machines": len({r.node.node_id for r in self.roles}),
-        }
+__all__ = ["base_env", "for_arm", "local_command", "make_plan", "reference_plan", "workload_command"]
 
 
 def base_env(settings: Settings) -> dict:
@@ -99,7 +34,7 @@ def base_env(settings: Settings) -> dict:
 def local_command(settings: Settings, device: str = "cpu") -> tuple:
     """One process training alone on ``device`` (the workers' ``cpu`` or ``gpu``), no parameter server:
     the reference for scaling efficiency."""
-    return backends.workload_command(settings, "local") + ("--device", device)
+    return workload_command(settings, "local") + ("--device", device)
 
 
 #: A bundle must ask for something: a sliver of CPU marks a node as used by the run.
@@ -118,7 +53,7 @@ def make_plan(
     trick: Trick,
     nodes: Sequence[Node],
     *,
-    backend: "str | Backend",
+    backend: Backend,
     run_id: str,
     verbose_ps: "bool | int" = False,
     with_workers: bool = True,
@@ -127,7 +62,7 @@ def make_plan(
 ) -> Plan:
     """Place every role of one run on ``nodes`` and give each its full environment.
 
-    ``backend`` is the resolved backend (a registered name or the object, never ``auto``).
+    ``backend`` is the resolved backend object (``pytest_bpsperf.backends.get(name)``, never ``auto``).
     The scheduler's URI and port are not known yet: the launcher adds
     ``DMLC_PS_ROOT_URI``/``DMLC_PS_ROOT_PORT`` once the scheduler's node chose a port.
     ``verbose_ps``: ``True``/``1`` sets ``PS_VERBOSE=1`` (ps-lite's connection
@@ -137,9 +72,7 @@ def make_plan(
     side on a machine without GPUs. ``gpu_ids`` maps a worker node's index to the GPU
     ids Ray assigned there (default ``0..gpus_per_worker-1``, before Ray assigned any).
     """
-    if backend == "auto":
-        raise PlanError("backend must be resolved before planning, not 'auto'")
-    impl = backends.get(backend) if isinstance(backend, str) else backend
+    impl = backend
     impl.check(settings)
     where = (placement or NodeKindPlacement()).place(nodes, settings, impl, with_workers=with_workers)
     bundles = _bundles(where)
@@ -232,7 +165,7 @@ def for_arm(plan: Plan, arm: "Arm", *, runtime_env: "Mapping[str, object] | None
     once, unpacked by Ray on each node); without it (the embedded Ray) the
     actors read the tree where it is.
     """
-    from .remote.roles import SHIPPED_TREE
+    from ..remote.roles import SHIPPED_TREE
 
     roles = tuple(replace(r, command=arm_command(r.command, arm.python, arm.entry_path),
                           env={**r.env, IMPORT_PATH: os.pathsep.join(arm.paths), "BPSPERF_ARM": arm.name})
@@ -241,7 +174,7 @@ def for_arm(plan: Plan, arm: "Arm", *, runtime_env: "Mapping[str, object] | None
                    runtime_env=dict(runtime_env) if runtime_env else None)
 
 
-def reference_plan(settings: Settings, trick: Trick, node: Node, *, backend: "str | Backend", run_id: str,
+def reference_plan(settings: Settings, trick: Trick, node: Node, *, backend: Backend, run_id: str,
                    gpus: int = 0, one_gpu: bool = False,
                    gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
     """The scaling reference as a plan the launcher runs: one worker node alone, no parameter server.
@@ -255,7 +188,7 @@ def reference_plan(settings: Settings, trick: Trick, node: Node, *, backend: "st
     process, so the node reference is one process training without a kvstore.
     Every process gets the trick's worker variables and the run's OpenMP threads.
     """
-    impl = backends.get(backend) if isinstance(backend, str) else backend
+    impl = backend
     env = {**base_env(settings), **trick.env_for("worker"), "BPSPERF_RUN_ID": run_id, "DMLC_ROLE": "worker",
            "DMLC_NODE_HOST": node.ip}
     chosen = sorted(set(trick.env_for("worker")))
@@ -278,3 +211,33 @@ def reference_plan(settings: Settings, trick: Trick, node: Node, *, backend: "st
                               worker_rank=len(roles), bundle=0, gpus=process.gpus, worker_node=0))
     return Plan(backend=impl.name, trick=trick, roles=tuple(roles), bundles=(Bundle(node, {"GPU": float(gpus)}),),
                 num_workers=1, num_servers=0, worker_processes=len(ids), server_nodes=0, servers_per_node=0)
+
+
+def workload_command(settings: Settings, backend: str, *, per_rank_records: bool = False) -> tuple:
+    """The command of a process running the shipped workload with this run's parameters.
+
+    ``per_rank_records``: the process is one of several that a launcher on the
+    node spawns (bpslaunch), each writing the records file of its local rank.
+    """
+    command: tuple = (
+        PYTHON, "-m", "pytest_bpsperf.remote.workload",
+        "--backend", backend,
+        "--model", settings.model,
+        "--steps", str(settings.steps),
+        "--batch-size", str(settings.batch_size),
+        "--image-size", str(settings.image_size),
+        "--timing", settings.timing,
+        "--dtype", settings.dtype,
+        "--data", settings.data,
+        "--data-threads", str(settings.data_threads),
+        "--records", RECORDS,
+    )
+    if settings.sync_every != 1:
+        command += ("--sync-every", str(settings.sync_every))
+    if settings.entry is not None:
+        command += ("--entry", settings.entry.spec)
+        if settings.entry.path:
+            command += ("--entry-path", settings.entry.path)
+    if per_rank_records:
+        command += ("--records-per-rank",)
+    return command

@@ -21,54 +21,10 @@ parameter-server practice:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping, Protocol, Sequence
+from typing import Protocol, Sequence
 
-from .backends import Backend, PlanError
-from .settings import Settings
-
-#: Ray resource prefix that names a node's accelerator model (``accelerator_type:V100``).
-ACCELERATOR_PREFIX = "accelerator_type:"
-
-
-@dataclass(frozen=True)
-class Node:
-    """One machine of the cluster as the planner sees it."""
-
-    node_id: str
-    ip: str
-    cpus: float
-    gpus: int = 0
-    label: str = ""
-    resources: Mapping[str, float] = field(default_factory=dict, hash=False, compare=False)
-
-    @property
-    def name(self) -> str:
-        """Short readable name for logs and reports."""
-        return self.label or self.node_id[:8]
-
-    @property
-    def accelerator(self) -> "str | None":
-        """The GPU model Ray knows for this node (its ``accelerator_type:*`` resource), if any."""
-        return next((k[len(ACCELERATOR_PREFIX):] for k in sorted(self.resources) if k.startswith(ACCELERATOR_PREFIX)),
-                    None)
-
-    def describe(self) -> str:
-        """``name ip (N CPU, M GPU, resources)`` for messages."""
-        extra = sorted(k for k in self.resources if k not in ("CPU", "GPU", "memory", "object_store_memory")
-                       and not k.startswith("node:"))
-        return (f"{self.name} {self.ip} ({self.cpus:g} CPU, {self.gpus} GPU"
-                + (f", {', '.join(extra)}" if extra else "") + ")")
-
-
-@dataclass(frozen=True)
-class Placement:
-    """A node for every role of one run (before tricks add servers or GPUs add processes)."""
-
-    scheduler: Node
-    servers: "tuple[Node, ...]"  # one per server node
-    workers: "tuple[Node, ...]"  # one per worker node
-    gpus_per_worker: int = 0  # GPUs each worker node contributes (0: the backend trains on CPU)
+from ..config.settings import Settings
+from .model import Backend, Node, Placement, PlanError
 
 
 class PlacementStrategy(Protocol):

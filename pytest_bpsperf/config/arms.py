@@ -27,8 +27,8 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .remote.environ import TREE
-from .remote.reaper import start_time
+from ..remote.environ import TREE
+from ..remote.reaper import start_time
 
 __all__ = ["Arm", "ArmError", "BaseSource", "Worktree", "arm_import_paths", "git_state", "remove_stale_worktrees",
            "resolve_base"]

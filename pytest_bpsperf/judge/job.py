@@ -15,15 +15,16 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from .measurement import Measurement, RunOutput, WorkerRecords
-from .settings import Settings
-from .store.baselines import entry_key
-from .tricks import Trick
+from ..config.settings import Settings
+from ..config.tricks import Trick
+from ..store.baselines import entry_key
+from .measurement import Measurement
+from .records import RunOutput, WorkerRecords
 from .verdict import CONFIRM, REGRESSION, STOP, Verdict, decide, next_step
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .arms import Arm
-    from .stats import BetweenPrior
+    from ..config.arms import Arm
+    from ..stats import BetweenPrior
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ class Job:
     """Every run of one configuration; decides its verdict, running again until it is decided.
 
     The job's first ``repeats`` runs are the test's parametrized items
-    (interleaved with other tricks). Then :func:`~pytest_bpsperf.verdict.next_step`
+    (interleaved with other tricks). Then :func:`~pytest_bpsperf.judge.verdict.next_step`
     says whether to run again: ``rerun(spec)`` runs the configuration once
     more (it adds the run to this job) to confirm a regression (up to
     ``confirm`` times) or because the verdict is not decided yet (up to

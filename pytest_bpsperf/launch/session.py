@@ -1,7 +1,7 @@
 """A perf session's Ray side: the cluster, the backend it resolved, the runs it started.
 
 The pytest layer creates one :class:`PerfSession` and asks it to run
-:class:`~pytest_bpsperf.job.RunSpec` values; the results and their jobs are
+:class:`~pytest_bpsperf.judge.job.RunSpec` values; the results and their jobs are
 the caller's. Ray starts lazily (the first run) and :meth:`PerfSession.close`
 stops what the session started. Driver-side, plain Python.
 """
@@ -18,19 +18,18 @@ import uuid
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
-from . import backends
-from .arms import HEAD, Arm
-from .backends import Backend
+from .. import backends
+from ..backends import Backend
+from ..config.arms import HEAD, Arm
+from ..config.settings import Hardware
+from ..judge.job import RunSpec
+from ..judge.measurement import measure
+from ..judge.records import RunOutput
+from ..planning.model import Node, Plan
+from ..planning.plan import for_arm, make_plan, reference_plan
+from ..remote.preflight import PreflightError, check_interpreter, role_needs
 from .cluster import ClusterError, RayCluster
-from .job import RunSpec
 from .launcher import run_roles
-from .measurement import RunOutput, measure
-from .placement import Node
-from .plan import Plan, for_arm, make_plan, reference_plan
-from .remote.environ import IMPORT_PATH
-from .remote.preflight import PreflightError, check_interpreter, role_needs
-from .remote.roles import SHIPPED_TREE
-from .settings import Hardware, Settings
 from .watchdog import StallWatch
 
 
@@ -61,7 +60,7 @@ def first_step_allowance(backend: str) -> float:
 
 
 def _local_gpus() -> int:
-    from .settings import Hardware
+    from ..config.settings import Hardware
 
     return Hardware.detect().gpus
 
@@ -142,7 +141,7 @@ class PerfSession:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        from .profile import cluster_profile_facts, collect_facts, host_facts
+        from ..store.profile import cluster_profile_facts, collect_facts, host_facts
 
         probe = ray.remote(num_cpus=0)(collect_facts)
         kinds = {"worker": [], "server": []}
@@ -229,7 +228,7 @@ class PerfSession:
         """Bring up the roles of ``spec`` on Ray and run them to the end (the node list is read now).
 
         With ``spec.arm`` (base-vs-head), every role runs as that arm's code (see
-        :func:`~pytest_bpsperf.plan.for_arm`); the scaling reference runs for the head arm only.
+        :func:`~pytest_bpsperf.planning.plan.for_arm`); the scaling reference runs for the head arm only.
         """
         settings = spec.settings
         backend = self.backend(settings.backend)
@@ -238,7 +237,7 @@ class PerfSession:
         shipping = self.shipped(arm) if arm is not None else None
 
         def plan_with(gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
-            plan = make_plan(settings, spec.trick, nodes, backend=backend, run_id=self.run_id,
+            plan = make_plan(settings, spec.trick, nodes, backend=backends.get(backend), run_id=self.run_id,
                              verbose_ps=self.verbose_ps, gpu_ids=gpu_ids)
             return for_arm(plan, arm, runtime_env=shipping) if arm is not None else plan
 
@@ -264,7 +263,7 @@ class PerfSession:
         The scaling references, as the BytePS report computed its efficiency: the
         run's first worker node alone under the same trick, with all its GPUs
         (on CPUs: its one worker process), and, on GPUs, one process on one GPU
-        for the per-GPU figure. Each is a plan (:func:`~pytest_bpsperf.plan.reference_plan`)
+        for the per-GPU figure. Each is a plan (:func:`~pytest_bpsperf.planning.plan.reference_plan`)
         that the launcher runs like any other, cached per node, trick, workload and arm.
         """
         worker = next(r for r in plan.roles if r.role == "worker")
@@ -282,8 +281,8 @@ class PerfSession:
             shipping = self.shipped(arm) if arm is not None else None
 
             def plan_with(gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
-                p = reference_plan(settings, spec.trick, node, backend=backend, run_id=self.run_id, gpus=gpus,
-                                   one_gpu=one_gpu, gpu_ids=gpu_ids)
+                p = reference_plan(settings, spec.trick, node, backend=backends.get(backend), run_id=self.run_id,
+                                   gpus=gpus, one_gpu=one_gpu, gpu_ids=gpu_ids)
                 return for_arm(p, arm, runtime_env=shipping) if arm is not None else p
 
             log_dir = os.path.join(self.base_log_dir, "reference", f"{spec.trick.name}-{kind}")
@@ -300,8 +299,8 @@ class PerfSession:
     def push_pull_check(self, spec: RunSpec) -> None:
         """BytePS end to end before anything is timed: one push_pull of a small tensor through a real
         scheduler and server, from one worker process on one GPU. Raises RoleFailed naming what failed."""
-        from .backends.byteps import PushPullProbe
-        from .tricks import Trick
+        from ..backends.byteps import PushPullProbe
+        from ..config.tricks import Trick
 
         settings = spec.settings.with_values(workers=1, server_nodes=1, servers_per_node=1, gpus_per_worker=1,
                                              trace=None, launch="direct")
@@ -331,7 +330,7 @@ class PerfSession:
 
         settings = spec.settings
         backend = self.backend(settings.backend)
-        plan = make_plan(settings, spec.trick, self.nodes(), backend=backend, run_id=self.run_id)
+        plan = make_plan(settings, spec.trick, self.nodes(), backend=backends.get(backend), run_id=self.run_id)
         by_node: "dict[str, tuple[Node, set]]" = {}
         for role in plan.roles:
             by_node.setdefault(role.node.node_id, (role.node, set()))[1].update(

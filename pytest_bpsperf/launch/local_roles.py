@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import socket
 
-from .remote.roles import RoleProcess, kill_group, process_state, read_environ
+from ..remote.roles import RoleProcess, kill_group, process_state, read_environ
 
 
 def on_this_machine(where: dict) -> bool:

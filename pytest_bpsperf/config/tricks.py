@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
-from .remote.environ import PLANNER_OWNED, planner_owned
+from ..remote.environ import PLANNER_OWNED, planner_owned
 from .parsers import ROLE_NAMES, parse_env_item
 
 ROLES = ROLE_NAMES

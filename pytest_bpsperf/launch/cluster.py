@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+from ..planning.model import Node
+from ..remote import reaper
 from .machine_lock import LockError, MachineLock, lock_path
-from .placement import Node
-from .remote import reaper
 
 #: keeps every node of a local Ray on loopback (Ray otherwise picks the
 #: machine's outward address); see Ray's node IP selection.

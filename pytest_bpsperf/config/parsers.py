@@ -1,16 +1,17 @@
 """Value parsers of the settings: each takes a raw value (a str from the command line,
 environment or ini, anything from a marker) and returns the typed value, or raises
-ValueError saying what is accepted. :mod:`pytest_bpsperf.settings` names them in its
+ValueError saying what is accepted. :mod:`pytest_bpsperf.config.settings` names them in its
 options and says where a bad value came from.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
-from .profile import validate_profile_id
-from .remote.environ import planner_owned
+from ..remote.environ import planner_owned
+from ..store.profile import validate_profile_id
 
 #: The shipped backends; plugins may register more (``pytest_bpsperf.backends.register``).
 BACKENDS = ("auto", "mxnet", "byteps")
@@ -98,7 +99,7 @@ def _tricks(raw: Any) -> tuple:
         names = [n.strip() for n in str(raw).split(",")]
     names = [n for n in names if n]
     if not names:
-        raise ValueError("expected a comma-separated list of trick names such as baseline,omp-passive")
+        raise ValueError("expected a comma-separated list of trick names such as default,omp-passive")
     return tuple(names)
 
 
@@ -185,7 +186,7 @@ def _resource(raw: Any) -> str:
 
 def _stall_timeout(raw: Any) -> float:
     if str(raw).strip().lower() == "auto":
-        return 0.0  # derived from the run's own step times (see pytest_bpsperf.watchdog)
+        return 0.0  # derived from the run's own step times (see pytest_bpsperf.launch.watchdog)
     return _positive_float(raw)
 
 
@@ -229,3 +230,101 @@ def _seed(raw: Any) -> "int | None":
     if str(raw).strip().lower() in ("random", ""):
         return None
     return _int_at_least(0)(raw)
+
+
+#: Timing modes: ``overlapped`` (what users measure) and ``breakdown`` (serialized diagnostic).
+TIMINGS = ("overlapped", "breakdown")
+
+
+
+DTYPES = ("float32", "float16")
+
+
+
+LAUNCHES = ("direct", "bpslaunch")
+
+
+
+SYNTHETIC = "synthetic"
+
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """A user's ``module:function`` that builds the training step (see :mod:`.remote.entry`).
+
+    ``path`` is the directory the module imports from (put on the workers'
+    ``sys.path``); None until :func:`resolve_entry` found it.
+    """
+
+    module: str
+    function: str
+    path: "str | None" = None
+
+    @property
+    def spec(self) -> str:
+        """``module:function``, as the user wrote it (what keys and reports show)."""
+        return f"{self.module}:{self.function}"
+
+    def __str__(self) -> str:
+        return self.spec
+
+
+
+def _choice(choices: Sequence[str]) -> Any:
+    def parse(raw: Any) -> str:
+        text = str(raw).strip().lower()
+        if text not in choices:
+            raise ValueError("expected one of " + ", ".join(choices))
+        return text
+
+    return parse
+
+
+
+parse_timing = _choice(TIMINGS)
+
+
+
+parse_dtype = _choice(DTYPES)
+
+
+
+parse_launch = _choice(LAUNCHES)
+
+
+
+def parse_model(raw: Any) -> str:
+    """A gluoncv model-zoo name (checked against the zoo by :func:`check_model`)."""
+    text = str(raw).strip()
+    if not text or any(ch.isspace() for ch in text):
+        raise ValueError("expected a gluoncv model-zoo name such as resnet50_v2")
+    return text
+
+
+
+def parse_data(raw: Any) -> str:
+    """``synthetic`` or the path of an ImageNet-style ``.rec`` (made absolute: roles run elsewhere)."""
+    text = str(raw).strip()
+    if not text:
+        raise ValueError("expected 'synthetic' or the path of a .rec file (with its .idx beside it)")
+    if text.lower() == SYNTHETIC:
+        return SYNTHETIC
+    if not text.endswith(".rec"):
+        raise ValueError("expected 'synthetic' or the path of a .rec file (with its .idx beside it)")
+    return os.path.abspath(os.path.expanduser(text))
+
+
+
+def parse_entry(raw: Any) -> "EntryPoint | None":
+    """``module:function`` (dotted module, one function name); empty means the model-zoo workload."""
+    if isinstance(raw, EntryPoint):
+        return raw
+    text = str(raw).strip()
+    if not text or text.lower() in ("none", "model"):
+        return None
+    module, sep, function = text.partition(":")
+    parts = module.split(".")
+    if not sep or not function.isidentifier() or not all(p.isidentifier() for p in parts):
+        raise ValueError("expected module:function, e.g. examples.custom_model:build")
+    return EntryPoint(module, function)

@@ -1,0 +1,108 @@
+"""What one run of the roles produced: each role's outcome and each worker's step records.
+
+The launcher (or a user's ``pytest_bpsperf_run`` hook) returns a :class:`RunOutput`;
+:mod:`.measurement` turns it into img/s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..planning.model import CommWindow
+from ..remote.environ import reported
+
+
+@dataclass(frozen=True)
+class RoleOutcome:
+    """How one role process ended."""
+
+    name: str
+    role: str
+    node: str
+    exit_code: "int | None"
+    log_path: str
+    killed: bool = False
+    environ: Mapping[str, str] = field(default_factory=dict, hash=False, repr=False)
+    node_id: str = ""  # where the role actually ran, as its actor reported
+    ip: str = ""
+    hostname: str = ""
+    gpu_ids: "tuple[int, ...]" = ()
+
+    @property
+    def clean(self) -> bool:
+        """Exited by itself with status 0."""
+        return self.exit_code == 0 and not self.killed
+
+    def as_dict(self) -> dict:
+        """JSON view; of the environment only what configures the role."""
+        return {
+            "name": self.name,
+            "role": self.role,
+            "node": self.node,
+            "exit_code": self.exit_code,
+            "killed": self.killed,
+            "log_path": self.log_path,
+            "ran_on": {"node_id": self.node_id, "ip": self.ip, "hostname": self.hostname,
+                       "gpu_ids": list(self.gpu_ids)},
+            "env": reported(self.environ),
+        }
+
+
+
+@dataclass(frozen=True)
+class WorkerRecords:
+    """The JSON-lines records one worker process wrote."""
+
+    name: str
+    node: str
+    records: tuple = ()
+
+    @property
+    def start(self) -> Mapping[str, Any]:
+        """The ``start`` record (empty if the worker died before it)."""
+        return next((r for r in self.records if r.get("event") == "start"), {})
+
+    @property
+    def steps(self) -> list:
+        """The ``step`` records in step order."""
+        return sorted((r for r in self.records if r.get("event") == "step"), key=lambda r: r["step"])
+
+    @property
+    def finished(self) -> bool:
+        """Whether the worker wrote its ``end`` record."""
+        return any(r.get("event") == "end" for r in self.records)
+
+
+
+@dataclass(frozen=True)
+class RunOutput:
+    """Everything one run of the roles produced.
+
+    ``backend`` is the backend that ran (never ``auto``); ``topology`` the counts
+    after the trick; ``comm`` what the backend measured itself;
+    ``single_img_per_sec`` the same workload's img/s in one process without a
+    parameter server (on GPUs: one process on one GPU), ``node_img_per_sec``
+    that of one worker node alone (the scaling reference), when measured.
+    """
+
+    workers: "tuple[WorkerRecords, ...]"
+    roles: "tuple[RoleOutcome, ...]"
+    bringup_s: float
+    teardown_s: float
+    wall_s: float
+    log_dir: str
+    backend: str
+    topology: Mapping[str, int] = field(default_factory=dict, hash=False)
+    comm: "tuple[CommWindow, ...]" = ()
+    single_img_per_sec: "float | None" = None
+    #: img/s of the run's first worker node alone (same trick, no parameter server): the headline
+    #: scaling reference, as the BytePS report computed it (on CPUs the same as ``single_img_per_sec``)
+    node_img_per_sec: "float | None" = None
+    #: what is said of the run, not a failure: what went wrong after training had finished (a
+    #: shutdown's exit error), roles that would not die with their actor (no setpriv on their node)
+    notes: "tuple[str, ...]" = ()
+
+    def __post_init__(self) -> None:
+        if self.backend == "auto" or not self.backend:
+            raise ValueError(f"RunOutput.backend must name the backend that ran, not {self.backend!r}")

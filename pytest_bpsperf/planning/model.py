@@ -1,0 +1,204 @@
+"""The plan vocabulary: nodes, placements, role plans, plans, the backend protocol and its errors.
+
+Every later step speaks it: the placement strategy and the planner produce
+these objects, backends implement :class:`Backend` over them, the launcher
+runs a :class:`Plan`, and a backend's own communication figures come back as
+:class:`CommWindow`. Pure data; it imports only the settings it is typed over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol, Sequence, runtime_checkable
+
+from ..config.settings import Settings
+from ..config.tricks import Trick
+
+#: Ray resource prefix that names a node's accelerator model (``accelerator_type:V100``).
+ACCELERATOR_PREFIX = "accelerator_type:"
+
+
+
+@dataclass(frozen=True)
+class Node:
+    """One machine of the cluster as the planner sees it."""
+
+    node_id: str
+    ip: str
+    cpus: float
+    gpus: int = 0
+    label: str = ""
+    resources: Mapping[str, float] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def name(self) -> str:
+        """Short readable name for logs and reports."""
+        return self.label or self.node_id[:8]
+
+    @property
+    def accelerator(self) -> "str | None":
+        """The GPU model Ray knows for this node (its ``accelerator_type:*`` resource), if any."""
+        return next((k[len(ACCELERATOR_PREFIX):] for k in sorted(self.resources) if k.startswith(ACCELERATOR_PREFIX)),
+                    None)
+
+    def describe(self) -> str:
+        """``name ip (N CPU, M GPU, resources)`` for messages."""
+        extra = sorted(k for k in self.resources if k not in ("CPU", "GPU", "memory", "object_store_memory")
+                       and not k.startswith("node:"))
+        return (f"{self.name} {self.ip} ({self.cpus:g} CPU, {self.gpus} GPU"
+                + (f", {', '.join(extra)}" if extra else "") + ")")
+
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A node for every role of one run (before tricks add servers or GPUs add processes)."""
+
+    scheduler: Node
+    servers: "tuple[Node, ...]"  # one per server node
+    workers: "tuple[Node, ...]"  # one per worker node
+    gpus_per_worker: int = 0  # GPUs each worker node contributes (0: the backend trains on CPU)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """What Ray reserves on one node for a run (one bundle of the run's placement group)."""
+
+    node: Node
+    resources: Mapping[str, float] = field(hash=False)
+
+
+
+@dataclass(frozen=True)
+class RolePlan:
+    """One process to start: role, placement, complete environment, command."""
+
+    name: str  # scheduler, server-0, worker-1, worker-1.0 (node 1, local rank 0)
+    role: str  # scheduler | server | worker
+    node: Node
+    env: Mapping[str, str] = field(hash=False)
+    command: tuple = ()
+    worker_rank: "int | None" = None
+    bundle: int = 0  # index into Plan.bundles: the reservation its actor runs in
+    gpus: int = 0  # GPUs its actor asks Ray for (inside the bundle)
+    worker_node: "int | None" = None  # the worker node (DMLC_WORKER_ID) a worker process belongs to
+
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every process of one run, plus the counts that ps-lite is told."""
+
+    backend: str
+    trick: Trick
+    roles: "tuple[RolePlan, ...]"
+    bundles: "tuple[Bundle, ...]"
+    num_workers: int  # DMLC_NUM_WORKER (worker nodes)
+    num_servers: int  # DMLC_NUM_SERVER (server processes)
+    worker_processes: int
+    server_nodes: int
+    servers_per_node: int
+    #: base-vs-head runs: the arm (``base``/``head``), what its role actors get as their tree
+    #: (a local path, or ``shipped`` where Ray unpacks it), and the actors' runtime_env that ships it
+    arm: str = ""
+    tree: "str | None" = None
+    runtime_env: "Mapping[str, object] | None" = field(default=None, hash=False)
+
+    def by_role(self, role: str) -> list:
+        """The role plans of one kind, in plan order."""
+        return [r for r in self.roles if r.role == role]
+
+    @property
+    def scheduler(self) -> RolePlan:
+        """The single scheduler."""
+        return self.by_role("scheduler")[0]
+
+    def topology(self) -> dict:
+        """Counts after the trick (what actually ran)."""
+        return {
+            "workers": self.num_workers,
+            "worker_processes": self.worker_processes,
+            "server_nodes": self.server_nodes,
+            "servers_per_node": self.servers_per_node,
+            "servers": self.num_servers,
+            "machines": len({r.node.node_id for r in self.roles}),
+        }
+
+
+class PlanError(ValueError):
+    """The settings cannot be planned on the cluster or with the backend; the message says why."""
+
+
+
+@dataclass(frozen=True)
+class WorkerProcess:
+    """One process of a worker node: its name suffix, the backend's variables, the GPUs its actor holds."""
+
+    suffix: str  # "" for one process per node, ".0", ".1", ... for one per GPU
+    env: Mapping[str, str] = field(default_factory=dict, hash=False)
+    gpus: int = 0
+    #: training processes this role runs (more than 1 when a launcher on the node spawns them: bpslaunch)
+    processes: int = 1
+
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What a parameter-server backend implements (see :mod:`pytest_bpsperf.backends`)."""
+
+    #: the name settings, keys and reports use
+    name: str
+    #: whether workers must run on GPU nodes
+    needs_gpu_workers: bool
+
+    def check(self, settings: Settings) -> None:
+        """Raise :class:`PlanError` for settings this backend cannot run."""
+
+    def server_command(self) -> Sequence[str]:
+        """Command of the scheduler and of every server (``DMLC_ROLE`` tells them apart)."""
+
+    def server_env(self, settings: Settings) -> Mapping[str, str]:
+        """The backend's variables for every server process."""
+
+    def worker_command(self, settings: Settings) -> Sequence[str]:
+        """Command of every worker process (may use the ``PYTHON`` and ``RECORDS`` placeholders)."""
+
+    def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
+                         gpus: Sequence[int]) -> Sequence[WorkerProcess]:
+        """The processes of worker node ``worker_id`` on ``node``, with their variables.
+
+        ``gpus`` are the GPU ids Ray assigned to this run on that node (empty on CPU).
+        A backend that trains on GPUs runs one process per id; its process
+        ``k`` gets GPU ``gpus[k]`` (its actor asks Ray for one GPU).
+        """
+
+    def probe(self) -> "str | None":
+        """Runs on a node (in a Ray task): why the backend cannot run there, None when it can."""
+
+    def artifact_dirs(self, role: "RolePlan") -> Sequence[str]:
+        """Directories (relative to the role's log dir) to fetch from its node after the run."""
+
+    def collect(self, plan: "Plan", files: Mapping[str, Mapping[str, str]]) -> "tuple[CommWindow, ...]":
+        """What the backend measured itself, from ``{role name: {path: text}}`` of :meth:`artifact_dirs`."""
+
+    def workload_defaults(self, device: str) -> Mapping[str, int]:
+        """Default steps, batch size and image size on a device kind (``cpu`` or ``gpu``)."""
+
+
+@dataclass(frozen=True)
+class CommWindow:
+    """Communication time a backend measured itself (BytePS's timeline of one worker node)."""
+
+    name: str  # e.g. the trace directory of a worker node
+    steps: int = 0
+    push_s: "float | None" = None  # mean seconds per step
+    pull_s: "float | None" = None
+    error: "str | None" = None  # why there is no measurement
+    detail: Mapping[str, float] = field(default_factory=dict, hash=False)
+
+    def as_dict(self) -> dict:
+        """JSON view."""
+        if self.error is not None:
+            return {"name": self.name, "error": self.error}
+        return {"name": self.name, "steps": self.steps, "mean_push_s": self.push_s, "mean_pull_s": self.pull_s,
+                **dict(self.detail)}
