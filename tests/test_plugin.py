@@ -486,7 +486,7 @@ def test_terminal_summary_section(ourtester):
             "test_x.py::test_x[[]default[]]: * img/s (worker-0 *, worker-1 *); step *",
             "test_x.py::test_x[[]omp-passive[]]: * img/s (worker-0 *, worker-1 *); step *",
             "trick matrix: test_x.py::test_x (mxnet, resnet50_v2, batch 8*",
-            "setting *img/s*vs default*",
+            "trick *img/s*vs default*",
             "default *",
             "omp-passive * +10?.?% *yes (p=*",
         ]
