@@ -135,3 +135,49 @@ def test_session_difference_checks_its_inputs_before_any_case():
         session_difference([], [1.0], names=("base", "head"))
     with pytest.raises(ValueError, match="head"):
         session_difference([[1.0]], [-1.0], names=("base", "head"))
+
+
+# --- detect_steady_state: the short series, the first settled run and the drift apart ----------
+
+_DESCRIBED = ("step 0 plus leading steps slower than {}x the median of the last half ({} s; threshold max(25%, 3 "
+              "robust sigmas)) until {} consecutive settled steps: ")
+#: (name, step seconds, min_steady, warm-up steps, reliable, method), as detect_steady_state said before the split
+STEADY_CASES = [
+    ("one step", [2.0], 3, 0, False, "only 1 step: it is kept although it includes warm-up"),
+    ("too short", [2.0, 0.1, 0.1], 3, 1, False, "only 3 steps: dropped step 0, kept 2 < min_steady=3; run more steps"),
+    ("warm-up then flat", [5.0, 1.0, 0.11, 0.1, 0.1, 0.102, 0.099, 0.1, 0.101, 0.1], 3, 2, True,
+     _DESCRIBED.format("1.25", "0.1", 3) + "2 warm-up, 8 steady"),
+    ("uneven warm-up", [5.0, 0.1, 0.4, 0.1, 0.1, 0.1, 0.1, 0.1], 3, 3, True,
+     _DESCRIBED.format("1.25", "0.1", 3) + "3 warm-up, 5 steady"),
+    ("never settled", [1.0, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 1.0], 10, 1, False,
+     _DESCRIBED.format("1.25", "0.1", 10) + "never settled, kept the last 10 of 11 steps"),
+    ("drifting", [1.0] + [0.1 * (1 + 0.03 * i) for i in range(16)], 3, 1, False,
+     _DESCRIBED.format("1.25", "0.1345", 3) + "1 warm-up, 16 steady; still drifting (18% between the halves of "
+     "the steady region)"),
+]
+
+
+@pytest.mark.parametrize("name, times, min_steady, warmup, reliable, described", STEADY_CASES,
+                         ids=[c[0] for c in STEADY_CASES])
+def test_detect_steady_state_gives_what_it_gave_before_the_split(name, times, min_steady, warmup, reliable,
+                                                                 described):
+    from pytest_bpsperf.stats.steady import detect_steady_state
+
+    state = detect_steady_state(times, min_steady=min_steady)
+    assert state.warmup_steps == tuple(range(warmup))
+    assert state.steady_steps == tuple(range(warmup, len(times)))
+    assert (state.reliable, state.method) == (reliable, described)
+
+
+def test_steady_state_parts():
+    from pytest_bpsperf.stats import steady
+
+    assert steady._too_short(1, 3).steady_steps == (0,)
+    assert steady._too_short(3, 3).warmup_steps == (0,)
+    assert steady._first_settled([True, False, True, False, False, False], 3) == 3
+    assert steady._first_settled([True, False, False, False], 3) == 1
+    assert steady._first_settled([True, False, True, False, False], 3) is None
+    assert steady._first_settled([True, False, False], 3) is None  # step 0 never counts
+    assert steady._drift_note([0.1, 0.2, 0.3], 0.1) == ""  # halves of 1 step: not judged
+    assert steady._drift_note([0.1] * 8, 0.1) == ""
+    assert steady._drift_note([0.1, 0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 0.2], 0.1).startswith("; still drifting (100%")
