@@ -181,3 +181,108 @@ def test_steady_state_parts():
     assert steady._drift_note([0.1, 0.2, 0.3], 0.1) == ""  # halves of 1 step: not judged
     assert steady._drift_note([0.1] * 8, 0.1) == ""
     assert steady._drift_note([0.1, 0.1, 0.1, 0.1, 0.2, 0.2, 0.2, 0.2], 0.1).startswith("; still drifting (100%")
+
+
+# --- make_plan: the run's common environment, each role's layers, servers and workers apart -----
+
+
+def _plan_settings(**values):
+    from pytest_bpsperf.config.settings import Hardware, Source, resolve
+
+    return resolve([Source("cli", "command line", values)] if values else [], Hardware(gpus=0, cores=2))
+
+
+_LAYERED = dict(role_env="server,scheduler:DMLC_ENABLE_RDMA=1 worker:OMP_WAIT_POLICY=ACTIVE")
+
+
+def _layered_trick():
+    from pytest_bpsperf.config.tricks import Trick
+
+    return Trick("mixed", env={"worker": {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"},
+                               "server": {"OMP_NUM_THREADS": "3"}})
+
+
+def _common(role, chosen):
+    return [("BPSPERF_CHOSEN_VARS", chosen), ("DMLC_NUM_WORKER", "2"), ("DMLC_NUM_SERVER", "1"),
+            ("BPSPERF_RUN_ID", "run-1"), ("PS_VERBOSE", "2"), ("DMLC_ROLE", role), ("DMLC_NODE_HOST", "127.0.0.1")]
+
+
+#: the embedded mxnet plan as make_plan made it before the split: (name, bundle, worker_rank, env in order)
+EMBEDDED_PLAN = [
+    ("scheduler", 2, None, [("OMP_NUM_THREADS", "2"), ("DMLC_ENABLE_RDMA", "1")]
+     + _common("scheduler", "DMLC_ENABLE_RDMA")),
+    ("server-0", 2, None, [("OMP_NUM_THREADS", "3"), ("DMLC_ENABLE_RDMA", "1")]
+     + _common("server", "DMLC_ENABLE_RDMA,OMP_NUM_THREADS")),
+    ("worker-0", 0, 0, [("OMP_NUM_THREADS", "2"), ("OMP_WAIT_POLICY", "PASSIVE"), ("KMP_BLOCKTIME", "0")]
+     + _common("worker", "KMP_BLOCKTIME,OMP_WAIT_POLICY")),
+    ("worker-1", 1, 1, [("OMP_NUM_THREADS", "2"), ("OMP_WAIT_POLICY", "PASSIVE"), ("KMP_BLOCKTIME", "0")]
+     + _common("worker", "KMP_BLOCKTIME,OMP_WAIT_POLICY")),
+]
+
+
+def test_make_plan_gives_the_environments_it_gave_before_the_split():
+    from pytest_bpsperf import backends
+    from pytest_bpsperf.planning.model import Node
+    from pytest_bpsperf.planning.plan import make_plan
+
+    plan = make_plan(_plan_settings(**_LAYERED), _layered_trick(), [Node("n0", "127.0.0.1", 2, 0)],
+                     backend=backends.get("mxnet"), run_id="run-1", verbose_ps=2)
+    assert [(r.name, r.bundle, r.worker_rank, list(r.env.items())) for r in plan.roles] == EMBEDDED_PLAN
+    assert [dict(b.resources) for b in plan.bundles] == [{"CPU": 0.01}] * 3
+    assert (plan.num_servers, plan.worker_processes, plan.servers_per_node) == (1, 2, 1)
+
+
+def test_make_plan_places_byteps_processes_as_it_did_before_the_split():
+    from pytest_bpsperf import backends
+    from pytest_bpsperf.planning.model import Node
+    from pytest_bpsperf.planning.plan import make_plan
+
+    head = Node("head", "127.0.0.1", 0, 0, "head")
+    marked = [Node(f"srv-{i}", f"127.0.0.{4 + i}", 1, 0, f"srv-{i}", {"CPU": 1, "bpsperf_server": 1}) for i in range(2)]
+    gpus = [Node(f"g{i}", f"127.0.0.{2 + i}", 1, 2, f"g{i}", {"GPU": 2, "accelerator_type:V100": 1}) for i in range(2)]
+    plan = make_plan(_plan_settings(**_LAYERED), _layered_trick(), [head] + gpus + marked,
+                     backend=backends.get("byteps"), run_id="r", gpu_ids={0: [3, 1], 1: [0, 2]})
+    got = [(r.name, r.node.node_id, r.bundle, r.worker_rank, r.gpus, r.env.get("CUDA_VISIBLE_DEVICES"),
+            r.env["BPSPERF_CHOSEN_VARS"], r.command[2]) for r in plan.roles]
+    server, worker = "import byteps.server", "pytest_bpsperf.remote.workload"
+    assert got == [
+        ("scheduler", "srv-0", 2, None, 0, None, "DMLC_ENABLE_RDMA", server),
+        ("server-0", "srv-0", 2, None, 0, None, "DMLC_ENABLE_RDMA,OMP_NUM_THREADS", server),
+        ("worker-0.0", "g0", 0, 0, 1, "1,3", "KMP_BLOCKTIME,OMP_WAIT_POLICY", worker),
+        ("worker-0.1", "g0", 0, 1, 1, "1,3", "KMP_BLOCKTIME,OMP_WAIT_POLICY", worker),
+        ("worker-1.0", "g1", 1, 2, 1, "0,2", "KMP_BLOCKTIME,OMP_WAIT_POLICY", worker),
+        ("worker-1.1", "g1", 1, 3, 1, "0,2", "KMP_BLOCKTIME,OMP_WAIT_POLICY", worker),
+    ]
+    assert [(b.node.node_id, dict(b.resources)) for b in plan.bundles] == [
+        ("g0", {"GPU": 2.0}), ("g1", {"GPU": 2.0}), ("srv-0", {"CPU": 0.01})]
+    assert (plan.num_servers, plan.worker_processes) == (1, 4)
+
+
+def test_plan_parts():
+    from pytest_bpsperf import backends
+    from pytest_bpsperf.planning import plan
+    from pytest_bpsperf.planning.model import Node, PlanError
+    from pytest_bpsperf.planning.placement import NodeKindPlacement
+
+    s = _plan_settings(**_LAYERED)
+    assert plan._run_env(s, 3, "r", False) == {"DMLC_NUM_WORKER": "2", "DMLC_NUM_SERVER": "3", "BPSPERF_RUN_ID": "r"}
+    assert plan._run_env(s, 3, "r", True)["PS_VERBOSE"] == "1"
+    with pytest.raises(PlanError, match="verbose_ps must be False, True, 1 or 2"):
+        plan._run_env(s, 3, "r", 3)
+    node = Node("n0", "10.0.0.7", 2, 0)
+    env = plan._RoleEnv(s, _layered_trick(), {"DMLC_NUM_SERVER": "1"})
+    # later wins: the backend, role_env, the trick, then what the planner owns
+    got = env.for_role("worker", node, {"OMP_WAIT_POLICY": "SPIN", "KMP_BLOCKTIME": "5", "DMLC_WORKER_ID": "4"})
+    assert (got["OMP_WAIT_POLICY"], got["KMP_BLOCKTIME"], got["DMLC_WORKER_ID"]) == ("PASSIVE", "0", "4")
+    assert (got["DMLC_ROLE"], got["DMLC_NODE_HOST"], got["DMLC_NUM_SERVER"]) == ("worker", "10.0.0.7", "1")
+    assert env.for_role("scheduler", node, {})["BPSPERF_CHOSEN_VARS"] == "DMLC_ENABLE_RDMA"
+    from pytest_bpsperf.config.tricks import Trick
+
+    plain = plan._RoleEnv(_plan_settings(), Trick("default"), {})
+    assert "BPSPERF_CHOSEN_VARS" not in plain.for_role("worker", node, {})
+    mxnet = backends.get("mxnet")
+    where = NodeKindPlacement().place([node], s, mxnet, with_workers=True)
+    servers = plan._server_roles(s, mxnet, where, 2, env)
+    assert [(r.name, r.bundle) for r in servers] == [("scheduler", 2), ("server-0", 2), ("server-1", 2)]
+    workers, rank = plan._worker_roles(s, mxnet, where, env, None)
+    assert ([(r.name, r.worker_rank, r.bundle) for r in workers], rank) == ([("worker-0", 0, 0), ("worker-1", 1, 1)], 2)
