@@ -286,3 +286,80 @@ def test_plan_parts():
     assert [(r.name, r.bundle) for r in servers] == [("scheduler", 2), ("server-0", 2), ("server-1", 2)]
     workers, rank = plan._worker_roles(s, mxnet, where, env, None)
     assert ([(r.name, r.worker_rank, r.bundle) for r in workers], rank) == ([("worker-0", 0, 0), ("worker-1", 1, 1)], 2)
+
+
+# --- run_roles: bring-up, live progress and the output apart; RoleGroup's harvest behind methods --
+
+
+def _embedded_plan():
+    from pytest_bpsperf import backends
+    from pytest_bpsperf.planning.model import Node
+    from pytest_bpsperf.planning.plan import make_plan
+
+    return make_plan(_plan_settings(), _layered_trick(), [Node("n0", "127.0.0.1", 2, 0)],
+                     backend=backends.get("mxnet"), run_id="run-1")
+
+
+def test_role_group_writes_its_harvest_and_gives_the_output(tmp_path):
+    from pytest_bpsperf.launch.launcher import Harvest, RoleGroup
+
+    group = RoleGroup(_embedded_plan(), str(tmp_path))
+    assert group.harvest == Harvest()
+    group.note_exit("server-0 exited 1 after training finished (shutdown)")
+    group.note_exit("server-0 exited 1 after training finished (shutdown)")  # kept once
+    group.blame(["worker-1"])
+    with group:  # no actor started: leaving the block has nothing to stop
+        pass
+    assert group.harvest.culprits == ("worker-1",)
+    output = group.output(wall_s=2.5)
+    assert output.notes == ("server-0 exited 1 after training finished (shutdown)",)
+    assert (output.workers, output.wall_s, output.log_dir, output.backend) == ((), 2.5, str(tmp_path), "mxnet")
+    assert [o.name for o in output.roles] == ["scheduler", "server-0", "worker-0", "worker-1"]
+    assert output.topology == group.plan.topology()
+    group.records.append("not the group's")  # a copy: readers cannot change the harvest
+    assert group.harvest.records == []
+
+
+class _Group:
+    """A role group whose roles exit with ``codes`` at the first poll; workers ``finished`` training or not."""
+
+    def __init__(self, codes, finished):
+        self.roles = [type("R", (), {"name": n, "role": n.split("-")[0]})() for n in codes]
+        self.codes = codes
+        self.status = {n: {"finished": finished} for n in codes if n.startswith("worker")}
+        self.notes, self.blamed = [], []
+
+    def poll(self):
+        return dict(self.codes)
+
+    def note_exit(self, note):
+        self.notes.append(note)
+
+    def blame(self, roles):
+        self.blamed.append(tuple(roles))
+
+
+def test_watch_notes_an_exit_error_after_training_and_blames_one_before():
+    from pytest_bpsperf.launch import launcher
+
+    after = _Group({"server-0": 1, "worker-0": 0}, finished=True)
+    assert launcher._watch(after, 1e9, 1e9, 30.0) is None
+    assert (after.notes, after.blamed) == (["server-0 exited 1 after training finished (shutdown)"], [])
+    before = _Group({"server-0": 1, "worker-0": 0}, finished=False)
+    assert launcher._watch(before, 1e9, 1e9, 30.0) == "role(s) exited with an error: server-0 (exit 1)"
+    assert (before.notes, before.blamed) == ([], [("server-0",)])
+
+
+def test_live_progress_says_the_roles_are_up_then_ticks(tmp_path):
+    from pytest_bpsperf.launch import launcher
+
+    group = launcher.RoleGroup(_embedded_plan(), str(tmp_path))
+    assert launcher._live_progress(group, None, "t", 20) is None
+    heard = []
+    tick = launcher._live_progress(group, heard.append, "t[default]", 20)
+    assert heard == ["t[default]: 4 roles up in 0.0s, training 20 steps"]
+    group.latest_steps = lambda: {"worker-0": {"event": "step", "step": 4, "images": 8, "total_s": 0.5}}
+    tick()
+    group.latest_steps = lambda: 1 / 0
+    tick()  # progress never breaks a run
+    assert heard[1:] == ["t[default]: step 5/20, 16.0 img/s", "t[default]: no progress (ZeroDivisionError)"]
