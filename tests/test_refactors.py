@@ -363,3 +363,126 @@ def test_live_progress_says_the_roles_are_up_then_ticks(tmp_path):
     group.latest_steps = lambda: 1 / 0
     tick()  # progress never breaks a run
     assert heard[1:] == ["t[default]: step 5/20, 16.0 img/s", "t[default]: no progress (ZeroDivisionError)"]
+
+
+# --- the glue objects: each writes only its own state, the others ask it through methods --------
+
+_GLUE_NAMES = {"gate", "runner", "reports", "settings_plugin", "guard", "ledger", "session"}
+#: writes that stay, each with its reason
+_ALLOWED = {
+    # plugin.py wires the objects it made: the runner's declared callback, and pytest's own exit status
+    ("plugin.py", "runner.before_ray"),
+    ("plugin.py", "session.exitstatus"),
+}
+_MUTATORS = {"append", "extend", "update", "add", "pop", "clear", "setdefault", "remove", "insert", "discard"}
+
+
+def _chain(node):
+    """``a.b.c`` as ["a", "b", "c"] (None unless it is names and attributes only)."""
+    import ast
+
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return [node.id] + parts[::-1]
+
+
+def _foreign_writes(path):
+    """Writes into another object's attributes: ``self.x.y = ...``, ``gate.y = ...``, ``self.x.y.append(...)``."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets = []
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            for t in getattr(node, "targets", None) or [node.target]:
+                targets.append(t.value if isinstance(t, ast.Subscript) else t)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _MUTATORS:
+            targets.append(node.func.value)
+        for t in targets:
+            chain = _chain(t)
+            if chain is None or len(chain) < 2:
+                continue
+            foreign = len(chain) >= 3 if chain[0] == "self" else chain[0] in _GLUE_NAMES
+            if foreign and (path.name, ".".join(chain)) not in _ALLOWED:
+                found.append((node.lineno, f"{path.name}:{node.lineno} {'.'.join(chain)}"))
+    return [text for _, text in sorted(found)]
+
+
+def test_no_glue_object_writes_another_ones_attributes():
+    import pathlib
+
+    import pytest_bpsperf
+
+    root = pathlib.Path(pytest_bpsperf.__file__).parent
+    files = sorted((root / "glue").glob("*.py")) + [root / "plugin.py"]
+    assert [w for f in files for w in _foreign_writes(f)] == []
+
+
+def test_the_check_finds_what_the_glue_used_to_write(tmp_path):
+    old = tmp_path / "plugin.py"
+    old.write_text("def f(gate, runner, self):\n    gate.lines.append('x')\n    gate.update_failed = True\n"
+                   "    self.settings_plugin.hardware = 1\n    self.gate.lines.append('y')\n"
+                   "    self.ledger.failures.append(2)\n    self.written.append(3)\n    runner.before_ray = f\n")
+    assert _foreign_writes(old) == ["plugin.py:2 gate.lines", "plugin.py:3 gate.update_failed",
+                                    "plugin.py:4 self.settings_plugin.hardware", "plugin.py:5 self.gate.lines",
+                                    "plugin.py:6 self.ledger.failures"]
+
+
+def test_the_ledger_writes_its_own_lists():
+    from pytest_bpsperf.judge.job import Ledger, RunFailure
+
+    ledger = Ledger()
+    ledger.note("recorded a session")
+    ledger.fail(RunFailure("t.py::test", "role worker-0 died"))
+    made = []
+    first = ledger.job("k", lambda: made.append(1) or "job of k")
+    assert (first, ledger.job("k", lambda: made.append(2) or "another"), made) == ("job of k", "job of k", [1])
+    ledger.keep("a run")
+    assert (ledger.notes, ledger.failures, ledger.jobs, ledger.runs) == (
+        ["recorded a session"], [RunFailure("t.py::test", "role worker-0 died")], {"k": "job of k"}, ["a run"])
+
+
+def test_profile_facts_before_ray_are_this_machines(tmp_path):
+    from pytest_bpsperf.glue.runner import RunnerPlugin
+    from pytest_bpsperf.launch.session import PerfSession
+    from pytest_bpsperf.store.profile import collect_facts
+
+    here = collect_facts(cluster=None)
+    session = PerfSession(ray_address="", base_log_dir=str(tmp_path))
+    assert not session.cluster.started and session.profile_facts() == here  # never starts Ray
+    no_session = type("R", (), {"_session": None})()
+    assert RunnerPlugin.profile_facts(no_session) == here
+    with_session = type("R", (), {"_session": session})()
+    assert RunnerPlugin.profile_facts(with_session) == here
+
+
+def test_write_baselines_keeps_an_io_error_for_the_summary():
+    from pytest_bpsperf.glue.gate import BaselineGate
+    from pytest_bpsperf.judge.job import Ledger
+
+    class Gate:
+        ledger, update_failed, asked = Ledger(), False, []
+
+        def update_baselines(self, interrupted):
+            self.asked.append(interrupted)
+            raise OSError(28, "No space left on device")
+
+    gate = Gate()
+    BaselineGate.write_baselines(gate, interrupted=True)
+    assert (gate.asked, gate.update_failed) == ([True], True)
+    assert gate.ledger.notes == ["baselines NOT written: [Errno 28] No space left on device"]
+
+
+def test_settings_follow_the_hardware_given(pytester):
+    from pytest_bpsperf.config.settings import Hardware
+    from pytest_bpsperf.glue.config import SettingsPlugin
+
+    config = pytester.parseconfigure("-p", "no:cacheprovider")
+    plugin = SettingsPlugin(config)
+    cluster = Hardware(gpus=8, cores=32, gpu_nodes=2)
+    plugin.use_hardware(cluster)
+    assert plugin.hardware is cluster
