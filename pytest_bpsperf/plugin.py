@@ -68,14 +68,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         gate.profile()  # while Ray is up: the cluster is part of the profile
     config.stash[runner_key].close()  # before the summary, so that Ray's stop time is reported
     # Each file on its own: an I/O error names its file and loses neither the summary nor the others.
-    try:
-        gate.update_baselines(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
-    except OSError as exc:
-        gate.lines.append(f"baselines NOT written: {exc}")
-        gate.update_failed = True
+    gate.write_baselines(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
     if under_xdist(config):
         if any(config.getoption(o) for o in ("bpsperf_json", "bpsperf_markdown", "bpsperf_benchmark_json")):
-            gate.lines.append("no report files under pytest-xdist (no process saw every run); run perf tests "
+            gate.ledger.note("no report files under pytest-xdist (no process saw every run); run perf tests "
                               "with -p no:xdist")
     else:
         reports.write_reports()

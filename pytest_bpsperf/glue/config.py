@@ -151,6 +151,10 @@ class SettingsPlugin:
         return backends.workload_defaults(self.auto_backend if backend == "auto" and self.auto_backend else backend,
                                           device)
 
+    def use_hardware(self, hardware: Hardware) -> None:
+        """The settings of tests resolved from now on follow ``hardware`` (an existing cluster's nodes)."""
+        self.hardware = hardware
+
     def resolved_auto(self, backend: str) -> None:
         """``auto`` is ``backend`` for this session: the session's settings follow its workload defaults."""
         self.auto_backend = backend

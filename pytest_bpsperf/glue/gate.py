@@ -15,7 +15,7 @@ from ..stats import BetweenPrior
 from ..store.baselines import BaselineError, BaselineStore, check_baseline_quality
 from ..store.entries import latest_session, make_session
 from ..store.history import HistoryError, HistoryStore
-from ..store.profile import Profile, collect_facts, make_profile
+from ..store.profile import Profile, make_profile
 
 if TYPE_CHECKING:  # pragma: no cover
     from .config import SettingsPlugin
@@ -32,8 +32,7 @@ class BaselineGate:
         self.runner = runner
         self.ledger = ledger
         self.updating: bool = config.getoption("bpsperf_update_baselines")
-        self.lines: "list[str]" = []  # for the summary: improvements, what was (not) recorded
-        self.update_failed = False
+        self.update_failed = False  # recording baselines failed: the session fails
         self._profile: "Profile | None" = None
         self._item: "pytest.Item | None" = None
         self._priors: "dict[str, BetweenPrior | None]" = {}
@@ -47,14 +46,7 @@ class BaselineGate:
         """This run's hardware profile: on an existing cluster, of the nodes that hosted roles;
         embedded, of this machine (with the cluster's shape once Ray is up)."""
         if self._profile is None:
-            session = self.runner.started
-            if session is not None and session.cluster.started and not session.cluster.owned and session.hosts:
-                facts = session.host_profile_facts()  # the nodes that trained, not this machine
-            else:
-                cluster = None
-                if session is not None and session.cluster.started:
-                    cluster = {"nodes": [{"gpus": n.gpus, "cpus": n.cpus} for n in session.nodes()]}
-                facts = collect_facts(cluster=cluster)
+            facts = self.runner.profile_facts()
             self.config.hook.pytest_bpsperf_profile_facts(config=self.config, facts=facts)
             try:
                 self._profile = make_profile(facts, override=self.settings.profile)
@@ -170,9 +162,18 @@ class BaselineGate:
                 pytest.fail(text + " (--bpsperf-strict: an inconclusive verdict fails)", pytrace=False)
             pytest.skip(text)
         if verdict.status == IMPROVEMENT:
-            self.lines.append(text.splitlines()[0])
+            self.ledger.note(text.splitlines()[0])
 
     # -- recording --------------------------------------------------------------
+    def write_baselines(self, interrupted: bool) -> None:
+        """:meth:`update_baselines` at the session's end: an I/O error is said in the summary and fails the
+        session, it is not raised (the reports are still written)."""
+        try:
+            self.update_baselines(interrupted=interrupted)
+        except OSError as exc:
+            self.ledger.note(f"baselines NOT written: {exc}")
+            self.update_failed = True
+
     def update_baselines(self, interrupted: bool) -> None:
         """--bpsperf-update-baselines: add this session to the entry of every job that ran.
 
@@ -184,7 +185,7 @@ class BaselineGate:
         if not self.updating or not self.ledger.jobs:
             return
         if interrupted:
-            self.lines.append("interrupted: no baseline written (an aborted session is not a baseline)")
+            self.ledger.note("interrupted: no baseline written (an aborted session is not a baseline)")
             return
         force = self.config.getoption("bpsperf_force_update")
         commit = current_commit(str(self.config.rootpath))
@@ -212,15 +213,15 @@ class BaselineGate:
                 path = self.store().add_sessions(profile.id, profile.as_dict(), sessions, window=window)
             except (BaselineError, OSError) as exc:  # OSError: a full disk, a read-only directory
                 where = f" to {self.store().path_for(profile.id)}" if isinstance(exc, OSError) else ""
-                self.lines.append(f"baselines NOT written{where}: {exc}")
+                self.ledger.note(f"baselines NOT written{where}: {exc}")
                 self.update_failed = True
                 return
             n = len(sessions)
-            self.lines.append(f"recorded a session in {n} baseline entr{'y' if n == 1 else 'ies'} in {path} "
+            self.ledger.note(f"recorded a session in {n} baseline entr{'y' if n == 1 else 'ies'} in {path} "
                               f"(each keeps its last {window} sessions)")
         for line in refused:
-            self.lines.append("refused: " + line)
+            self.ledger.note("refused: " + line)
         if refused:
             self.update_failed = True
-            self.lines.append(f"baseline update incomplete: {len(refused)} entr{'y' if len(refused) == 1 else 'ies'} "
+            self.ledger.note(f"baseline update incomplete: {len(refused)} entr{'y' if len(refused) == 1 else 'ies'} "
                               "refused, so the session fails")

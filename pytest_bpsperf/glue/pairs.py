@@ -232,13 +232,10 @@ class PairGate(BaselineGate):
 
     def _job(self, spec: RunSpec) -> PairedJob:
         key = run_key(spec, spec.settings.backend)
-        job = self.ledger.jobs.get(key)
-        if job is None:
-            job = self.ledger.jobs[key] = PairedJob(
-                key, profile_id="", seed=self.seed, run_pair=self.run_pair,
-                arms={n: a.as_dict() for n, a in self.arms.items()}, aa=self.aa, on_verdict=self._on_pair_verdict,
-                say=self.runner.say)
-        return job  # type: ignore[return-value]
+        return self.ledger.job(key, lambda: PairedJob(  # type: ignore[return-value,arg-type]
+            key, profile_id="", seed=self.seed, run_pair=self.run_pair,
+            arms={n: a.as_dict() for n, a in self.arms.items()}, aa=self.aa, on_verdict=self._on_pair_verdict,
+            say=self.runner.say))
 
     def run_pair(self, spec: RunSpec, index: int, first: str) -> Pair:
         """Run pair ``index`` of ``spec``'s job, ``first`` arm first; a failure of head alone fails the test."""
@@ -255,7 +252,7 @@ class PairGate(BaselineGate):
                 failed[name] = outcome
             else:
                 setattr(pair, name, outcome)
-                self.ledger.runs.append(outcome)
+                self.ledger.keep(outcome)
         if not job.profile_id:
             job.profile_id = self.profile().id  # once Ray is up: the cluster is part of the profile
         if BASE in failed:
@@ -291,7 +288,7 @@ class PairGate(BaselineGate):
                 pytest.fail(text + " (--bpsperf-strict: an inconclusive verdict fails)", pytrace=False)
             pytest.skip(text)
         if verdict.status == IMPROVEMENT:
-            self.lines.append(text.splitlines()[0])
+            self.ledger.note(text.splitlines()[0])
 
     def update_baselines(self, interrupted: bool) -> None:
         """Never: a base-vs-head session records no baseline (refused at configure)."""

@@ -41,7 +41,7 @@ class ReportPlugin:
 
     def pytest_terminal_summary(self, terminalreporter, exitstatus: int, config: pytest.Config) -> None:
         ledger = self.ledger
-        if not ledger.runs and not ledger.failures and not self.write_failed and not self.gate.lines:
+        if not ledger.runs and not ledger.failures and not self.write_failed and not ledger.notes:
             return
         write = terminalreporter.write_line
         terminalreporter.section("bpsperf")
@@ -57,7 +57,7 @@ class ReportPlugin:
                 write(line)
         for verdict in ledger.verdicts:
             write(report.verdict_line(verdict))
-        for line in self.gate.lines:
+        for line in ledger.notes:
             write(f"bpsperf: {line}")
         for path in self.written:
             write(f"bpsperf: wrote {path}")
@@ -123,7 +123,7 @@ class ReportPlugin:
             # (a commit of the line, measured again by every pull request on it), never the head.
             base = pairs.get("arms", {}).get("base", {})
             if not base.get("commit") or base.get("dirty"):
-                self.gate.lines.append("history not saved: the base arm is not a commit")
+                self.ledger.note("history not saved: the base arm is not a commit")
                 return []
             document = {**document, "tests": [{**r, "arm": None, "pair": None} for r in document["tests"]
                                               if r.get("arm") == "base"],
@@ -136,7 +136,7 @@ class ReportPlugin:
             keys = {r.key for r in self.ledger.runs}
             return [t for t in trends(store.load(profile.id), profile_id=profile.id) if t.key in keys]
         except (HistoryError, ValueError) as exc:
-            self.gate.lines.append(f"history NOT saved or read: {exc}")
+            self.ledger.note(f"history NOT saved or read: {exc}")
             return []
 
     def _draw(self, document: dict, found: list, md_path: "str | None") -> list:
@@ -157,7 +157,7 @@ class ReportPlugin:
             pictures = plots.session_pictures(document, directory, trends=found, baselines=baselines,
                                               tolerances=tolerances)
         except (ImportError, OSError, ValueError) as exc:
-            self.gate.lines.append(f"pictures NOT drawn: {exc}")
+            self.ledger.note(f"pictures NOT drawn: {exc}")
             return []
         self.written.append(f"{len(pictures)} picture(s) in {directory}")
         return pictures

@@ -102,7 +102,7 @@ class RunnerPlugin:
 
         if self.settings.ray_address:
             try:
-                self.settings_plugin.hardware = self.session.hardware()
+                self.settings_plugin.use_hardware(self.session.hardware())
             except ClusterError as exc:
                 raise pytest.UsageError(f"bpsperf: {exc} (setting 'ray_address' from "
                                         f"{self.settings.origins.get('ray_address')})") from None
@@ -200,11 +200,20 @@ class RunnerPlugin:
         if failure is not None:
             if spec.arm is not None:
                 failure = f"{spec.arm.name} arm, pair {(spec.pair or 0) + 1}: {failure}"
-            self.ledger.failures.append(RunFailure(spec.nodeid, failure))
+            self.ledger.fail(RunFailure(spec.nodeid, failure))
             if self._session is not None and self._session.start_error is not None:
                 pytest.fail(failure, pytrace=False)
             return RunFailure(spec.nodeid, failure)
         return RunResult(spec=spec, output=output, measurement=measurement)
+
+    def profile_facts(self) -> dict:
+        """The facts of this session's hardware profile (:meth:`~.launch.session.PerfSession.profile_facts`);
+        of this machine alone while no run started Ray (never starts it)."""
+        if self._session is None:
+            from ..store.profile import collect_facts
+
+            return collect_facts(cluster=None)
+        return self._session.profile_facts()
 
     def session_info(self) -> "dict[str, object]":
         """Machine-readable facts of the session (run id, Ray start/stop seconds, nodes)."""

@@ -258,12 +258,36 @@ class RunFailure:
 
 
 class Ledger:
-    """The session's runs in order, the jobs they belong to, and the runs that failed."""
+    """The session's runs in order, the jobs they belong to, the runs that failed, and notes for the summary.
+
+    The pytest glue objects share one ledger; they write it through its methods and read its lists.
+    """
 
     def __init__(self) -> None:
         self.runs: "list[RunResult]" = []
         self.jobs: "dict[str, Job]" = {}
         self.failures: "list[RunFailure]" = []
+        #: lines for the session's summary: improvements, what was (not) recorded, saved or drawn
+        self.notes: "list[str]" = []
+
+    def note(self, line: str) -> None:
+        """Add ``line`` to the summary's notes."""
+        self.notes.append(line)
+
+    def fail(self, failure: RunFailure) -> None:
+        """Keep a run that produced no measurement (for the reports)."""
+        self.failures.append(failure)
+
+    def job(self, key: str, new_job: "Callable[[], Job]") -> Job:
+        """The job of ``key``, made with ``new_job()`` the first time it is asked for."""
+        job = self.jobs.get(key)
+        if job is None:
+            job = self.jobs[key] = new_job()
+        return job
+
+    def keep(self, run: RunResult) -> None:
+        """Keep ``run`` in the session's runs, when its job takes it in itself (a base-vs-head pair)."""
+        self.runs.append(run)
 
     def record(self, run: RunResult, new_job: Callable[[RunResult], Job]) -> RunResult:
         """Keep ``run`` and add it to its job (made with ``new_job(run)`` for the job's first run)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from .. import backends
@@ -89,11 +90,27 @@ def _gather(refs: list, timeout: float) -> list:
 Replan = Callable[[Mapping[int, Sequence[int]]], Plan]
 
 
+@dataclass
+class Harvest:
+    """What a run of the roles left. Its :class:`RoleGroup` alone writes it, as the run goes and at teardown;
+    everyone else only reads it (``group.harvest``)."""
+
+    #: role -> what its actor said at teardown (exit code, killed, log path, environment)
+    infos: "dict[str, dict]" = field(default_factory=dict)
+    tails: "dict[str, str]" = field(default_factory=dict)  # role -> the end of its log
+    records: "list[WorkerRecords]" = field(default_factory=list)  # each training process's records
+    comm: "tuple[CommWindow, ...]" = ()  # the backend's own measurements (e.g. BytePS's PUSH/PULL windows)
+    gone: "set[str]" = field(default_factory=set)  # roles whose actor stopped answering: not asked again
+    culprits: "tuple[str, ...]" = ()  # the roles a failure is about (their log tails are shown)
+    exit_notes: "list[str]" = field(default_factory=list)  # exit errors after training finished (not failures)
+
+
 class RoleGroup:
     """The roles of a plan, each a process owned by an actor on its node, inside the run's reservation.
 
     Use as a context manager: leaving the block kills every role's process
     group, removes every actor and releases the reservation, whatever happened inside.
+    What the run left is in :attr:`harvest`.
     """
 
     def __init__(self, plan: Plan, log_dir: str) -> None:
@@ -104,16 +121,29 @@ class RoleGroup:
         self.root: dict = {}
         self.bringup_s = 0.0
         self.teardown_s = 0.0
-        self.infos: dict = {}
-        self.tails: dict = {}
-        self.records: "list[WorkerRecords]" = []
-        self.comm: "tuple[CommWindow, ...]" = ()
         self.pids: "dict[str, int]" = {}  # role -> its process's pid (its group's id), as the actor started it
-        self.gone: "set[str]" = set()  # roles whose actor stopped answering: teardown does not ask them again
         self.status: "dict[str, dict]" = {}  # role -> its last status (exit code, process state, progress)
-        self.culprits: "tuple[str, ...]" = ()  # the roles a failure is about (their log tails are shown)
-        self.exit_notes: "list[str]" = []  # exit errors after every worker finished training (not failures)
+        self._harvest = Harvest()
         self._reservation: "Reservation | None" = None
+
+    @property
+    def harvest(self) -> Harvest:
+        """What the run left so far (complete after :meth:`stop`); read it, the group writes it."""
+        return self._harvest
+
+    @property
+    def records(self) -> "list[WorkerRecords]":
+        """Each training process's records, after :meth:`stop`."""
+        return list(self._harvest.records)
+
+    def blame(self, roles: Sequence[str]) -> None:
+        """``roles`` are what the run's failure is about: their log tails are shown first."""
+        self._harvest.culprits = tuple(roles)
+
+    def note_exit(self, note: str) -> None:
+        """Keep ``note`` (once): an exit error after training finished, not a failure."""
+        if note not in self._harvest.exit_notes:
+            self._harvest.exit_notes.append(note)
 
     @property
     def roles(self) -> list:
@@ -211,8 +241,8 @@ class RoleGroup:
         gone = self.unreachable()
         if not gone:
             return "a role's actor stopped answering, then answered again"
-        self.gone.update(gone)
-        self.culprits = tuple(gone)
+        self._harvest.gone.update(gone)
+        self.blame(tuple(gone))
         dead = {n["NodeID"]: n for n in ray.nodes() if not n.get("Alive")}
         by_node: dict = {}
         for name in gone:
@@ -238,7 +268,7 @@ class RoleGroup:
 
     def log_tails(self, lines: int = 30) -> dict:
         """Role name -> the end of its log, read on its node (empty where the actor is gone)."""
-        names = [n for n in self.actors if n not in self.gone]
+        names = [n for n in self.actors if n not in self._harvest.gone]
         tails = _gather([self.actors[n].log_tail.remote(lines) for n in names], 30)
         return {n: t for n, t in zip(names, tails) if isinstance(t, str)}
 
@@ -251,33 +281,34 @@ class RoleGroup:
         import ray
 
         t0 = time.perf_counter()
+        harvest = self._harvest
         try:
             # Each actor on its own: one lost node must not cost the other roles' logs and records;
             # an actor known not to answer is not asked again (each ask would wait its timeout).
-            names = [n for n in self.actors if n not in self.gone]
+            names = [n for n in self.actors if n not in harvest.gone]
             stopped = _gather([self.actors[n].stop.remote() for n in names], 60)
-            self.gone.update(n for n, s in zip(names, stopped) if isinstance(s, Exception))
-            names = [n for n in names if n not in self.gone]
+            harvest.gone.update(n for n, s in zip(names, stopped) if isinstance(s, Exception))
+            names = [n for n in names if n not in harvest.gone]
             infos = _gather([self.actors[n].info.remote() for n in names], 30)
-            self.infos = {n: i for n, i in zip(names, infos) if isinstance(i, dict)}
-            self.tails = self.log_tails()
-            asked = [r for r in self.plan.roles if r.role == "worker" and r.name not in self.gone]
+            harvest.infos = {n: i for n, i in zip(names, infos) if isinstance(i, dict)}
+            harvest.tails = self.log_tails()
+            asked = [r for r in self.plan.roles if r.role == "worker" and r.name not in harvest.gone]
             # one role may run several training processes (bpslaunch spawns one per GPU)
             found = _gather([self.actors[r.name].process_records.remote() for r in asked], 30)
             per_process = {r.name: recs for r, recs in zip(asked, found) if isinstance(recs, list)}
             leftovers: dict = {}
             self._leftovers(leftovers)
-            self.records = []
+            harvest.records = []
             for r in self.plan.roles:
                 if r.role != "worker":
                     continue
                 if r.name in per_process:
-                    self.records += [WorkerRecords(name=r.name + suffix, node=r.node.name, records=tuple(recs))
-                                     for suffix, recs in per_process[r.name]]
+                    harvest.records += [WorkerRecords(name=r.name + suffix, node=r.node.name, records=tuple(recs))
+                                        for suffix, recs in per_process[r.name]]
                 else:  # its actor is gone: what could be read from its files on this machine, or nothing
-                    self.records.append(WorkerRecords(name=r.name, node=r.node.name,
-                                                      records=tuple(leftovers.get(r.name, ()))))
-            self.comm = self._collect() if not self.gone else ()
+                    harvest.records.append(WorkerRecords(name=r.name, node=r.node.name,
+                                                         records=tuple(leftovers.get(r.name, ()))))
+            harvest.comm = self._collect() if not harvest.gone else ()
         finally:
             # Killing the actor also kills any role it still owns (pdeathsig).
             for actor in self.actors.values():
@@ -295,14 +326,14 @@ class RoleGroup:
         run_id = next((r.env.get("BPSPERF_RUN_ID", "") for r in self.plan.roles), "")
         for role in self.plan.roles:
             name = role.name
-            if name not in self.gone or not local_roles.on_this_machine(self.where.get(name, {})):
+            if name not in self._harvest.gone or not local_roles.on_this_machine(self.where.get(name, {})):
                 continue
             killed = local_roles.kill_role(self.pids.get(name), run_id)
             tail, recs = local_roles.read_leftovers(name, self.log_dir)
-            self.tails[name] = tail
+            self._harvest.tails[name] = tail
             if role.role == "worker":
                 records[name] = recs
-            self.infos[name] = {"exit_code": None, "killed": killed, "log_path": os.path.join(self.log_dir,
+            self._harvest.infos[name] = {"exit_code": None, "killed": killed, "log_path": os.path.join(self.log_dir,
                                 f"{name}.log"), "environ": {}}
 
     def _collect(self) -> "tuple[CommWindow, ...]":
@@ -322,7 +353,7 @@ class RoleGroup:
         """Each role's fate and where it ran, after :meth:`stop`."""
         out = []
         for r in self.plan.roles:
-            info, where = self.infos.get(r.name, {}), self.where.get(r.name, {})
+            info, where = self._harvest.infos.get(r.name, {}), self.where.get(r.name, {})
             out.append(RoleOutcome(
                 name=r.name,
                 role=r.role,
@@ -337,6 +368,22 @@ class RoleGroup:
                 gpu_ids=tuple(int(g) for g in where.get("gpu_ids", ())),
             ))
         return tuple(out)
+
+    def output(self, wall_s: float) -> RunOutput:
+        """What the run produced, after :meth:`stop`: records, outcomes, timings, notes (``wall_s`` its length)."""
+        harvest = self._harvest
+        return RunOutput(
+            workers=tuple(harvest.records),
+            roles=self.outcomes(),
+            bringup_s=self.bringup_s,
+            teardown_s=self.teardown_s,
+            wall_s=wall_s,
+            log_dir=self.log_dir,
+            backend=self.plan.backend,
+            topology=self.plan.topology(),
+            comm=harvest.comm,
+            notes=tuple(harvest.exit_notes) + pdeathsig_notes(harvest.infos, self.where),
+        )
 
 
 def _watch(group: RoleGroup, deadline: float, timeout: float, exit_grace: float,
@@ -368,20 +415,18 @@ def _watch(group: RoleGroup, deadline: float, timeout: float, exit_grace: float,
             if trained:
                 # Training is over and every worker wrote its end record: an exit error now
                 # (BytePS shuts down in an atexit barrier) is noted, not a failed measurement.
-                note = f"{n} exited {c} after training finished (shutdown)"
-                if note not in group.exit_notes:
-                    group.exit_notes.append(note)
+                group.note_exit(f"{n} exited {c} after training finished (shutdown)")
                 continue
             bad.append(n)
         if bad:
-            group.culprits = tuple(bad)
+            group.blame(bad)
             return "role(s) exited with an error: " + ", ".join(f"{n} (exit {codes[n]})" for n in bad)
         if all(c is not None for c in codes.values()):
             return None
         now = time.perf_counter()
         stuck = stall.check(group.status, workers, now)
         if stuck is not None:
-            group.culprits = stuck.culprits
+            group.blame(stuck.culprits)
             return stuck.message
         if t_workers_done is None and all(codes[w] is not None for w in workers):
             t_workers_done = now
@@ -420,52 +465,56 @@ def run_roles(
     passes; the exception carries the partial :class:`RunOutput`. Teardown
     runs in every case, Ctrl-C included.
     """
-    from ray.exceptions import RayError
-
     say = on_progress or (lambda _msg: None)
     t_start = time.perf_counter()
     with RoleGroup(plan, log_dir) as group:
-        try:
-            group.start(timeout, placement_timeout=placement_timeout, replan=replan)
-        except ReservationError as exc:
-            raise RoleFailed(f"bpsperf run failed ({plan.backend}, trick {plan.trick.name}): {exc}") from None
-        except RayError as exc:  # a node or actor lost during bring-up: still a role failure, by name
-            reason = f"bring-up failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            if group.actors:
-                reason += f"; {group.lost()}"
-            raise RoleFailed(f"bpsperf run failed ({plan.backend}, trick {plan.trick.name}): {reason}") from None
-        where = (f"scheduler {group.root['DMLC_PS_ROOT_URI']}:{group.root['DMLC_PS_ROOT_PORT']}" if group.root
+        _bring_up(group, plan, timeout, placement_timeout, replan)
+        root = group.root
+        where = (f"scheduler {root['DMLC_PS_ROOT_URI']}:{root['DMLC_PS_ROOT_PORT']}" if root
                  else "no parameter server")
         say(f"{len(group.roles)} roles started in {group.bringup_s:.1f}s ({where})")
-        tick = None
-        if live is not None:
-            live(f"{label}: {len(group.roles)} roles up in {group.bringup_s:.1f}s, training {steps} steps")
-
-            def tick() -> None:
-                try:
-                    line = progress_line(label, steps, group.latest_steps())
-                except Exception as exc:  # noqa: BLE001 - progress must never break a run
-                    line = f"{label}: no progress ({type(exc).__name__})"
-                if line:
-                    live(line)
+        tick = _live_progress(group, live, label, steps)
         failure = _watch(group, t_start + timeout, timeout, exit_grace, tick, stall=stall)
-    plan = group.plan
-    output = RunOutput(
-        workers=tuple(group.records),
-        roles=group.outcomes(),
-        bringup_s=group.bringup_s,
-        teardown_s=group.teardown_s,
-        wall_s=time.perf_counter() - t_start,
-        log_dir=log_dir,
-        backend=plan.backend,
-        topology=plan.topology(),
-        comm=group.comm,
-        notes=tuple(group.exit_notes) + pdeathsig_notes(group.infos, group.where),
-    )
+    output = group.output(wall_s=time.perf_counter() - t_start)
     if failure is None:
         unfinished = [w.name for w in output.workers if not w.finished]
         if unfinished:
             failure = "worker(s) exited 0 without finishing their steps: " + ", ".join(unfinished)
     if failure is not None:
-        raise RoleFailed(failure_message(failure, plan, output, group.tails, group.culprits), output)
+        harvest = group.harvest
+        raise RoleFailed(failure_message(failure, group.plan, output, harvest.tails, harvest.culprits), output)
     return output
+
+
+def _bring_up(group: RoleGroup, plan: Plan, timeout: float, placement_timeout: float,
+              replan: "Replan | None") -> None:
+    """Start ``group``'s roles; a reservation that cannot be had, or a node or actor lost, is a :class:`RoleFailed`."""
+    from ray.exceptions import RayError
+
+    try:
+        group.start(timeout, placement_timeout=placement_timeout, replan=replan)
+    except ReservationError as exc:
+        raise RoleFailed(f"bpsperf run failed ({plan.backend}, trick {plan.trick.name}): {exc}") from None
+    except RayError as exc:  # a node or actor lost during bring-up: still a role failure, by name
+        reason = f"bring-up failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        if group.actors:
+            reason += f"; {group.lost()}"
+        raise RoleFailed(f"bpsperf run failed ({plan.backend}, trick {plan.trick.name}): {reason}") from None
+
+
+def _live_progress(group: RoleGroup, live: "Callable[[str], None] | None", label: str,
+                   steps: int) -> "Callable[[], None] | None":
+    """Tell ``live`` the roles are up; the tick that tells it the workers' progress (None without ``live``)."""
+    if live is None:
+        return None
+    live(f"{label}: {len(group.roles)} roles up in {group.bringup_s:.1f}s, training {steps} steps")
+
+    def tick() -> None:
+        try:
+            line = progress_line(label, steps, group.latest_steps())
+        except Exception as exc:  # noqa: BLE001 - progress must never break a run
+            line = f"{label}: no progress ({type(exc).__name__})"
+        if line:
+            live(line)
+
+    return tick

@@ -136,6 +136,19 @@ class PerfSession:
         return Hardware(gpus=max((n.gpus for n in gpu_nodes), default=0),
                         cores=int(min((n.cpus for n in pool), default=1)) or 1, gpu_nodes=len(gpu_nodes))
 
+    def profile_facts(self) -> dict:
+        """The facts of this session's hardware profile: on an existing cluster where roles ran, of the
+        nodes that hosted them (:meth:`host_profile_facts`); else of this machine, with the cluster's
+        shape once Ray is up."""
+        from ..store.profile import collect_facts
+
+        if self.cluster.started and not self.cluster.owned and self.hosts:
+            return self.host_profile_facts()  # the nodes that trained, not this machine
+        cluster = None
+        if self.cluster.started:
+            cluster = {"nodes": [{"gpus": n.gpus, "cpus": n.cpus} for n in self.nodes()]}
+        return collect_facts(cluster=cluster)
+
     def host_profile_facts(self) -> dict:
         """Profile facts of the nodes that hosted roles (probed on each node), per node kind."""
         import ray

@@ -72,14 +72,29 @@ def make_plan(
     side on a machine without GPUs. ``gpu_ids`` maps a worker node's index to the GPU
     ids Ray assigned there (default ``0..gpus_per_worker-1``, before Ray assigned any).
     """
-    impl = backend
-    impl.check(settings)
-    where = (placement or NodeKindPlacement()).place(nodes, settings, impl, with_workers=with_workers)
+    backend.check(settings)
+    where = (placement or NodeKindPlacement()).place(nodes, settings, backend, with_workers=with_workers)
     bundles = _bundles(where)
-    first_server_bundle = len(where.workers)
     servers_per_node = settings.servers_per_node + trick.extra_servers_per_node
     num_servers = settings.server_nodes * servers_per_node
+    env = _RoleEnv(settings, trick, _run_env(settings, num_servers, run_id, verbose_ps))
+    roles = _server_roles(settings, backend, where, servers_per_node, env)
+    workers, rank = _worker_roles(settings, backend, where, env, gpu_ids)
+    return Plan(
+        backend=backend.name,
+        trick=trick,
+        roles=tuple(roles + workers),
+        bundles=tuple(bundles),
+        num_workers=settings.workers,
+        num_servers=num_servers,
+        worker_processes=rank,
+        server_nodes=settings.server_nodes,
+        servers_per_node=servers_per_node,
+    )
 
+
+def _run_env(settings: Settings, num_servers: int, run_id: str, verbose_ps: "bool | int") -> "dict[str, str]":
+    """What every role of the run gets from the planner: the counts, the run id, ps-lite's verbosity."""
     common = {
         "DMLC_NUM_WORKER": str(settings.workers),
         "DMLC_NUM_SERVER": str(num_servers),
@@ -90,59 +105,70 @@ def make_plan(
         if level not in (1, 2):
             raise PlanError(f"verbose_ps must be False, True, 1 or 2 (ps-lite's PS_VERBOSE), not {verbose_ps!r}")
         common["PS_VERBOSE"] = str(level)
-    role_env: dict = {}
-    for role, var, value in settings.role_env or ():
-        role_env.setdefault(role, {})[var] = value
+    return common
 
-    def env_for(role: str, node: Node, backend_env: Mapping[str, str]) -> dict:
+
+class _RoleEnv:
+    """The full environment of each role of one run, from its layers (see :meth:`for_role`)."""
+
+    def __init__(self, settings: Settings, trick: Trick, common: "Mapping[str, str]") -> None:
+        self.settings = settings
+        self.trick = trick
+        self.common = common
+        self.role_env: "dict[str, dict[str, str]]" = {}
+        for role, var, value in settings.role_env or ():
+            self.role_env.setdefault(role, {})[var] = value
+
+    def for_role(self, role: str, node: Node, backend_env: Mapping[str, str]) -> dict:
+        """``role``'s environment on ``node``, ``backend_env`` being what the backend gives it."""
         # Later wins: the backend's defaults, then the user's role_env and trick, then
         # what the planner owns (counts, ranks, addresses, GPU ids).
-        env = base_env(settings)
+        env = base_env(self.settings)
         env.update(backend_env)
-        env.update(role_env.get(role, {}))
-        env.update(trick.env_for(role))
+        env.update(self.role_env.get(role, {}))
+        env.update(self.trick.env_for(role))
         # every variable the user's trick or role_env set is echoed in records and reports
-        chosen = sorted(set(role_env.get(role, {})) | set(trick.env_for(role)))
+        chosen = sorted(set(self.role_env.get(role, {})) | set(self.trick.env_for(role)))
         if chosen:
             env[CHOSEN_VARS] = ",".join(chosen)
         env.update({k: v for k, v in backend_env.items() if planner_owned(k)})
-        env.update(common)
+        env.update(self.common)
         env["DMLC_ROLE"] = role
         env["DMLC_NODE_HOST"] = node.ip
         return env
 
-    server_command = tuple(impl.server_command())
-    roles = [RolePlan("scheduler", "scheduler", where.scheduler, env_for("scheduler", where.scheduler, {}),
+
+def _server_roles(settings: Settings, backend: Backend, where: Placement, servers_per_node: int,
+                  env: _RoleEnv) -> "list[RolePlan]":
+    """The scheduler, then ``servers_per_node`` servers on each server node (their bundles after the workers')."""
+    first_server_bundle = len(where.workers)
+    server_command = tuple(backend.server_command())
+    roles = [RolePlan("scheduler", "scheduler", where.scheduler, env.for_role("scheduler", where.scheduler, {}),
                       server_command, bundle=first_server_bundle)]
-    server_extra = impl.server_env(settings)
+    server_extra = backend.server_env(settings)
     index = 0
     for k, node in enumerate(where.servers):
         for _ in range(servers_per_node):
-            roles.append(RolePlan(f"server-{index}", "server", node, env_for("server", node, server_extra),
+            roles.append(RolePlan(f"server-{index}", "server", node, env.for_role("server", node, server_extra),
                                   server_command, bundle=first_server_bundle + k))
             index += 1
+    return roles
 
-    worker_command = tuple(impl.worker_command(settings))
+
+def _worker_roles(settings: Settings, backend: Backend, where: Placement, env: _RoleEnv,
+                  gpu_ids: "Mapping[int, Sequence[int]] | None") -> "tuple[list[RolePlan], int]":
+    """The worker processes of every worker node, ranked in order; and how many training processes they run."""
+    worker_command = tuple(backend.worker_command(settings))
+    roles = []
     rank = 0
     for wid, node in enumerate(where.workers):
         ids = list(gpu_ids[wid]) if gpu_ids and wid in gpu_ids else list(range(where.gpus_per_worker))
-        for process in impl.worker_processes(settings, wid, node, ids):
+        for process in backend.worker_processes(settings, wid, node, ids):
             roles.append(RolePlan(f"worker-{wid}{process.suffix}", "worker", node,
-                                  env_for("worker", node, process.env), worker_command, worker_rank=rank,
+                                  env.for_role("worker", node, process.env), worker_command, worker_rank=rank,
                                   bundle=wid, gpus=process.gpus, worker_node=wid))
             rank += process.processes
-
-    return Plan(
-        backend=impl.name,
-        trick=trick,
-        roles=tuple(roles),
-        bundles=tuple(bundles),
-        num_workers=settings.workers,
-        num_servers=num_servers,
-        worker_processes=rank,
-        server_nodes=settings.server_nodes,
-        servers_per_node=servers_per_node,
-    )
+    return roles, rank
 
 
 def arm_command(command: Sequence[str], python: "str | None", entry_path: "str | None") -> tuple:

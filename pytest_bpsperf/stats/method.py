@@ -233,14 +233,37 @@ def session_difference(
         [math.log(x) for x in as_floats(s, f"{names[0]} session {i + 1}", positive=True)]
         for i, s in enumerate(sessions)
     ]
-    across = session_spread is not None
-    if not across and len(groups) > 1:
+    if session_spread is None and len(groups) > 1:
         groups = [[x for g in groups for x in g]]
     cur = [math.log(x) for x in as_floats(current, names[1], positive=True)]
-    n_sessions, k = len(groups), len(cur)
+    runs = _pool_within(groups, cur, default_rel_noise)
+    if session_spread is None:
+        return _within_one_session(runs, confidence)
+    if len(groups) == 1:
+        return _one_recorded_session(runs, confidence, session_spread, prior)
+    return _several_recorded_sessions(runs, confidence, prior)
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """Both sides on the log scale, and the spread of runs within a session pooled over them."""
+
+    groups: "list[list[float]]"  # the baseline's log img/s, one list per recorded session
+    stats: "list[tuple[float, float]]"  # each group's mean and sum of squares
+    current: float  # the mean log img/s of the current session's runs
+    k: int  # the current session's runs
+    var_w: float  # the within-session variance of log img/s, estimated or assumed
+    dof_w: float  # its degrees of freedom (infinite when assumed)
+    df_w: int  # the degrees of freedom the runs left to estimate it
+    estimated: bool
+    within: str  # the words for it in the description
+
+
+def _pool_within(groups: "list[list[float]]", cur: "list[float]", default_rel_noise: float) -> _Runs:
+    """Pool the within-session variance over every group and the current runs (assumed below 2 dof)."""
     stats = [_mean_and_ss(g) for g in groups]
     mc, ssc = _mean_and_ss(cur)
-    df_w = sum(len(g) - 1 for g in groups) + (k - 1)
+    df_w = sum(len(g) - 1 for g in groups) + (len(cur) - 1)
     ss_w = math.fsum(ss for _, ss in stats) + ssc
     if df_w >= 2:
         var_w, dof_w, estimated = ss_w / df_w, float(df_w), True
@@ -249,81 +272,123 @@ def session_difference(
         var_w, dof_w, estimated = math.log1p(default_rel_noise) ** 2, math.inf, False
         within = (f"too few runs to estimate noise ({df_w} dof): assumed default relative noise "
                   f"{default_rel_noise:.0%} per run (SD of log {math.sqrt(var_w):.4f})")
-    n1 = len(groups[0])
-    tau2, between_assumed = 0.0, False
-    if not across:
-        centre = stats[0][0]
-        components = [(var_w * (1.0 / n1 + 1.0 / k), dof_w)]
-        limit = [(var_w / n1, math.inf)]
-        between = ""
-    elif n_sessions == 1 and prior is None:
-        centre = stats[0][0]
-        tau2, between_assumed = math.log1p(float(session_spread)) ** 2, True  # type: ignore[arg-type]
-        components = [(2.0 * tau2, math.inf), (var_w * (1.0 / n1 + 1.0 / k), dof_w)]
-        limit = [(2.0 * tau2 + var_w / n1, math.inf)]
-        between = (f"between sessions: assumed SD of log {math.sqrt(tau2):.4f} (session_spread "
-                   f"{session_spread:.0%}; the baseline has 1 recorded session and nothing else was measured)")
-    elif n_sessions == 1:
-        centre = stats[0][0]
-        tau2 = prior.tau2  # type: ignore[union-attr]
-        components = [(2.0 * tau2, prior.dof), (var_w * (1.0 / n1 + 1.0 / k), dof_w)]  # type: ignore[union-attr]
-        limit = [(2.0 * tau2, prior.dof), (var_w / n1, dof_w)]  # type: ignore[union-attr]
-        between = (f"between sessions: SD of log {math.sqrt(tau2):.4f} pooled from {prior.source} "  # type: ignore
-                   f"({prior.dof:.0f} dof; the baseline has 1 recorded session)")  # type: ignore[union-attr]
-    else:
-        means = [m for m, _ in stats]
-        centre, ss_m = _mean_and_ss(means)
-        df_m = float(n_sessions - 1)
-        var_m = ss_m / df_m
-        h = math.fsum(1.0 / len(g) for g in groups) / n_sessions
-        if prior is not None:
-            # the profile's other measured sessions, as session means of this entry's run counts
-            var_m = (df_m * var_m + prior.dof * (prior.tau2 + var_w * h)) / (df_m + prior.dof)
-            df_m += prior.dof
-        tau2 = max(0.0, var_m - var_w * h)
-        # The prediction of one more session mean from S of them; runs of this session
-        # beyond a recorded session's count are not credited (see the module docstring).
-        components = [(var_m * (1.0 + 1.0 / n_sessions), df_m), (var_w * max(0.0, 1.0 / k - h), dof_w)]
-        limit = [(var_m * (1.0 + 1.0 / n_sessions), df_m)]
-        between = (f"between sessions: SD of log {math.sqrt(tau2):.4f} estimated from {n_sessions} recorded "
-                   "sessions (session means as units)"
-                   + (f", pooled with {prior.source} ({prior.dof:.0f} dof)" if prior is not None else ""))
+    return _Runs(groups, stats, mc, len(cur), var_w, dof_w, df_w, estimated, within)
+
+
+@dataclass(frozen=True)
+class _Interval:
+    """The interval around a difference: its quantile, margin, p value, and the margin's limit."""
+
+    q: float
+    margin: float
+    p_value: float
+    margin_limit: float
+
+
+def _interval(diff: float, components: "list[tuple[float, float]]", limit: "list[tuple[float, float]]",
+              dof: float, confidence: float) -> _Interval:
+    """The interval of ``diff`` whose variance is the sum of ``components`` (``(term, dof)`` pairs).
+
+    ``limit`` are the terms that infinitely many runs of the current session
+    would leave (the between-session part): the margin they give is ``margin_limit``.
+    """
     var = max(0.0, math.fsum(c for c, _ in components))
-    # What infinitely many runs of this session would leave (margin_limit): the between-session part.
     var_limit = max(0.0, math.fsum(c for c, _ in limit))
-    if not across:
-        dof = dof_w
-    elif n_sessions == 1:
-        dof = satterthwaite_dof(components)
-    else:
-        dof = df_m  # session means as units (see the module docstring); the prior's dof add
-    if not across:
-        source = "none"
-    elif between_assumed:
-        source = "assumed"
-    else:
-        source = "pooled" if prior is not None else "estimated"
     two_sided = 1.0 - (1.0 - confidence) / 2.0
     q = _quantile(two_sided, dof)
     se = math.sqrt(var)
-    diff = mc - centre
     if se == 0.0:
         p_value = 1.0 if diff == 0.0 else 0.0
     else:
         p_value = min(1.0, 2.0 * t_sf(abs(diff) / se, dof))
+    return _Interval(q, q * se, p_value,
+                     _quantile(two_sided, satterthwaite_dof(limit)) * math.sqrt(var_limit))
+
+
+def _across(runs: _Runs, between: str, q: float, dof: float, how: str) -> str:
+    """The description of a difference across sessions: within, between, the quantile and its dof."""
     quantile = f"t={q:.3f} ({dof:.1f} dof)" if math.isfinite(dof) else f"z={q:.3f}"
-    if not across:
-        description = (f"pooled SD of log img/s {math.sqrt(var_w):.4f} from both groups ({df_w} dof), t={q:.3f}"
-                       if estimated else f"{within}, z={q:.3f}")
-    else:
-        how = "Welch-Satterthwaite" if n_sessions == 1 else "the session means' dof"
-        description = f"{within}; {between}; {quantile} ({how})"
+    return f"{runs.within}; {between}; {quantile} ({how})"
+
+
+def _within_one_session(runs: _Runs, confidence: float) -> LogDifference:
+    """Both groups from one session: the pooled-variance two-sample t interval (no between-session term)."""
+    n1 = len(runs.groups[0])
+    diff = runs.current - runs.stats[0][0]
+    iv = _interval(diff, [(runs.var_w * (1.0 / n1 + 1.0 / runs.k), runs.dof_w)],
+                   [(runs.var_w / n1, math.inf)], runs.dof_w, confidence)
+    description = (f"pooled SD of log img/s {math.sqrt(runs.var_w):.4f} from both groups ({runs.df_w} dof), "
+                   f"t={iv.q:.3f}" if runs.estimated else f"{runs.within}, z={iv.q:.3f}")
     return LogDifference(
-        diff=diff, margin=q * se, dof=dof, sd=math.sqrt(var_w), p_value=p_value, estimated=estimated,
-        confidence=confidence, description=description, between_sd=math.sqrt(tau2),
-        between_assumed=between_assumed, sessions=n_sessions,
-        margin_limit=_quantile(two_sided, satterthwaite_dof(limit)) * math.sqrt(var_limit),
-        between_source=source, prior=prior if across else None,
+        diff=diff, margin=iv.margin, dof=runs.dof_w, sd=math.sqrt(runs.var_w), p_value=iv.p_value,
+        estimated=runs.estimated, confidence=confidence, description=description, between_sd=0.0,
+        between_assumed=False, sessions=1, margin_limit=iv.margin_limit, between_source="none", prior=None,
+    )
+
+
+def _one_recorded_session(runs: _Runs, confidence: float, session_spread: float,
+                          prior: "BetweenPrior | None") -> LogDifference:
+    """A baseline of one recorded session: the spread between sessions is assumed, or the ``prior``'s.
+
+    The degrees of freedom come from Welch-Satterthwaite over that between-session
+    term (known when assumed) and the pooled within-session variance.
+    """
+    n1 = len(runs.groups[0])
+    runs_part = (runs.var_w * (1.0 / n1 + 1.0 / runs.k), runs.dof_w)
+    if prior is None:
+        tau2 = math.log1p(float(session_spread)) ** 2
+        components = [(2.0 * tau2, math.inf), runs_part]
+        limit = [(2.0 * tau2 + runs.var_w / n1, math.inf)]
+        between = (f"between sessions: assumed SD of log {math.sqrt(tau2):.4f} (session_spread "
+                   f"{session_spread:.0%}; the baseline has 1 recorded session and nothing else was measured)")
+    else:
+        tau2 = prior.tau2
+        components = [(2.0 * tau2, prior.dof), runs_part]
+        limit = [(2.0 * tau2, prior.dof), (runs.var_w / n1, runs.dof_w)]
+        between = (f"between sessions: SD of log {math.sqrt(tau2):.4f} pooled from {prior.source} "
+                   f"({prior.dof:.0f} dof; the baseline has 1 recorded session)")
+    dof = satterthwaite_dof(components)
+    diff = runs.current - runs.stats[0][0]
+    iv = _interval(diff, components, limit, dof, confidence)
+    return LogDifference(
+        diff=diff, margin=iv.margin, dof=dof, sd=math.sqrt(runs.var_w), p_value=iv.p_value,
+        estimated=runs.estimated, confidence=confidence,
+        description=_across(runs, between, iv.q, dof, "Welch-Satterthwaite"), between_sd=math.sqrt(tau2),
+        between_assumed=prior is None, sessions=1, margin_limit=iv.margin_limit,
+        between_source="assumed" if prior is None else "pooled", prior=prior,
+    )
+
+
+def _several_recorded_sessions(runs: _Runs, confidence: float, prior: "BetweenPrior | None") -> LogDifference:
+    """A baseline of several recorded sessions: their session means are the units (module docstring).
+
+    A ``prior`` is pooled with the variance of those means, its degrees of freedom added.
+    """
+    n_sessions = len(runs.groups)
+    centre, ss_m = _mean_and_ss([m for m, _ in runs.stats])
+    df_m = float(n_sessions - 1)
+    var_m = ss_m / df_m
+    h = math.fsum(1.0 / len(g) for g in runs.groups) / n_sessions
+    if prior is not None:
+        # the profile's other measured sessions, as session means of this entry's run counts
+        var_m = (df_m * var_m + prior.dof * (prior.tau2 + runs.var_w * h)) / (df_m + prior.dof)
+        df_m += prior.dof
+    tau2 = max(0.0, var_m - runs.var_w * h)
+    # The prediction of one more session mean from S of them; runs of this session
+    # beyond a recorded session's count are not credited (see the module docstring).
+    components = [(var_m * (1.0 + 1.0 / n_sessions), df_m), (runs.var_w * max(0.0, 1.0 / runs.k - h), runs.dof_w)]
+    limit = [(var_m * (1.0 + 1.0 / n_sessions), df_m)]
+    between = (f"between sessions: SD of log {math.sqrt(tau2):.4f} estimated from {n_sessions} recorded "
+               "sessions (session means as units)"
+               + (f", pooled with {prior.source} ({prior.dof:.0f} dof)" if prior is not None else ""))
+    diff = runs.current - centre
+    iv = _interval(diff, components, limit, df_m, confidence)  # the prior's dof add to the means'
+    return LogDifference(
+        diff=diff, margin=iv.margin, dof=df_m, sd=math.sqrt(runs.var_w), p_value=iv.p_value,
+        estimated=runs.estimated, confidence=confidence,
+        description=_across(runs, between, iv.q, df_m, "the session means' dof"), between_sd=math.sqrt(tau2),
+        between_assumed=False, sessions=n_sessions, margin_limit=iv.margin_limit,
+        between_source="pooled" if prior is not None else "estimated", prior=prior,
     )
 
 

@@ -94,24 +94,8 @@ def detect_steady_state(step_seconds: Sequence[float], *, min_steady: int = 3) -
         raise ValueError(f"min_steady is {min_steady!r}, expected an integer >= 1")
     times = _as_floats(step_seconds, "step_seconds", positive=True)
     n = len(times)
-
     if n - 1 < min_steady:
-        if n == 1:
-            return SteadyState(
-                warmup_steps=(),
-                steady_steps=(0,),
-                method="only 1 step: it is kept although it includes warm-up",
-                reliable=False,
-            )
-        return SteadyState(
-            warmup_steps=(0,),
-            steady_steps=tuple(range(1, n)),
-            method=(
-                f"only {n} steps: dropped step 0, kept {n - 1} < min_steady={min_steady}; "
-                "run more steps"
-            ),
-            reliable=False,
-        )
+        return _too_short(n, min_steady)
 
     later = times[1:]
     tail = later[len(later) // 2 :]
@@ -119,13 +103,7 @@ def detect_steady_state(step_seconds: Sequence[float], *, min_steady: int = 3) -
     sigma = _robust_sigma(tail, reference)
     threshold = max(_MIN_WARMUP_THRESHOLD, 3.0 * sigma / reference)
     bound = reference * (1.0 + threshold)
-    slow = [True] + [t > bound for t in later]
-
-    start: "int | None" = None
-    for j in range(1, n - min_steady + 1):
-        if not any(slow[j : j + min_steady]):
-            start = j
-            break
+    start = _first_settled([True] + [t > bound for t in later], min_steady)
 
     described = (
         f"step 0 plus leading steps slower than {1.0 + threshold:.2f}x the median of the "
@@ -134,39 +112,65 @@ def detect_steady_state(step_seconds: Sequence[float], *, min_steady: int = 3) -
     )
     if start is None:
         start = n - min_steady
-        return SteadyState(
-            warmup_steps=tuple(range(start)),
-            steady_steps=tuple(range(start, n)),
-            method=(
-                f"{described}: never settled, kept the last {min_steady} of {n} steps"
-            ),
-            reliable=False,
-        )
+        return SteadyState(warmup_steps=tuple(range(start)), steady_steps=tuple(range(start, n)),
+                           method=f"{described}: never settled, kept the last {min_steady} of {n} steps",
+                           reliable=False)
 
     warmup = tuple(range(start))
     steady = tuple(range(start, n))
-    reliable = True
-    note = ""
-    half = len(steady) // 2
-    if half >= 2:
-        region = times[start:]
-        first = statistics.median(region[:half])
-        last = statistics.median(region[-half:])
-        drift = abs(first - last) / reference
-        # Noise from step-to-step differences, which a trend barely inflates
-        # (a MAD would absorb the trend into the noise and hide it). The
-        # standard error of a median of h normal values is 1.2533 sigma /
-        # sqrt(h); 4 of those on the difference of two medians keeps pure
-        # noise from being called drift, and a drift under 5% is harmless.
-        diffs = [abs(b - a) for a, b in zip(region, region[1:])]
-        step_sigma = statistics.median(diffs) / _ABS_DIFF_MEDIAN_TO_SIGMA
-        limit = max(_MIN_DRIFT, 4.0 * 1.2533 * step_sigma * math.sqrt(2.0 / half) / reference)
-        if drift > limit:
-            reliable = False
-            note = f"; still drifting ({drift:.0%} between the halves of the steady region)"
+    note = _drift_note(times[start:], reference)
     return SteadyState(
         warmup_steps=warmup,
         steady_steps=steady,
         method=f"{described}: {len(warmup)} warm-up, {len(steady)} steady{note}",
-        reliable=reliable,
+        reliable=not note,
     )
+
+
+def _too_short(n: int, min_steady: int) -> SteadyState:
+    """A series of ``n`` steps with fewer than ``min_steady`` after step 0: all kept but step 0 (unless alone)."""
+    if n == 1:
+        return SteadyState(
+            warmup_steps=(),
+            steady_steps=(0,),
+            method="only 1 step: it is kept although it includes warm-up",
+            reliable=False,
+        )
+    return SteadyState(
+        warmup_steps=(0,),
+        steady_steps=tuple(range(1, n)),
+        method=(
+            f"only {n} steps: dropped step 0, kept {n - 1} < min_steady={min_steady}; "
+            "run more steps"
+        ),
+        reliable=False,
+    )
+
+
+def _first_settled(slow: "list[bool]", min_steady: int) -> "int | None":
+    """The first step from which ``min_steady`` steps in a row are not ``slow`` (step 0 never counts)."""
+    for j in range(1, len(slow) - min_steady + 1):
+        if not any(slow[j : j + min_steady]):
+            return j
+    return None
+
+
+def _drift_note(region: "list[float]", reference: float) -> str:
+    """``""`` when the steady ``region`` is flat enough, else a note of how far its two halves' medians drift."""
+    half = len(region) // 2
+    if half < 2:
+        return ""
+    first = statistics.median(region[:half])
+    last = statistics.median(region[-half:])
+    drift = abs(first - last) / reference
+    # Noise from step-to-step differences, which a trend barely inflates
+    # (a MAD would absorb the trend into the noise and hide it). The
+    # standard error of a median of h normal values is 1.2533 sigma /
+    # sqrt(h); 4 of those on the difference of two medians keeps pure
+    # noise from being called drift, and a drift under 5% is harmless.
+    diffs = [abs(b - a) for a, b in zip(region, region[1:])]
+    step_sigma = statistics.median(diffs) / _ABS_DIFF_MEDIAN_TO_SIGMA
+    limit = max(_MIN_DRIFT, 4.0 * 1.2533 * step_sigma * math.sqrt(2.0 / half) / reference)
+    if drift > limit:
+        return f"; still drifting ({drift:.0%} between the halves of the steady region)"
+    return ""
