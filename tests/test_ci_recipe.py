@@ -17,7 +17,10 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "github-actions
 PR = EXAMPLES / "bpsperf-pr.yml"
 MAIN = EXAMPLES / "bpsperf-main.yml"
 RECORD = EXAMPLES / "bpsperf-record-baselines.yml"
-WORKFLOWS = (PR, MAIN, RECORD)
+IMAGE = EXAMPLES / "bpsperf-gpu-image.yml"
+GATES = (PR, MAIN, RECORD)  # the jobs that measure, on self-hosted runners
+WORKFLOWS = GATES + (IMAGE,)
+DOCKERFILE = EXAMPLES.parent / "docker" / "Dockerfile.gpu"
 
 
 def load(path):
@@ -53,7 +56,7 @@ def actionlint_command():
 def runner_labels():
     """The custom runner labels the recipe may use: ``bpsperf`` and every committed profile."""
     baselines = Path(__file__).resolve().parent.parent / "baselines"
-    return {"bpsperf"} | {p.stem for p in baselines.glob("*.json")}
+    return {"bpsperf", "gpu"} | {p.stem for p in baselines.glob("*.json")}
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
@@ -77,7 +80,8 @@ def test_workflow_structure(path):
     wf = load(path)
     assert set(wf) >= {"name", "on", "permissions", "jobs"}
     for name, job in wf["jobs"].items():
-        assert job["runs-on"][:2] == ["self-hosted", "bpsperf"], name
+        if path in GATES:
+            assert job["runs-on"][:2] == ["self-hosted", "bpsperf"], name
         assert job["timeout-minutes"] > 0
         # never kill a measurement half-way; gates have no group at all (a group drops queued runs but the
         # newest, and the plugin's machine lock already makes sessions on one machine wait for each other)
@@ -110,7 +114,9 @@ def test_pull_requests_run_base_vs_head_against_the_merge_base_and_comment_in_pl
     assert perf["env"]["MERGE_BASE"] == "${{ steps.base.outputs.sha }}"
     assert "--bpsperf-history" not in perf["run"]  # the history is main's (bpsperf-main.yml)
     script = by_name["Comment on the pull request (one comment per runner kind, updated in place)"]["with"]["script"]
-    assert "updateComment" in script and "createComment" in script and "<!-- bpsperf:" in script
+    assert "updateComment" in script and "createComment" in script and "comment.md" in script
+    body = by_name["Comment body"]["run"]
+    assert "bpsperf comment" in body and '--marker "$RUNNER_KIND"' in body and '--link "$ARTIFACTS"' in body
     upload = by_name["Upload reports and pictures"]
     assert upload["if"] == "always()" and upload["with"]["path"] == "bpsperf-out/"
     assert "--bpsperf-plots=\"$OUT/img\"" in perf["run"]  # the PNGs land inside the artifact
@@ -141,15 +147,64 @@ def test_the_pull_request_comment_leads_with_the_base_vs_head_table():
     assert text.index("### Base vs head") < text.index("profile: p")
 
 
-def test_record_is_manual_and_proposes_only_the_profile_file():
+def test_record_runs_on_a_schedule_into_one_rolling_pull_request_per_profile():
     wf = load(RECORD)
-    assert list(wf["on"]) == ["workflow_dispatch"]
+    assert set(wf["on"]) == {"schedule", "workflow_dispatch"}
     assert wf["on"]["workflow_dispatch"]["inputs"]["runner"]["required"] is True
     runs = all_runs(wf)
-    assert "--bpsperf-update-baselines" in runs
+    # measured into a scratch directory, then added to the rolling branch's file
+    assert "--bpsperf-update-baselines" in runs and '--bpsperf-baselines-dir="$RUNNER_TEMP/bpsperf-scratch"' in runs
+    assert 'branch="bpsperf/baselines-$PROFILE"' in runs and 'git fetch origin "$branch"' in runs
+    assert 'bpsperf baselines record "$OUT/results.json" --dir baselines' in runs
     assert 'test "$changed" = "baselines/$PROFILE.json"' in runs
-    assert 'git add "baselines/$PROFILE.json"' in runs and "gh pr create" in runs
+    assert 'git add "baselines/$PROFILE.json"' in runs and "gh pr create" in runs and "gh pr list --head" in runs
     assert "git add ." not in runs and "git add -A" not in runs
+    # a pull request opened with GITHUB_TOKEN triggers no workflow: the token is a secret of its own
+    job = wf["jobs"]["record"]
+    push = {s["name"]: s for s in job["steps"] if "name" in s}["Push the session and open or update the pull request"]
+    assert push["env"]["GH_TOKEN"] == "${{ secrets.BPSPERF_PR_TOKEN }}"
+    assert "BPSPERF_PR_TOKEN" in RECORD.read_text().split("name:")[0]  # documented at the top
+    assert job["concurrency"]["cancel-in-progress"] is False
+
+
+def test_main_runs_nightly_too_and_has_a_gpu_job_in_the_image():
+    wf = load(MAIN)
+    assert "schedule" in wf["on"]
+    gpu = wf["jobs"]["stored-baselines-gpu"]
+    assert gpu["runs-on"] == ["self-hosted", "bpsperf", "gpu"] and "--gpus all" in gpu["container"]["options"]
+    perf = {s["name"]: s for s in gpu["steps"] if "name" in s}["Perf suite against the GPU profile's baselines"]
+    assert "--bpsperf-backend=byteps" in perf["run"] and "--bpsperf-strict" in perf["run"]
+    assert any(s.get("uses", "").startswith("actions/cache/save@") for s in gpu["steps"])
+
+
+def test_pull_requests_have_a_gpu_job_in_the_image_and_only_restore_mains_history():
+    wf = load(PR)
+    gpu = wf["jobs"]["base-vs-head-gpu"]
+    assert gpu["container"]["image"] == load(IMAGE)["jobs"]["image"]["steps"][-1]["with"]["tags"]
+    perf = {s["name"]: s for s in gpu["steps"] if "name" in s}["Base vs head"]
+    assert "--bpsperf-backend=byteps" in perf["run"] and '--bpsperf-base="$MERGE_BASE"' in perf["run"]
+    uses = [s.get("uses", "") for job in wf["jobs"].values() for s in job["steps"]]
+    assert any(u.startswith("actions/cache/restore@") for u in uses)
+    assert not any(u.startswith(("actions/cache/save@", "actions/cache@")) for u in uses)  # main saves it
+
+
+@pytest.mark.parametrize("path", GATES, ids=lambda p: p.name)
+def test_the_venv_lives_outside_the_workspace(path):
+    for name, job in load(path)["jobs"].items():
+        installs = [s["run"] for s in job["steps"] if s.get("name", "").startswith("Install")]
+        assert installs, name
+        assert "$RUNNER_TOOL_CACHE/bpsperf-venv-" in installs[0] or "/opt/venv" in installs[0], name
+        assert "python3 -m venv .venv" not in installs[0]
+
+
+def test_the_image_is_built_from_the_dockerfile_in_examples():
+    wf = load(IMAGE)
+    build = wf["jobs"]["image"]["steps"][-1]
+    assert build["uses"].startswith("docker/build-push-action@") and build["with"]["push"] is True
+    assert build["with"]["file"] == "examples/docker/Dockerfile.gpu" and DOCKERFILE.is_file()
+    assert "examples/docker/Dockerfile.gpu" in wf["on"]["push"]["paths"]
+    text = DOCKERFILE.read_text()
+    assert "mxnet-cu112==1.9.1" in text and "byteps==0.2.5" in text
 
 
 def test_every_option_and_command_used_exists(pytester):
@@ -162,7 +217,8 @@ def test_every_option_and_command_used_exists(pytester):
 
     from pytest_bpsperf.cli import _parser
 
-    for line in (all_runs(load(PR)) + "\n" + all_runs(load(MAIN))).splitlines():
-        if "bin/bpsperf " in line:
-            args = line.split("bin/bpsperf ", 1)[1].replace('"', "").split()
-            _parser().parse_args(args)  # exits (fails the test) on an unknown command or option
+    runs = "\n".join(all_runs(load(p)) for p in GATES).replace(">-\n", "")
+    # a folded command continues on the next line
+    for command in re.findall(r"bin/bpsperf ([^\n]*(?:\n {0,2}--[^\n]*)*)", runs):
+        args = command.replace('"', "").split()
+        _parser().parse_args(args)  # exits (fails the test) on an unknown command or option

@@ -135,6 +135,14 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--format", required=True, choices=("bmf", "github", "pytest-benchmark"),
                    help="bmf: Bencher Metric Format; github: github-action-benchmark customBiggerIsBetter")
     q.add_argument("-o", "--output", required=True, metavar="PATH")
+
+    q = add("comment", c.comment, "the pull-request comment of a session: summary first, report collapsed, "
+            "cut below GitHub's limit")
+    q.add_argument("results", metavar="RESULTS.json")
+    q.add_argument("--markdown", required=True, metavar="PATH", help="the session's --bpsperf-markdown report")
+    q.add_argument("--marker", required=True, help="names this comment among others (e.g. the runner kind)")
+    q.add_argument("--link", help="where the whole report is (the run's artifacts)")
+    q.add_argument("--out", required=True, metavar="PATH", help="where the comment's body goes")
     return p
 
 

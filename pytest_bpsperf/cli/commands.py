@@ -259,3 +259,19 @@ def export(args: argparse.Namespace) -> int:
     _write(args.output, json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
     print(f"wrote {args.output} ({args.format})")
     return 0
+
+
+def comment(args: argparse.Namespace) -> int:
+    """``bpsperf comment RESULTS.json --markdown REPORT.md --marker KIND [--link URL] --out PATH``."""
+    from ..report.comment import comment_body
+
+    results = read_document(args.results, "results")
+    try:
+        with open(args.markdown, encoding="utf-8") as f:
+            markdown = f.read()
+    except OSError as exc:
+        raise ValueError(f"--markdown {args.markdown}: cannot read it ({exc.strerror or exc})") from None
+    body = comment_body(results, markdown, marker=args.marker, link=args.link)
+    _write(args.out, body)
+    print(f"wrote {args.out} ({len(body):,} characters)")
+    return 0

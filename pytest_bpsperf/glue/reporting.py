@@ -64,7 +64,7 @@ class ReportPlugin:
         for problem in self.write_failed:
             write(f"bpsperf: NOT written: {problem}", red=True)
         if os.environ.get("GITHUB_ACTIONS") == "true":
-            for line in report.github_annotations(ledger.verdicts):
+            for line in report.github_annotations(ledger.verdicts, str(self.config.rootpath)):
                 write(line)
 
     def write_reports(self) -> None:

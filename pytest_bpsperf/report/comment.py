@@ -1,0 +1,77 @@
+"""The pull-request comment: a summary line first, the report collapsed, cut below GitHub's limit.
+
+Made from a results document (``--bpsperf-json``) and the Markdown report of the
+same session (``--bpsperf-markdown``) by ``bpsperf comment``; a workflow posts
+the body and finds its own comment again by the marker on its first line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+#: GitHub refuses a comment body of more than 65,536 characters.
+GITHUB_COMMENT_LIMIT = 65536
+
+#: The order statuses are named in: what needs a look first.
+STATUS_ORDER = ("regression", "inconclusive", "no-baseline", "improvement", "ok")
+
+_PICTURE = re.compile(r"^!\[([^\]]*)\]\(([^)]*)\)$", re.M)
+
+
+def verdict_counts(document: Mapping[str, Any]) -> "dict[str, int]":
+    """Status -> number of jobs: the base-vs-head jobs, else the stored-baseline verdicts (one per job key)."""
+    pairs = (document.get("base_vs_head") or {}).get("jobs") or []
+    if pairs:
+        statuses = [job["status"] for job in pairs]
+    else:
+        by_key: dict = {}
+        for test in document.get("tests", []):
+            verdict = test.get("verdict")
+            if verdict and verdict.get("status"):
+                by_key[verdict.get("key") or test.get("key") or test.get("nodeid")] = verdict["status"]
+        statuses = list(by_key.values())
+    counts: dict = {}
+    for status in sorted(statuses, key=lambda s: (STATUS_ORDER.index(s) if s in STATUS_ORDER else len(STATUS_ORDER), s)):
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+def summary_line(counts: Mapping[str, int]) -> str:
+    """``1 regression, 3 ok, 1 inconclusive`` (most urgent first); ``no verdict`` when there is none."""
+    return ", ".join(f"{n} {status}" for status, n in counts.items()) if counts else "no verdict"
+
+
+def comment_body(document: Mapping[str, Any], markdown: str, *, marker: str, link: "str | None" = None,
+                 limit: int = GITHUB_COMMENT_LIMIT) -> str:
+    """The comment: ``<!-- bpsperf:MARKER -->``, the summary, then ``markdown`` in a collapsed block.
+
+    Pictures of the report are files of the runner, which a comment cannot show:
+    they become list items that name the file in the artifact. A body longer
+    than ``limit`` characters is cut at a line of the report, and says so, with
+    ``link`` (the run's artifacts) for the whole report.
+    """
+    counts = verdict_counts(document)
+    where = f" ([reports and pictures]({link}))" if link else ""
+    head = f"<!-- bpsperf:{marker} -->\n**bpsperf on `{marker}`: {summary_line(counts)}**{where}\n\n"
+    opening, closing = "<details><summary>The report</summary>\n\n", "\n\n</details>\n"
+    report = _PICTURE.sub(lambda m: f"- {m.group(1)}: `{m.group(2)}`", markdown.strip())
+    body = head + opening + report + closing
+    if len(body) <= limit:
+        return body
+    note = (f"\n\n*The report is cut here, below GitHub's limit of {GITHUB_COMMENT_LIMIT:,} characters"
+            + (f": the whole report is in the [artifacts]({link}).*" if link else ".*"))
+    room = limit - len(head) - len(opening) - len(closing) - len(note)
+    if room <= 0:
+        raise ValueError(f"a comment limit of {limit} characters leaves no room for the report")
+    cut = report[:room]
+    if "\n" in cut:
+        cut = cut[: cut.rindex("\n")]
+    # close what the cut left open inside the report (its own collapsed blocks), before the note
+    while True:
+        unclosed = cut.count("<details>") - cut.count("</details>")
+        inner = "\n\n</details>" * max(0, unclosed)
+        if len(cut) + len(inner) <= room or "\n" not in cut:
+            break
+        cut = cut[: cut.rindex("\n")]
+    return head + opening + cut + inner + note + closing

@@ -1,0 +1,78 @@
+"""The pull-request comment and the annotations: summary first, collapsed, cut below the limit, escaped."""
+
+from __future__ import annotations
+
+from pytest_bpsperf.judge.verdict import Verdict
+from pytest_bpsperf.report.comment import GITHUB_COMMENT_LIMIT, comment_body, summary_line, verdict_counts
+from pytest_bpsperf.report.text import github_annotations, line_of_test
+
+PAIRED = {"base_vs_head": {"jobs": [{"status": s} for s in ("ok", "regression", "ok", "inconclusive", "ok")]}}
+STORED = {"tests": [
+    {"nodeid": "t.py::a[default]", "verdict": {"status": "ok", "key": "k1"}},
+    {"nodeid": "t.py::a[default]", "verdict": {"status": "ok", "key": "k1"}},  # a repeat of the same job
+    {"nodeid": "t.py::a[omp-passive]", "verdict": {"status": "improvement", "key": "k2"}},
+    {"nodeid": "t.py::b[default]", "verdict": {"status": "no-baseline", "key": "k3"}},
+    {"nodeid": "t.py::c[default]"},  # pending: no verdict yet
+]}
+
+
+def test_the_summary_names_the_most_urgent_status_first():
+    assert summary_line(verdict_counts(PAIRED)) == "1 regression, 1 inconclusive, 3 ok"
+    assert summary_line(verdict_counts(STORED)) == "1 no-baseline, 1 improvement, 1 ok"
+    assert summary_line(verdict_counts({"tests": []})) == "no verdict"
+
+
+def test_the_body_leads_with_the_marker_and_the_summary_and_collapses_the_report():
+    report = "## bpsperf results\n\n**1 regression**\n\n![ratios of t.py::a](img/pairs-a.png)\n| a | b |\n"
+    body = comment_body(PAIRED, report, marker="cpu", link="https://x/runs/1#artifacts")
+    lines = body.splitlines()
+    assert lines[0] == "<!-- bpsperf:cpu -->"
+    assert lines[1] == ("**bpsperf on `cpu`: 1 regression, 1 inconclusive, 3 ok** "
+                        "([reports and pictures](https://x/runs/1#artifacts))")
+    assert body.index("<details>") < body.index("## bpsperf results") < body.rindex("</details>")
+    # a comment cannot show the runner's files: the picture is named instead
+    assert "- ratios of t.py::a: `img/pairs-a.png`" in body and "![" not in body
+
+
+def test_a_long_report_is_cut_below_githubs_limit_at_a_line_with_a_link_to_the_artifacts():
+    rows = "\n".join(f"| `t.py::test_{i}` | {i}.0 | ok |" for i in range(6000))
+    report = f"## bpsperf results\n\n<details><summary>pairs</summary>\n\n{rows}\n\n</details>\n"
+    assert len(report) > GITHUB_COMMENT_LIMIT
+    body = comment_body(PAIRED, report, marker="gpu", link="https://x/runs/2#artifacts")
+    assert len(body) <= GITHUB_COMMENT_LIMIT
+    assert "cut here" in body and "[artifacts](https://x/runs/2#artifacts)" in body
+    kept = [line for line in body.splitlines() if line.startswith("| `t.py::test_")]
+    assert kept and all(line.endswith("| ok |") for line in kept)  # whole lines only
+    assert body.count("<details>") == body.count("</details>")  # the inner block is closed too
+    assert body.rstrip().endswith("</details>")
+
+
+def test_a_short_report_is_not_cut():
+    body = comment_body(PAIRED, "x\n" * 10, marker="cpu", limit=1000)
+    assert "cut here" not in body and body.count("x") == 10
+
+
+def verdict(nodeid, status="regression", trick="default"):
+    return Verdict(status=status, nodeid=nodeid, test=nodeid.split("[")[0], trick=trick, profile_id="p", key="k",
+                   samples=(1.0, 1.1), tolerance=0.15)
+
+
+def test_annotations_escape_properties_as_the_toolkit_does_and_carry_the_tests_line(tmp_path):
+    (tmp_path / "perf").mkdir()
+    (tmp_path / "perf" / "test_x.py").write_text(
+        "import pytest\n\n\nclass TestA:\n    @pytest.mark.perf\n    def test_y(self):\n        pass\n")
+    (line,) = github_annotations([verdict("perf/test_x.py::TestA::test_y[a,b:c]", trick="a,b:c")], str(tmp_path))
+    command, message = line.split("::", 2)[1:]
+    assert command.startswith("error file=perf/test_x.py,line=5,title=")
+    title = command.split("title=", 1)[1]
+    assert title == "bpsperf regression%3A a%2Cb%3Ac"  # ':' and ',' would end the property
+    assert "%0A" not in title and "\n" not in message
+
+
+def test_the_line_is_left_out_when_the_test_is_not_found(tmp_path):
+    assert line_of_test("missing.py::test_x", str(tmp_path)) is None
+    (tmp_path / "t.py").write_text("def test_x():\n    pass\n")
+    assert line_of_test("t.py::test_x[p]", str(tmp_path)) == 1
+    assert line_of_test("t.py::test_other", str(tmp_path)) is None
+    (line,) = github_annotations([verdict("missing.py::test_x")], str(tmp_path))
+    assert line.startswith("::error file=missing.py,title=")
