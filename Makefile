@@ -10,7 +10,7 @@ STAMP := $(VENV)/.bpsperf-setup
 $(STAMP): pyproject.toml scripts/install-byteps-server.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,mxnet]'
 	PYTHON=$(PY) scripts/install-byteps-server.sh
 	touch $(STAMP)
 
