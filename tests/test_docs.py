@@ -124,7 +124,8 @@ def test_new_readme_is_short_keeps_the_quick_start_and_its_links_resolve():
     for link in _relative_links(text):
         assert (ROOT / link.split("#")[0]).exists(), link  # as from the repository root, where it goes
     # scripts/module_table.py keeps README's folder table: the new README has it, current
-    assert module_table.spliced(text, module_table.folder_table(), "docs/README-new.md") == text
+    assert module_table.spliced(text, module_table.folder_table(), "docs/README-new.md") == text, \
+        "docs/README-new.md's folder table is stale: copy it from README.md (scripts/module_table.py --write)"
 
 
 def test_docs_mention_how_to_turn_the_plugin_off():
