@@ -5,12 +5,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.bpsperf-setup
 
-.PHONY: setup perf test clean-venv
+.PHONY: setup perf test docs clean-venv
 
 $(STAMP): pyproject.toml scripts/install-byteps-server.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,mxnet]'
 	PYTHON=$(PY) scripts/install-byteps-server.sh
 	touch $(STAMP)
 
@@ -21,6 +21,13 @@ perf: setup
 
 test: setup
 	$(PY) -m pytest tests $(ARGS)
+
+# The docs site into site/ (MkDocs, warnings as errors), its reference pages written first.
+docs: setup
+	test -x .ci/tools/bin/mkdocs || ($(PYTHON) -m venv .ci/tools && .ci/tools/bin/python -m pip install -q \
+		--disable-pip-version-check -r docs/requirements.txt)
+	$(PY) scripts/reference_pages.py --write
+	NO_MKDOCS_2_WARNING=1 .ci/tools/bin/mkdocs build --strict
 
 clean-venv:
 	rm -rf $(VENV)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -128,7 +129,8 @@ class RunnerPlugin:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Before anything is timed, once perf tests are collected: on an existing cluster, every node
-        of the first run imports what its roles need (and the workers' nodes hold the ``.rec``); with
+        of the first run imports what its roles need (and the workers' nodes hold the ``.rec``); on the
+        embedded Ray, this interpreter has one MXNet distribution, not two over each other; with
         BytePS, one push_pull through a real scheduler and server. A failure is one usage error.
 
         (A base-vs-head session checks both arms' interpreters itself, see :mod:`.pairs`.)"""
@@ -141,8 +143,11 @@ class RunnerPlugin:
         from ..backends import PlanError
         from ..launch.cluster import ClusterError
         from ..launch.launcher import RoleFailed
-        from ..remote.preflight import PreflightError
+        from ..remote.preflight import PreflightError, mxnet_conflict
 
+        conflict = None if self.settings.ray_address else mxnet_conflict()  # embedded: the roles run this Python
+        if conflict:
+            raise pytest.UsageError(f"bpsperf: this interpreter ({sys.executable}) cannot run the roles: {conflict}")
         try:
             if self.settings.ray_address:
                 self.session.preflight([None], spec)

@@ -7,7 +7,10 @@ model; ``byteps.mxnet`` on BytePS workers; the BytePS server library, looked
 up without importing it, since importing ``byteps.server`` starts a server;
 the entry point's module and function), and the harness itself (this
 package's workload, so an interpreter too old for it is found here, not in a
-role). Prints one JSON object: the interpreter, its Python and package
+role). Where the roles use MXNet, it also asks the installed distributions'
+metadata which of them provide the ``mxnet`` package: two (the CPU ``mxnet``
+and a CUDA ``mxnet-cu112``) install their files over each other, and then
+nobody knows which build is measured. Prints one JSON object: the interpreter, its Python and package
 versions, where the entry module was found, and the problems (empty when it
 can run the roles). :func:`check_interpreter` runs it under a given
 interpreter with a role's import path; the driver calls it on this machine,
@@ -33,6 +36,61 @@ from .environ import TREE, scrub
 KNOWN_NEEDS = ("mxnet", "gluoncv", "byteps.mxnet", "byteps.server")
 
 
+#: The needs whose roles import MXNet (and so must find exactly one build of it).
+USES_MXNET = ("mxnet", "gluoncv", "byteps.mxnet")
+
+
+def _canonical(name: str) -> str:
+    return "-".join(name.replace("_", "-").replace(".", "-").lower().split("-"))
+
+
+def _top_level(dist: "importlib.metadata.Distribution") -> "set[str]":
+    """The top-level import names a distribution installs: its ``top_level.txt``, else its files."""
+    text = dist.read_text("top_level.txt")
+    if text is not None:
+        return {line.strip() for line in text.splitlines() if line.strip()}
+    names = set()
+    for f in dist.files or ():
+        first = f.parts[0] if f.parts else ""
+        if first in ("", "..", "__pycache__") or first.endswith((".dist-info", ".egg-info", ".data")):
+            continue
+        names.add(first[: -len(".py")] if first.endswith(".py") else first)
+    return names
+
+
+def distributions_providing(package: str, path: "Sequence[str] | None" = None) -> "list[tuple[str, str, str]]":
+    """``(name, version, location)`` of each installed distribution that provides ``package``.
+
+    Read from the distributions' metadata (``importlib.metadata``) on ``path``
+    (default: ``sys.path``), without importing anything. A distribution found
+    twice (the same name in two directories) counts once, where it is found
+    first: that copy shadows the other whole, its files are not mixed.
+    """
+    import importlib.metadata
+
+    found: "dict[str, tuple[str, str, str]]" = {}
+    dists = importlib.metadata.distributions(path=list(path)) if path is not None else (
+        importlib.metadata.distributions())
+    for dist in dists:
+        name = dist.metadata["Name"] or ""
+        if not name or _canonical(name) in found or package not in _top_level(dist):
+            continue
+        found[_canonical(name)] = (name, dist.version, str(dist.locate_file("")))
+    return sorted(found.values(), key=lambda d: _canonical(d[0]))
+
+
+def mxnet_conflict(path: "Sequence[str] | None" = None) -> "str | None":
+    """Why this interpreter's MXNet is not one build: the distributions that all provide ``mxnet``; or None."""
+    dists = distributions_providing("mxnet", path)
+    if len(dists) < 2:
+        return None
+    listed = ", ".join(f"{name} {version} (in {where})" for name, version, where in dists)
+    return (f"{len(dists)} MXNet distributions are installed, each providing the mxnet package: {listed}; "
+            "they install their files over each other, so which build the roles would run is unknown. Keep "
+            "one: pip uninstall the others (on GPU nodes, keep the CUDA build and install pytest-bpsperf "
+            "without the [mxnet] extra)")
+
+
 def _check_need(need: str) -> "str | None":
     if need == "byteps.server":
         return None if server_library() else "the BytePS server library (byteps/server/c_lib*.so) is not installed"
@@ -55,6 +113,9 @@ def facts(needs: Sequence[str], entry: "str | None", entry_path: "str | None", d
         importlib.import_module("pytest_bpsperf.remote.workload")
     except Exception as exc:  # noqa: BLE001
         problems.append(f"the harness (pytest_bpsperf.remote.workload) does not import: {type(exc).__name__}: {exc}")
+    conflict = mxnet_conflict() if any(need in USES_MXNET for need in needs) else None
+    if conflict:
+        problems.append(conflict)
     for need in needs:
         problem = _check_need(need)
         if problem:
