@@ -19,15 +19,14 @@ from __future__ import annotations
 import json
 import math
 import random
-from pathlib import Path
 
 import pytest
+from helpers.paths import DATA as DATA_DIR, ROOT
 
 from pytest_bpsperf.judge.pairs import decide_pairs, first_arm
 from pytest_bpsperf.stats.paired import MIN_PAIRS
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parent / "data" / "pair_sessions.json"
+DATA = DATA_DIR / "pair_sessions.json"
 
 
 def sessions(kind: "str | None" = None) -> list:

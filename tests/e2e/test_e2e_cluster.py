@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from procs import role_processes
+from helpers.procs import role_processes
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("mxnet")

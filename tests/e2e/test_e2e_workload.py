@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from procs import role_processes
-from recdata import make_rec
+from helpers.paths import ROOT
+from helpers.procs import role_processes
+from helpers.recdata import make_rec
 
 pytest.importorskip("mxnet")
 pytest.importorskip("ray")
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "custom_model.py"
+EXAMPLE = ROOT / "examples" / "custom_model.py"
 
 PERF_TESTS = """
 import pytest

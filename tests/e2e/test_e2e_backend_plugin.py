@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from procs import role_processes
+from helpers.procs import role_processes
 
 pytest.importorskip("ray")
 

@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from procs import role_processes, wait_until
+from helpers.procs import role_processes, wait_until
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("mxnet")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from procs import role_processes
+from helpers.procs import role_processes
 
 pytest.importorskip("mxnet")
 pytest.importorskip("ray")

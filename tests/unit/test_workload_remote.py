@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from recdata import make_rec
+from helpers.recdata import make_rec
 
 pytest.importorskip("mxnet")
 

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from procs import alive, role_processes, snapshot_tree, wait_until
+from helpers.procs import alive, role_processes, snapshot_tree, wait_until
 
 pytest.importorskip("mxnet")
 pytest.importorskip("ray")

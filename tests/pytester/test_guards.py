@@ -8,7 +8,6 @@ errors (a full disk on a small tmpfs, where this machine lets us mount one).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -16,6 +15,7 @@ import sys
 import time
 
 import pytest
+from helpers.paths import ROOT
 
 from pytest_bpsperf import backends
 from pytest_bpsperf.launch.machine_lock import LockError, MachineLock
@@ -100,7 +100,7 @@ def test_second_session_waits_for_the_lock_and_says_so(tmp_path):
         "import sys, time; sys.path.insert(0, %r)\n"
         "from pytest_bpsperf.launch.machine_lock import MachineLock\n"
         "MachineLock(%r).acquire(5); print('held', flush=True); time.sleep(3)\n"
-    ) % (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), path)], stdout=subprocess.PIPE, text=True)
+    ) % (str(ROOT), path)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         said = []
@@ -304,7 +304,7 @@ def test_x(bpsperf_train):
 
 
 def test_shipped_perf_test_pins_no_default():
-    text = open(os.path.join(os.path.dirname(__file__), "..", "perf_tests", "test_resnet50.py")).read()
+    text = open(ROOT / "perf_tests" / "test_resnet50.py").read()
     assert "bpsperf_train()" in text and "model=" not in text
 
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import pathlib
 import subprocess
 import sys
 
 import pytest
+from helpers.paths import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = "pytest_bpsperf"
 
 _spec = importlib.util.spec_from_file_location("module_table", ROOT / "scripts" / "module_table.py")

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from procs import alive, cmdline_of, role_processes, snapshot_tree, wait_until
+from helpers.procs import alive, cmdline_of, role_processes, snapshot_tree, wait_until
 from pytest_bpsperf.remote.roles import read_environ
 
 pytest.importorskip("mxnet")

@@ -31,17 +31,16 @@ import json
 import math
 import random
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 import pytest
+from helpers.paths import DATA, ROOT
 
 from pytest_bpsperf.judge.verdict import CONFIRM, REGRESSION, STOP, decide, next_step
 from pytest_bpsperf.store.entries import entry_sessions
 
-ROOT = Path(__file__).resolve().parents[1]
 BASELINES = ROOT / "baselines" / "cpu-amd-epyc-2c-24g-1n-x86-64-994d8926.json"
-REAL = Path(__file__).resolve().parent / "data" / "real_sessions.json"
+REAL = DATA / "real_sessions.json"
 
 
 def _ss(logs: Sequence[float]) -> float:

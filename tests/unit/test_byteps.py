@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from procs import role_processes, wait_until
+from helpers.procs import role_processes, wait_until
 
 from pytest_bpsperf import backends
 from pytest_bpsperf.backends.byteps_env import (

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.paths import ROOT
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu_smoke.py"
+SCRIPT = ROOT / "scripts" / "gpu_smoke.py"
 
 
 @pytest.mark.skipif(not (Path(sys.executable).parent / "bpslaunch").exists(),

@@ -1,6 +1,6 @@
 """Run under an interpreter with Ray at the floor pyproject.toml names: a real reservation of a plan.
 
-``python tests/floor_check.py`` (with this checkout on PYTHONPATH) starts a local Ray, plans a
+``python tests/helpers/floor_check.py`` (with this checkout on PYTHONPATH) starts a local Ray, plans a
 run on its node and reserves it the way the launcher does (a placement group whose bundles are
 pinned by Ray's node labels), then releases it. Prints ``ok <ray version>``; raises otherwise.
 """

