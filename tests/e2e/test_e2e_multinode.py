@@ -22,6 +22,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from helpers.entries import ENTRY
 from helpers.procs import role_processes, wait_until
 
 ray = pytest.importorskip("ray")
@@ -50,7 +51,7 @@ def cluster(tmp_path_factory):
     saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR", "RAY_AUTH_MODE")}
     os.environ["RAY_TMPDIR"] = str(tmp)
     # A throw-away cluster on loopback: no token (Ray reads the mode once per process, so every
-    # cluster these tests start must agree with the others; tests/test_e2e_cluster.py does the same)
+    # cluster these tests start must agree with the others; tests/e2e/test_e2e_cluster.py does the same)
     os.environ["RAY_AUTH_MODE"] = "disabled"
     c = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "node_ip_address": "127.0.0.1", "include_dashboard": False,
@@ -182,8 +183,6 @@ def test_byteps_set_on_a_cluster_whose_gpu_nodes_cannot_run_it_is_one_usage_erro
 def test_base_vs_head_ships_each_arms_tree_to_the_nodes(cluster, pytester, tmp_path):
     # A user's repository on the driver only: on a cluster each arm's tree travels with Ray's
     # runtime_env (as the plugin itself does), and the roles import the entry module from there.
-    from test_e2e_pairs import ENTRY
-
     pytester.makepyfile(bench=ENTRY.format(extra=0), test_perf=PERF_TEST)
     pytester.makeini("[pytest]\nbpsperf_entry = bench:build\nbpsperf_steps = 4\nbpsperf_batch_size = 2\n"
                      "bpsperf_image_size = 16\nbpsperf_workers = 1\nbpsperf_scaling = off\nbpsperf_max_pairs = 3\n")

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
+from helpers.cli import bpsperf
 
-from pytest_bpsperf.cli import main
 from pytest_bpsperf.store.results import read_document
 
 from test_plugin import CONFTEST, MATRIX_TEST, run
@@ -60,12 +60,6 @@ def slowed(path, factor, out):
         t["img_per_sec"] *= factor * (1.0 + 0.01 * (i % 3 - 1))
     out.write_text(json.dumps(doc))
     return out
-
-
-def bpsperf(capsys, *args):
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_results_file_matches_its_schema_and_records_where_it_ran(results):
@@ -200,29 +194,6 @@ def test_report_of_overlapped_runs_shows_no_split(overlapped_results, tmp_path, 
     cell = "<td>- (overlapped)</td>" * 2 if fmt == "html" else " | - (overlapped) | - (overlapped) |"
     assert page.count(cell) == 6, page
     assert not (tmp_path / "rep" / "img" / "split-test_x.png").exists()  # nothing split to draw
-
-
-@pytest.mark.parametrize("args, message", [
-    (["check", "missing.json"], "results file missing.json does not exist"),
-    (["compare", "bad.json", "bad.json"], "is not valid JSON (line 1"),
-    (["check", "wrong.json"], "$.tests[0].img_per_sec = \"fast\""),
-])
-def test_bad_input_is_named(tmp_path, capsys, monkeypatch, args, message):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "bad.json").write_text("{")
-    (tmp_path / "wrong.json").write_text(json.dumps({"schema_version": 1, "tests": [
-        {"nodeid": "a", "test": "a", "trick": "default", "repeat": 0, "backend": "mxnet",
-         "settings": {"tolerance": 0.1}, "img_per_sec": "fast"}]}))
-    code, _, err = bpsperf(capsys, *args)
-    assert code == 2
-    assert message in err
-
-
-def test_bad_tolerance_is_a_usage_error(capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["compare", "a.json", "b.json", "--tolerance", "150%"])
-    assert info.value.code == 2
-    assert "--tolerance '150%'" in capsys.readouterr().err
 
 
 def test_command_imports_neither_ray_nor_mxnet_nor_pytest(results, tmp_path):

