@@ -5,6 +5,7 @@ Test modules never import each other: what two of them share is here.
 - ``paths``: the checkout's root and the tests' data;
 - ``procs``: finding the processes a run started, to check that none is left;
 - ``recdata``: a small ImageNet-style record file;
+- ``fakes``: fed runs (a ``pytest_bpsperf_run`` conftest, overlapped by default) and perf test modules;
 - ``cli``: the ``bpsperf`` command called in this process;
 - ``verdicts``: base-vs-head verdicts decided from made-up pair tables;
 - ``workflows``: the GitHub Actions recipe under examples/, read as data;

@@ -1,4 +1,8 @@
-"""The ``bpsperf`` command on results files the plugin wrote (fed through ``pytest_bpsperf_run``)."""
+"""The ``bpsperf`` command on results files the plugin wrote (fed through ``pytest_bpsperf_run``).
+
+The results files come from ``tests/pytester/conftest.py``: ``results`` in the default (overlapped)
+timing, ``breakdown_results`` with every step split into compute and sync.
+"""
 
 from __future__ import annotations
 
@@ -12,45 +16,6 @@ import pytest
 from helpers.cli import bpsperf
 
 from pytest_bpsperf.store.results import read_document
-
-from test_plugin import CONFTEST, MATRIX_TEST, run
-
-
-@pytest.fixture
-def results(ourtester):
-    """A results file of two tricks x 3 repeats, written by the plugin; returns its path."""
-    ourtester.makepyfile(test_x=MATRIX_TEST)
-    ourtester.makeini("[pytest]\nbpsperf_profile = testprof\n")
-    result = run(ourtester, "--bpsperf-repeats=3", "--bpsperf-json=results.json")
-    assert result.ret == 0, result.stdout.str()
-    return ourtester.path / "results.json"
-
-
-#: The synthetic jobs in the default timing (overlapped): steps are timed whole, never split.
-OVERLAPPED_CONFTEST = CONFTEST + '''
-
-def _steps(n, step_s):
-    return [{"total_s": step_s * (8 if i == 0 else 1.03 if i % 2 else 0.97)} for i in range(n)]
-'''
-
-
-@pytest.fixture
-def overlapped_results(ourtester):
-    """A results file of two tricks x 3 repeats in timing=overlapped (no compute/sync split); its path."""
-    ourtester.makeconftest(OVERLAPPED_CONFTEST)
-    ourtester.makepyfile(test_x=MATRIX_TEST)
-    ourtester.makeini("[pytest]\nbpsperf_profile = testprof\n")
-    result = run(ourtester, "--bpsperf-repeats=3", "--bpsperf-json=results.json")
-    assert result.ret == 0, result.stdout.str()
-    return ourtester.path / "results.json"
-
-
-@pytest.fixture
-def ourtester(pytester, monkeypatch):
-    for key in ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "CI"):
-        monkeypatch.delenv(key, raising=False)
-    pytester.makeconftest(CONFTEST)
-    return pytester
 
 
 def slowed(path, factor, out):
@@ -174,8 +139,8 @@ def test_history_add_and_trend_table(results, tmp_path, capsys):
     assert code == 2 and "already exists" in err
 
 
-def test_report_html_with_pictures(results, tmp_path, capsys):
-    code, out, _ = bpsperf(capsys, "report", "--results", results, "--out", tmp_path / "rep")
+def test_report_html_with_pictures(breakdown_results, tmp_path, capsys):
+    code, out, _ = bpsperf(capsys, "report", "--results", breakdown_results, "--out", tmp_path / "rep")
     assert code == 0
     page = (tmp_path / "rep" / "report.html").read_text()
     assert page.count("<img src=\"img/") == 3
@@ -184,10 +149,10 @@ def test_report_html_with_pictures(results, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("fmt, name", [("html", "report.html"), ("md", "report.md")])
-def test_report_of_overlapped_runs_shows_no_split(overlapped_results, tmp_path, capsys, fmt, name):
-    doc = read_document(overlapped_results, "results")
+def test_report_of_overlapped_runs_shows_no_split(results, tmp_path, capsys, fmt, name):
+    doc = read_document(results, "results")
     assert all(t["timing"] == "overlapped" and t["compute_s_per_step"] is None for t in doc["tests"])
-    code, out, err = bpsperf(capsys, "report", "--results", overlapped_results, "--out", tmp_path / "rep",
+    code, out, err = bpsperf(capsys, "report", "--results", results, "--out", tmp_path / "rep",
                              "--format", fmt)
     assert code == 0, err
     page = (tmp_path / "rep" / name).read_text()

@@ -16,38 +16,20 @@ import subprocess
 import time
 
 import pytest
-
-# A finished run from the plugin's public hook: verdicts and reports without Ray.
-FAKE_RUN = '''
-from pytest_bpsperf.judge.job import worker_records_from
-from pytest_bpsperf.judge.records import RunOutput
-
-
-def pytest_bpsperf_run(config, spec):
-    steps = [{"total_s": 0.5, "compute_s": 0.3, "sync_s": 0.2}] * spec.settings.steps
-    workers = tuple(worker_records_from(f"worker-{i}", steps, spec.settings.batch_size) for i in range(2))
-    return RunOutput(workers=workers, roles=(), bringup_s=0.1, teardown_s=0.1, wall_s=1.0,
-                     log_dir=spec.log_dir, backend="mxnet")
-'''
-
-PERF_TEST = '''
-import pytest
-
-pytestmark = pytest.mark.perf
-
-
-@pytest.mark.bpsperf_tricks("default", "omp-passive")
-def test_x(bpsperf_train):
-    assert bpsperf_train().img_per_sec > 0
-'''
+from helpers.fakes import MATRIX_TEST, fake_run_conftest
 
 
 @pytest.fixture
-def fake_project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest(FAKE_RUN)
-    pytester.makepyfile(test_perf=PERF_TEST, test_plain="def test_plain():\n    pass\n")
-    pytester.makeini("[pytest]\nbpsperf_steps = 8\nbpsperf_repeats = 3\nbpsperf_scaling = off\n")
-    return pytester
+def fake_run() -> str:
+    """A finished run from the plugin's public hook (flat 0.5 s steps, two workers): sessions without Ray."""
+    return fake_run_conftest(step_s=0.5, warmup=1.0, wobble=0.0, workers=2)
+
+
+@pytest.fixture
+def fake_project(ourtester: pytest.Pytester) -> pytest.Pytester:
+    ourtester.makepyfile(test_perf=MATRIX_TEST, test_plain="def test_plain():\n    pass\n")
+    ourtester.makeini("[pytest]\nbpsperf_steps = 8\nbpsperf_repeats = 3\nbpsperf_scaling = off\n")
+    return ourtester
 
 
 # --- SIGTERM handler -------------------------------------------------------------------
@@ -70,17 +52,15 @@ def test_plain(request):
 '''
 
 
-def test_a_session_without_perf_tests_keeps_the_default_sigterm_handler(pytester):
-    pytester.makeconftest(FAKE_RUN)
-    pytester.makepyfile(test_plain=SIGTERM_PROBE)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+def test_a_session_without_perf_tests_keeps_the_default_sigterm_handler(ourtester):
+    ourtester.makepyfile(test_plain=SIGTERM_PROBE)
+    result = ourtester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
-    assert (pytester.path / "sigterm-test_plain.txt").read_text() == repr(signal.SIG_DFL)
+    assert (ourtester.path / "sigterm-test_plain.txt").read_text() == repr(signal.SIG_DFL)
 
 
-def test_a_session_with_perf_tests_has_the_plugins_sigterm_handler_until_it_ends(pytester):
-    pytester.makeconftest(FAKE_RUN)
-    pytester.makepyfile(test_probe=SIGTERM_PROBE + '''
+def test_a_session_with_perf_tests_has_the_plugins_sigterm_handler_until_it_ends(ourtester):
+    ourtester.makepyfile(test_probe=SIGTERM_PROBE + '''
 
 @pytest.mark.perf
 def test_perf(request, bpsperf_train):
@@ -88,27 +68,26 @@ def test_perf(request, bpsperf_train):
     _seen(request)
 ''')
     before = signal.getsignal(signal.SIGTERM)
-    result = pytester.runpytest("-p", "no:cacheprovider", "--bpsperf-steps=8", "--bpsperf-scaling=off")
+    result = ourtester.runpytest("-p", "no:cacheprovider", "--bpsperf-steps=8", "--bpsperf-scaling=off")
     result.assert_outcomes(passed=2)
     for name in ("test_perf[default]", "test_plain"):
-        assert (pytester.path / f"sigterm-{name}.txt").read_text() == "SessionGuard._on_sigterm"
+        assert (ourtester.path / f"sigterm-{name}.txt").read_text() == "SessionGuard._on_sigterm"
     assert signal.getsignal(signal.SIGTERM) == before  # put back when the session ends
 
 
-def test_a_session_that_starts_the_ray_side_has_the_handler_without_perf_tests(pytester):
+def test_a_session_that_starts_the_ray_side_has_the_handler_without_perf_tests(ourtester):
     # On a cluster (or with GPUs) Ray is brought up at session start, before anything is collected:
     # its teardown needs the handler too.
-    pytester.makeconftest(FAKE_RUN)
-    pytester.makepyfile(test_plain=SIGTERM_PROBE + '''
+    ourtester.makepyfile(test_plain=SIGTERM_PROBE + '''
 
 def test_ray_side(request):
     request.config.pluginmanager.get_plugin("bpsperf-RunnerPlugin").session  # what every start goes through
     _seen(request)
 ''')
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = ourtester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
-    assert (pytester.path / "sigterm-test_plain.txt").read_text() == repr(signal.SIG_DFL)  # before it
-    assert (pytester.path / "sigterm-test_ray_side.txt").read_text() == "SessionGuard._on_sigterm"
+    assert (ourtester.path / "sigterm-test_plain.txt").read_text() == repr(signal.SIG_DFL)  # before it
+    assert (ourtester.path / "sigterm-test_ray_side.txt").read_text() == "SessionGuard._on_sigterm"
 
 
 # --- configure-time checks -------------------------------------------------------------
@@ -146,9 +125,8 @@ def test_inputs_beyond_their_limits_are_usage_errors(fake_project, args, expecte
     result.stderr.fnmatch_lines([expected])
 
 
-def test_a_test_overriding_the_command_line_is_told_once(pytester):
-    pytester.makeconftest(FAKE_RUN)
-    pytester.makepyfile(test_perf='''
+def test_a_test_overriding_the_command_line_is_told_once(ourtester):
+    ourtester.makepyfile(test_perf='''
 import pytest
 
 pytestmark = pytest.mark.perf
@@ -158,7 +136,7 @@ pytestmark = pytest.mark.perf
 def test_x(bpsperf_train):
     assert bpsperf_train(steps=10).img_per_sec > 0
 ''')
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--bpsperf-steps=12", "--bpsperf-scaling=off")
+    result = ourtester.runpytest_subprocess("-p", "no:cacheprovider", "--bpsperf-steps=12", "--bpsperf-scaling=off")
     result.assert_outcomes(passed=2)
     lines = [l for l in result.stdout.lines if "--bpsperf-steps=12 is overridden" in l]
     assert len(lines) == 1, result.stdout.str()

@@ -22,23 +22,22 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 import pytest
+from helpers.fakes import GATED_TEST, fake_run_conftest
 from helpers.procs import wait_until
 
 from pytest_bpsperf.config.arms import ArmError, Worktree, remove_stale_worktrees, resolve_base
 from pytest_bpsperf.judge.pairs import first_arm
 
-CONFTEST = '''
+#: The speed of a run by its arm, its noise, and the arms' faults, from the environment (see above).
+ARMS = '''
 import os
 import random
 import time
 
-from pytest_bpsperf.judge.records import RunOutput, RoleOutcome
-from pytest_bpsperf.judge.job import worker_records_from
-
 CALLS = []
 
 
-def pytest_bpsperf_run(config, spec):
+def scenario(config, spec):
     CALLS.append((spec.arm.name if spec.arm else None, spec.pair))
     rng = random.Random(len(CALLS) * 7919 + int(os.environ.get("FAKE_SEED", "0")))
     speed = 1.0 + float(os.environ.get("FAKE_NOISE", "0.02")) * rng.gauss(0, 1)
@@ -53,24 +52,13 @@ def pytest_bpsperf_run(config, spec):
     if os.environ.get("FAKE_SLEEP"):
         open(os.environ["FAKE_SLEEP"] + ".started", "w").close()
         time.sleep(60)
-    s = spec.settings
-    steps = [{"total_s": 0.25 / speed} for _ in range(s.steps)]
-    workers = tuple(worker_records_from(f"worker-{i}", steps, s.batch_size, node="node-0") for i in range(s.workers))
-    roles = tuple(RoleOutcome(w.name, "worker", w.node, 0, spec.log_dir + "/" + w.name + ".log") for w in workers)
-    return RunOutput(workers=workers, roles=roles, bringup_s=1.0, teardown_s=0.5, wall_s=8.0, log_dir=spec.log_dir,
-                     topology={"workers": s.workers, "worker_processes": s.workers}, backend="mxnet")
+    return speed
 '''
 
-PERF_TEST = '''
-import pytest
+#: Flat 0.25 s steps at speed 1.
+CONFTEST = fake_run_conftest(step_s=0.25, warmup=1.0, wobble=0.0, extra=ARMS)
 
-pytestmark = pytest.mark.perf
-
-
-@pytest.mark.bpsperf_tricks("default", "omp-passive")
-def test_x(bpsperf_train):
-    bpsperf_train().assert_within_baseline()
-'''
+PERF_TEST = GATED_TEST
 
 PINNED = ("-p", "no:cacheprovider", "--bpsperf-steps=8", "--bpsperf-batch-size=8", "--bpsperf-image-size=32",
           "--bpsperf-omp-threads=2", "--bpsperf-scaling=off")
@@ -86,20 +74,21 @@ def worktrees(path) -> list:
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def fake_run() -> str:
+    """This module's runs: ``CONFTEST`` (ourtester writes it)."""
+    return CONFTEST
+
+
+@pytest.fixture
+def project(ourtester: pytest.Pytester) -> pytest.Pytester:
     """A git repository with the fake conftest and a perf test, two commits, isolated from the outer environment."""
-    for key in list(os.environ):
-        if key.startswith(("BPSPERF_", "GITHUB_", "FAKE_")):
-            monkeypatch.delenv(key)
-    monkeypatch.delenv("CI", raising=False)
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_x=PERF_TEST)
-    pytester.makeini("[pytest]\nmarkers =\n    perf: perf\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "root")
-    git(pytester.path, "add", "-A")
-    git(pytester.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "perf test")
-    return pytester
+    ourtester.makepyfile(test_x=PERF_TEST)
+    ourtester.makeini("[pytest]\nmarkers =\n    perf: perf\n")
+    git(ourtester.path, "init", "-q", "-b", "main")
+    git(ourtester.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "root")
+    git(ourtester.path, "add", "-A")
+    git(ourtester.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "perf test")
+    return ourtester
 
 
 def run(pytester, *args):
@@ -306,9 +295,9 @@ def test_a_dirty_working_tree_is_measured_as_it_is_and_says_so(project, monkeypa
 
 def test_ctrl_c_mid_session_removes_the_worktree(project, monkeypatch):
     monkeypatch.setenv("FAKE_HEAD", "1.0")
-    project.makeconftest(CONFTEST.replace("    s = spec.settings\n", "    if len(CALLS) == 3:\n"
-                                                                   "        raise KeyboardInterrupt\n"
-                                                                   "    s = spec.settings\n"))
+    project.makeconftest(CONFTEST.replace("    return speed\n", "    if len(CALLS) == 3:\n"
+                                                         "        raise KeyboardInterrupt\n"
+                                                         "    return speed\n"))
     # in a subprocess: an interrupt of an inline run would reach this session too
     result = project.runpytest_subprocess(*PINNED, "--bpsperf-base=HEAD~1")
     assert result.ret == pytest.ExitCode.INTERRUPTED

@@ -12,11 +12,16 @@ import struct
 
 import matplotlib.figure  # noqa: F401 - imported once here, not again inside each pytester run
 import pytest
-from test_cli import ourtester, results  # noqa: F401 - fixtures
-from test_plugin import MATRIX_TEST, run
+from helpers.fakes import MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
 
 from pytest_bpsperf.report import exports, plots
 from pytest_bpsperf.store.history import make_record, trends
+
+
+@pytest.fixture
+def fake_run() -> str:
+    """This module's own sessions draw the compute/sync split too: runs in the breakdown timing."""
+    return fake_run_conftest(OMP_PASSIVE_2X, timing="breakdown")
 
 
 def png_size(path):
@@ -33,8 +38,8 @@ def per_step(run):
     return [sum(w["batch_size"] / w["step_s"][i] for w in ws) for i in range(len(ws[0]["step_s"]))]
 
 
-def test_session_pictures_draw_the_measured_numbers(results, tmp_path):  # noqa: F811
-    doc = json.loads(results.read_text())
+def test_session_pictures_draw_the_measured_numbers(breakdown_results, tmp_path):
+    doc = json.loads(breakdown_results.read_text())
     pictures = {p.kind: p for p in plots.session_pictures(doc, tmp_path)}
     assert set(pictures) == {"steps", "matrix", "split"}
     for p in pictures.values():
@@ -63,7 +68,7 @@ def test_session_pictures_draw_the_measured_numbers(results, tmp_path):  # noqa:
         assert row["sync_s"] == pytest.approx(statistics.fmean(t["sync_s_per_step"] for t in mine))
 
 
-def test_history_picture_has_band_and_change_point(results, tmp_path):  # noqa: F811
+def test_history_picture_has_band_and_change_point(results, tmp_path):
     doc = json.loads(results.read_text())
     profile = {"id": "testprof"}
     records = []
@@ -85,7 +90,7 @@ def test_history_picture_has_band_and_change_point(results, tmp_path):  # noqa: 
     assert pic.data["geomean"][0] == pytest.approx(trend.points[0].geomean)
 
 
-def test_plugin_markdown_links_pictures_and_terminal_says_where(ourtester, monkeypatch):  # noqa: F811
+def test_plugin_markdown_links_pictures_and_terminal_says_where(ourtester, monkeypatch):
     summary = ourtester.path / "summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
@@ -119,7 +124,7 @@ BMF_SCHEMA = {
 }
 
 
-def test_bmf_export(results):  # noqa: F811
+def test_bmf_export(results):
     import jsonschema
 
     doc = json.loads(results.read_text())
@@ -132,7 +137,7 @@ def test_bmf_export(results):  # noqa: F811
     assert m["lower_value"] <= m["value"] <= m["upper_value"]
 
 
-def test_github_action_benchmark_export(results):  # noqa: F811
+def test_github_action_benchmark_export(results):
     doc = json.loads(results.read_text())
     entries = exports.github_benchmark_export(doc)
     # customBiggerIsBetter reads a JSON array of {name, value, unit, range?, extra?}
@@ -145,7 +150,7 @@ def test_github_action_benchmark_export(results):  # noqa: F811
     assert "runs: 3" in entries[0]["extra"]
 
 
-def test_pytest_benchmark_export_uses_steady_steps(results):  # noqa: F811
+def test_pytest_benchmark_export_uses_steady_steps(results):
     doc = json.loads(results.read_text())
     bench = exports.benchmark_export(doc, "testprof")
     assert len(bench["benchmarks"]) == 6
@@ -159,26 +164,22 @@ def test_pytest_benchmark_export_uses_steady_steps(results):  # noqa: F811
 
 # --- live progress ------------------------------------------------------------------------------
 
-LIVE_CONFTEST = """
-from pytest_bpsperf.judge.job import worker_records_from
-from pytest_bpsperf.judge.records import RunOutput
+#: A run that says a live line while it trains, as the launcher does.
+LIVE_CONFTEST = fake_run_conftest(step_s=1.0, warmup=1.0, wobble=0.0, workers=1, extra="""
 
-
-def pytest_bpsperf_run(config, spec):
+def scenario(config, spec):
     runner = config.pluginmanager.get_plugin("bpsperf-RunnerPlugin")
     runner.live(f"{spec.nodeid}: step 5/20, 12.5 img/s")  # what the launcher says while training
-    workers = (worker_records_from("worker-0", [{"total_s": 1.0}] * 4, 8),)
-    return RunOutput(workers=workers, roles=(), bringup_s=0.1, teardown_s=0.1, wall_s=1.0,
-                     log_dir=spec.log_dir, backend="mxnet")
-"""
+    return 1.0
+""")
 
 
 @pytest.mark.parametrize("args, shown", [((), True), (("-q",), False)])
-def test_live_lines_reach_the_terminal_while_a_test_runs(pytester, args, shown):
-    pytester.makeconftest(LIVE_CONFTEST)
-    pytester.makepyfile(test_x=MATRIX_TEST)
+def test_live_lines_reach_the_terminal_while_a_test_runs(ourtester, args, shown):
+    ourtester.makeconftest(LIVE_CONFTEST)
+    ourtester.makepyfile(test_x=MATRIX_TEST)
     # A subprocess: only there does the test's output capture work as in a real session.
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    result = ourtester.runpytest_subprocess("-p", "no:cacheprovider", *args)
     assert result.ret == 0, result.stdout.str()
     line = "bpsperf: test_x.py::test_x[default]: step 5/20, 12.5 img/s"
     assert (line in result.stdout.lines) is shown

@@ -2,7 +2,8 @@
 
 No distributed run here: the pytester projects implement the plugin's public
 hook ``pytest_bpsperf_run`` and return finished job outputs built from
-synthetic step timings (omp-passive runs 2x faster than the default trick).
+synthetic step timings in the overlapped timing (omp-passive runs 2x faster
+than the default trick); each run says what it was asked in calls.jsonl.
 """
 
 from __future__ import annotations
@@ -10,32 +11,18 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers.fakes import MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
 
-CONFTEST = '''
+#: Each run writes what it was asked to calls.jsonl; the session writes the tests' order to order.txt.
+CALLS_AND_ORDER = '''
 import json
 
-import pytest
+import pytest  # for the hooks some tests append
 
-from pytest_bpsperf.judge.records import RunOutput, RoleOutcome
-from pytest_bpsperf.judge.job import worker_records_from
-
-#: how much faster each trick part makes a step
-SPEED = {"omp-passive": 2.0}
 ORDER = []
 
 
-def _steps(n, step_s):
-    out = [{"total_s": step_s * 8, "compute_s": step_s * 4, "sync_s": step_s * 4}]
-    for i in range(1, n):
-        t = step_s * (1.03 if i % 2 else 0.97)
-        out.append({"total_s": t, "compute_s": t * 0.6, "sync_s": t * 0.4})
-    return out
-
-
-def pytest_bpsperf_run(config, spec):
-    speed = 1.0
-    for part in spec.trick.parts:
-        speed *= SPEED.get(part, 1.0)
+def scenario(config, spec):
     s = spec.settings
     with open(config.rootpath / "calls.jsonl", "a") as fh:
         fh.write(json.dumps({
@@ -44,15 +31,7 @@ def pytest_bpsperf_run(config, spec):
             "extra_servers": spec.trick.extra_servers_per_node, "repeat": spec.repeat,
             "steps": s.steps, "batch_size": s.batch_size, "origins": dict(s.origins),
         }) + "\\n")
-    workers = tuple(
-        worker_records_from(f"worker-{i}", _steps(s.steps, 0.5 / speed), s.batch_size, node=f"node-{i}")
-        for i in range(s.workers)
-    )
-    roles = tuple(RoleOutcome(w.name, "worker", w.node, 0, spec.log_dir + "/" + w.name + ".log")
-                  for w in workers)
-    return RunOutput(workers=workers, roles=roles, bringup_s=1.5, teardown_s=0.5, wall_s=10.0,
-                     log_dir=spec.log_dir, topology={"workers": s.workers, "worker_processes": s.workers},
-                     backend="mxnet")
+    return 1.0
 
 
 def pytest_runtest_call(item):
@@ -63,39 +42,13 @@ def pytest_sessionfinish(session):
     (session.config.rootpath / "order.txt").write_text("\\n".join(ORDER))
 '''
 
-MATRIX_TEST = '''
-import pytest
-
-pytestmark = pytest.mark.perf
-
-
-@pytest.mark.bpsperf_tricks("default", "omp-passive")
-def test_x(bpsperf_train):
-    result = bpsperf_train()
-    assert result.img_per_sec > 0
-'''
+CONFTEST = fake_run_conftest(OMP_PASSIVE_2X, extra=CALLS_AND_ORDER)
 
 
 @pytest.fixture
-def ourtester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """pytester with the synthetic-job conftest, isolated from BPSPERF_* and CI variables outside."""
-    import os
-
-    for key in list(os.environ):
-        if key.startswith("BPSPERF_"):
-            monkeypatch.delenv(key)
-    # Under GitHub Actions the plugin appends to the job summary: not from these inner runs.
-    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
-    # pytest prints full (untruncated) summaries when CI is set: keep inner output the same everywhere
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("BUILD_NUMBER", raising=False)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    pytester.makeconftest(CONFTEST)
-    return pytester
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("-p", "no:cacheprovider", *args)
+def fake_run() -> str:
+    """This module's runs: ``CONFTEST`` (ourtester writes it)."""
+    return CONFTEST
 
 
 def calls(pytester: pytest.Pytester) -> list:

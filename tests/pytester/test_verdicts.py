@@ -2,11 +2,11 @@
 
 No distributed run here: the pytester project implements the public hook
 ``pytest_bpsperf_run`` and returns finished job outputs from synthetic step
-timings. ``FAKE_SPEED`` scales throughput (1.0 is what the baseline is recorded
-at); each repeat differs by about 1% (``FAKE_NOISY=1``: 40%, ``FAKE_JITTER``:
-any), so that the recorded baselines have a known, small noise. The fake has
-no between-session noise, so the tests pin a small ``session_spread`` unless
-they test the assumed one.
+timings, in the overlapped timing. ``FAKE_SPEED`` scales throughput (1.0 is
+what the baseline is recorded at); each repeat differs by about 1%
+(``FAKE_NOISY=1``: 40%, ``FAKE_JITTER``: any), so that the recorded baselines
+have a known, small noise. The fake has no between-session noise, so the tests
+pin a small ``session_spread`` unless they test the assumed one.
 """
 
 from __future__ import annotations
@@ -23,31 +23,18 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from helpers.fakes import GATED_TEST, fake_run_conftest
 
-CONFTEST = '''
+#: The speed of a run, from the environment (see above), and the single-process img/s (FAKE_SINGLE).
+SCENARIO = '''
 import os
 
-from pytest_bpsperf.judge.records import RunOutput, RoleOutcome
-from pytest_bpsperf.judge.job import worker_records_from
-
-#: relative throughput of each trick (so the two entries differ)
-TRICK_SPEED = {"omp-passive": 1.25}
 #: per-repeat deviation, in units of the jitter: repeat 1, 2, 3, ...
 DEVIATION = (0.0, 1.0, -1.0)
-
-
-def _steps(n, step_s):
-    out = [{"total_s": step_s * 8, "compute_s": step_s * 4, "sync_s": step_s * 4}]
-    for i in range(1, n):
-        t = step_s * (1.02 if i % 2 else 0.98)
-        out.append({"total_s": t, "compute_s": t * 0.6, "sync_s": t * 0.4})
-    return out
-
-
 CALLS = {}
 
 
-def pytest_bpsperf_run(config, spec):
+def scenario(config, spec):
     jitter = 0.4 if os.environ.get("FAKE_NOISY") == "1" else float(os.environ.get("FAKE_JITTER", "0.01"))
     speed = float(os.environ.get("FAKE_SPEED", "1.0"))
     # FAKE_SLOW_CALLS=N: the first N jobs of each trick are an unlucky 40% slower
@@ -55,32 +42,18 @@ def pytest_bpsperf_run(config, spec):
     if CALLS[spec.trick.name] <= int(os.environ.get("FAKE_SLOW_CALLS", "0")):
         speed *= 0.6
     speed *= 1.0 + jitter * DEVIATION[spec.repeat % len(DEVIATION)]
-    speed *= TRICK_SPEED.get(spec.trick.name, 1.0)
-    s = spec.settings
-    workers = tuple(
-        worker_records_from(f"worker-{i}", _steps(s.steps, 0.25 / speed), s.batch_size, node=f"node-{i}")
-        for i in range(s.workers)
-    )
-    roles = tuple(RoleOutcome(w.name, "worker", w.node, 0, spec.log_dir + "/" + w.name + ".log")
-                  for w in workers)
+    return speed
+
+
+def single_img_per_sec(config, spec):
     # FAKE_SINGLE: the single-process img/s of this session (scaling reference)
-    single = float(os.environ["FAKE_SINGLE"]) if os.environ.get("FAKE_SINGLE") else None
-    return RunOutput(workers=workers, roles=roles, bringup_s=1.0, teardown_s=0.5, wall_s=8.0,
-                     log_dir=spec.log_dir, topology={"workers": s.workers, "worker_processes": s.workers},
-                     backend="mxnet", single_img_per_sec=single)
+    return float(os.environ["FAKE_SINGLE"]) if os.environ.get("FAKE_SINGLE") else None
 '''
 
-PERF_TEST = '''
-import pytest
+#: omp-passive at 1.25x the default trick's throughput (so the two entries differ)
+CONFTEST = fake_run_conftest({"omp-passive": 1.25}, step_s=0.25, wobble=0.02, extra=SCENARIO)
 
-pytestmark = pytest.mark.perf
-
-
-@pytest.mark.bpsperf_tricks("default", "omp-passive")
-def test_x(bpsperf_train):
-    result = bpsperf_train()
-    result.assert_within_baseline()
-'''
+PERF_TEST = GATED_TEST
 
 #: the same test, but with its own tolerance
 TOLERANT_TEST = PERF_TEST.replace("def test_x", '@pytest.mark.bpsperf(tolerance="50%")\ndef test_x')
@@ -98,22 +71,15 @@ PINNED = ("--bpsperf-steps=12", "--bpsperf-batch-size=8", "--bpsperf-image-size=
 
 
 @pytest.fixture
-def ourtester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """pytester with the synthetic-job conftest and a perf test, isolated from the outer environment."""
-    for key in list(os.environ):
-        if key.startswith(("BPSPERF_", "GITHUB_")):
-            monkeypatch.delenv(key)
-    monkeypatch.delenv("FAKE_SPEED", raising=False)
-    monkeypatch.delenv("FAKE_NOISY", raising=False)
-    monkeypatch.delenv("FAKE_SLOW_CALLS", raising=False)
-    monkeypatch.delenv("FAKE_JITTER", raising=False)
-    monkeypatch.delenv("FAKE_SINGLE", raising=False)
-    # pytest prints full (untruncated) summaries when CI is set: keep inner output the same everywhere
-    monkeypatch.delenv("CI", raising=False)
-    monkeypatch.delenv("BUILD_NUMBER", raising=False)
-    pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_x=PERF_TEST)
-    return pytester
+def fake_run() -> str:
+    """This module's runs: ``CONFTEST`` (ourtester writes it)."""
+    return CONFTEST
+
+
+@pytest.fixture(autouse=True)
+def perf_test(ourtester: pytest.Pytester) -> None:
+    """Every test here runs the project's perf test ``PERF_TEST``, unless it writes another."""
+    ourtester.makepyfile(test_x=PERF_TEST)
 
 
 def baselines_dir(pytester: pytest.Pytester) -> Path:
