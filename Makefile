@@ -1,11 +1,12 @@
-# Quick start: `make perf` runs the perf suite, `make test` runs the plugin's tests.
+# Quick start: `make perf` runs the perf suite, `make test` runs the plugin's tests (fastest first),
+# `make test-unit` only tests/unit (seconds), `make test-fast` all but the end-to-end runs (no Ray).
 # Both set up .venv first (Python packages, and the BytePS server built from source).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.bpsperf-setup
 
-.PHONY: setup perf test docs clean-venv
+.PHONY: setup perf test test-unit test-fast docs clean-venv
 
 $(STAMP): pyproject.toml scripts/install-byteps-server.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,7 +21,13 @@ perf: setup
 	$(PY) -m pytest -m perf $(ARGS)
 
 test: setup
-	$(PY) -m pytest tests $(ARGS)
+	$(PY) -m pytest tests/unit tests/pytester tests/e2e $(ARGS)
+
+test-unit: setup
+	$(PY) -m pytest tests/unit $(ARGS)
+
+test-fast: setup
+	$(PY) -m pytest -m "not e2e" tests $(ARGS)
 
 # The docs site into site/ (MkDocs, warnings as errors), its reference pages written first.
 docs: setup

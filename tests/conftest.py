@@ -1,3 +1,5 @@
+"""The plugin's own tests: tests/unit (seconds), tests/pytester (inner sessions, no Ray), tests/e2e (real runs)."""
+
 import os
 
 # Ray decides at import whether a local cluster stays on loopback; tests that
@@ -10,3 +12,8 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 pytest_plugins = ["pytester"]
+
+
+def pytest_configure(config):
+    # tests/e2e/conftest.py marks every test of its folder (-m "not e2e" leaves them out)
+    config.addinivalue_line("markers", "e2e: starts Ray, MXNet, BytePS or role processes (tests/e2e; minutes)")

@@ -1,0 +1,33 @@
+"""The GPU smoke check's parts that need no GPU, run here as they run on an accelerator machine."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.paths import ROOT
+
+SCRIPT = ROOT / "scripts" / "gpu_smoke.py"
+
+
+@pytest.mark.skipif(not (Path(sys.executable).parent / "bpslaunch").exists(),
+                    reason="needs bpslaunch: scripts/install-byteps-server.sh installs it")
+def test_cpu_parts_of_the_gpu_smoke_check(tmp_path):
+    out = tmp_path / "facts.json"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--cpu-only", "--out", str(out)], capture_output=True,
+                          text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    facts = json.loads(out.read_text())
+    assert facts["machine"]["python"] and "cores" in facts["machine"]
+    plan = facts["plugin"]["byteps_plan"]
+    # a single GPU machine's defaults plan one worker node with all its GPUs
+    assert plan["ok"] and plan["workers"] == 1
+    assert plan["worker_env"][0]["CUDA_VISIBLE_DEVICES"] == "0" and plan["worker_env"][0]["BYTEPS_LOCAL_SIZE"]
+    launch = facts["bpslaunch"]
+    assert launch["exit"] == 0 and [r["steps"] for r in launch["ranks"]] == [6, 6]
+    assert launch["max_steps_seen"] >= 2  # progress read from the ranks' own records while they ran
+    assert all(r["pinning"] for r in launch["ranks"])
+    assert "role_gpu" not in facts and facts["seconds"] < 200

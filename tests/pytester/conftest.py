@@ -1,0 +1,60 @@
+"""Fixtures of the suites that run pytest on a project whose runs are fed (``pytest_bpsperf_run``, no Ray).
+
+- ``ourtester``: ``pytester`` cleared of the outer environment that would change an
+  inner session, with the ``fake_run`` fixture's source as its conftest.py;
+- ``fake_run``: that source, by default runs in the overlapped timing
+  (:func:`helpers.fakes.fake_run_conftest`); a module overrides it with a
+  fixture of the same name when its runs differ;
+- ``results`` / ``breakdown_results``: a results file the plugin wrote, in each timing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from helpers.fakes import MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
+
+#: Outer variables an inner session must not see: the plugin's settings (BPSPERF_*), GitHub
+#: Actions (the job summary, annotations), the fakes' own knobs (FAKE_*), and CI / BUILD_NUMBER
+#: (pytest prints untruncated summaries when they are set).
+ISOLATED_PREFIXES = ("BPSPERF_", "GITHUB_", "FAKE_")
+ISOLATED = ("CI", "BUILD_NUMBER")
+
+
+@pytest.fixture
+def fake_run() -> str:
+    """The conftest.py ``ourtester`` writes: fed runs in the default (overlapped) timing."""
+    return fake_run_conftest()
+
+
+@pytest.fixture
+def ourtester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fake_run: str) -> pytest.Pytester:
+    """pytester isolated from the outer environment, with ``fake_run`` as the project's conftest.py."""
+    for key in list(os.environ):
+        if key.startswith(ISOLATED_PREFIXES) or key in ISOLATED:
+            monkeypatch.delenv(key)
+    pytester.makeconftest(fake_run)
+    return pytester
+
+
+def _results(pytester: pytest.Pytester, timing: str) -> Path:
+    pytester.makeconftest(fake_run_conftest(OMP_PASSIVE_2X, timing=timing))
+    pytester.makepyfile(test_x=MATRIX_TEST)
+    pytester.makeini("[pytest]\nbpsperf_profile = testprof\n")
+    result = run(pytester, "--bpsperf-repeats=3", "--bpsperf-json=results.json")
+    assert result.ret == 0, result.stdout.str()
+    return pytester.path / "results.json"
+
+
+@pytest.fixture
+def results(ourtester: pytest.Pytester) -> Path:
+    """A results file of two tricks x 3 repeats, written by the plugin (overlapped timing); its path."""
+    return _results(ourtester, "overlapped")
+
+
+@pytest.fixture
+def breakdown_results(ourtester: pytest.Pytester) -> Path:
+    """The same in the breakdown timing: every step split into compute and sync; its path."""
+    return _results(ourtester, "breakdown")

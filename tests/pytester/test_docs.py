@@ -1,0 +1,148 @@
+"""The docs site: generated pages are current, every page is in the nav, links resolve, it builds.
+
+docs/configuration.md and docs/cli.md are written by scripts/reference_pages.py
+from the option table and the parsers; a committed page that differs from what
+the script writes now fails here (as tests/unit/test_layout.py does for
+docs/modules.md). The MkDocs build itself (``--strict``) runs where MkDocs is
+installed (``.ci/run`` makes ``.ci/tools``); elsewhere that test skips and says so.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import inspect
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_bpsperf.config.settings import OPTIONS, env_var, flag, ini_key
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+NEW_README = DOCS / "README-new.md"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+reference_pages = _load("reference_pages")
+module_table = _load("module_table")
+
+
+@pytest.mark.parametrize("page, make", reference_pages.PAGES, ids=[p for p, _ in reference_pages.PAGES])
+def test_generated_reference_page_is_current(page: str, make):
+    assert (ROOT / page).read_text() == make(), f"{page} is stale: run python scripts/reference_pages.py --write"
+
+
+def test_configuration_page_has_every_setting_with_all_its_spellings():
+    text = (DOCS / "configuration.md").read_text()
+    for opt in OPTIONS:
+        section = text.split(f"\n## `{opt.name}`\n", 1)[1].split("\n## ", 1)[0]
+        for spelling in (f"`{flag(opt.name)}=VALUE`", f"`{env_var(opt.name)}`", f"`{ini_key(opt.name)}`"):
+            assert spelling in section, (opt.name, spelling)
+        assert f"| accepted | {reference_pages._cell(opt.accepted)} |" in section
+        assert ("session: not per test" in section) == (not opt.per_test)
+
+
+def test_configuration_page_is_written_from_the_option_table_only():
+    source = inspect.getsource(reference_pages.configuration_page) + inspect.getsource(reference_pages.default_text)
+    imported = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert [getattr(n, "module", None) for n in imported] == ["pytest_bpsperf.config.settings"]
+    assert "open(" not in source and "read_text" not in source
+
+
+@pytest.mark.parametrize("opt", OPTIONS, ids=[o.name for o in OPTIONS])
+def test_every_default_reads_as_a_value(opt):
+    from pytest_bpsperf.config.settings import DEVICE_DEFAULTS
+
+    text = reference_pages.default_text(opt, DEVICE_DEFAULTS)
+    assert text and text not in ("None", "0.0", "True", "False"), text
+    assert not (text == "0" and "'auto'" in opt.accepted), "0 stands for auto here"
+
+
+def test_cli_page_does_not_depend_on_the_terminal_width(monkeypatch: pytest.MonkeyPatch):
+    wide = reference_pages.cli_page()
+    monkeypatch.setenv("COLUMNS", "40")
+    assert reference_pages.cli_page() == wide
+
+
+def test_cli_page_has_every_command_and_pytest_flag():
+    text = (DOCS / "cli.md").read_text()
+    for command in ("compare", "check", "baselines list", "baselines show", "baselines record", "baselines prune",
+                    "history add", "history show", "report", "export"):
+        assert f" bpsperf {command}\n" in text, command
+    for name in ("--bpsperf-json=PATH", "--bpsperf-update-baselines", "--bpsperf-list-tricks", "bpsperf_define_tricks"):
+        assert f"`{name}`" in text
+    assert "--bpsperf-steps" not in text.split("## The bpsperf command")[0].split("|---|---|", 1)[1]
+
+
+def _nav_files(nav) -> "list[str]":
+    out = []
+    for entry in nav:
+        for value in (entry.values() if isinstance(entry, dict) else [entry]):
+            out += _nav_files(value) if isinstance(value, list) else [value]
+    return out
+
+
+def _mkdocs_config() -> dict:
+    yaml = pytest.importorskip("yaml")
+    return yaml.safe_load((ROOT / "mkdocs.yml").read_text())
+
+
+def test_every_page_is_in_the_nav_and_every_nav_entry_exists():
+    config = _mkdocs_config()
+    nav = _nav_files(config["nav"])
+    excluded = set(config["exclude_docs"].split())
+    pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")} - excluded
+    assert sorted(nav) == sorted(pages)
+    assert "modules.md" in nav and "configuration.md" in nav and "cli.md" in nav
+    for required in ("tutorial.md", "method.md", "clusters.md", "backends.md", "faults.md", "ci.md"):
+        assert required in nav
+
+
+def _relative_links(text: str) -> "list[str]":
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    return [link for link in links if not re.match(r"[a-z]+:", link) and not link.startswith("#")]
+
+
+def test_new_readme_is_short_keeps_the_quick_start_and_its_links_resolve():
+    text = NEW_README.read_text()
+    assert len(text.splitlines()) <= 200
+    assert "```\nmake perf\nmake test\n```" in text
+    for section in ("## Install", "## Quick start", "## A perf test", "## Gating a pull request"):
+        assert section in text
+    assert "[mxnet]" in text and "**Compatibility:**" in text
+    for link in _relative_links(text):
+        assert (ROOT / link.split("#")[0]).exists(), link  # as from the repository root, where it goes
+    # scripts/module_table.py keeps README's folder table: the new README has it, current
+    assert module_table.spliced(text, module_table.folder_table(), "docs/README-new.md") == text, \
+        "docs/README-new.md's folder table is stale: copy it from README.md (scripts/module_table.py --write)"
+
+
+def test_docs_mention_how_to_turn_the_plugin_off():
+    assert "-p no:bpsperf" in (DOCS / "install.md").read_text()
+
+
+def _mkdocs() -> "str | None":
+    local = ROOT / ".ci" / "tools" / "bin" / "mkdocs"
+    return os.environ.get("BPSPERF_MKDOCS") or (str(local) if local.exists() else shutil.which("mkdocs"))
+
+
+def test_the_site_builds_with_warnings_as_errors(tmp_path: Path):
+    mkdocs = _mkdocs()
+    if mkdocs is None:
+        pytest.skip("no mkdocs: .ci/run makes .ci/tools (python3 -m venv .ci/tools && .ci/tools/bin/pip install -r "
+                    "docs/requirements.txt)")
+    proc = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (tmp_path / "site" / "configuration" / "index.html").exists()

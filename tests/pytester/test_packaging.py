@@ -1,0 +1,169 @@
+"""What installs with the package, and two MXNet builds in one interpreter.
+
+The core dependencies are what the pytest process and the ``bpsperf`` command
+import; MXNet, gluoncv and BytePS are imported only where roles run, and come
+from the ``mxnet`` extra (CPU) or from the GPU node itself. Two distributions
+that both provide the ``mxnet`` package are a usage error naming both: tested
+with real (tiny) distributions' metadata in a temporary directory on the path.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_bpsperf.remote.preflight import PreflightError, check_interpreter, distributions_providing, mxnet_conflict
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "pytest_bpsperf"
+
+#: import name -> the distribution that provides it, for what the package imports
+PROVIDER = {"pytest": "pytest", "_pytest": "pytest", "pytest_benchmark": "pytest-benchmark", "ray": "ray",
+            "jsonschema": "jsonschema", "matplotlib": "matplotlib", "mxnet": "mxnet", "gluoncv": "gluoncv",
+            "byteps": "byteps"}
+#: imported only by code that runs as (or probes for) a role, on the node that hosts it
+ROLE_ONLY = {"mxnet", "gluoncv", "byteps"}
+
+
+def _project() -> dict:
+    tomllib = pytest.importorskip("tomllib")
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _names(requirements: "list[str]") -> "set[str]":
+    return {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower() for r in requirements}
+
+
+def _third_party_imports() -> "dict[str, set[str]]":
+    """Top-level name -> the package modules (relative paths) that import it, in or out of functions."""
+    stdlib = getattr(sys, "stdlib_module_names", None)
+    if stdlib is None:
+        pytest.skip("sys.stdlib_module_names needs Python 3.10")
+    found: "dict[str, set[str]]" = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top not in stdlib and top not in ("__future__", "pytest_bpsperf"):
+                    found.setdefault(top, set()).add(str(path.relative_to(PACKAGE)))
+    return found
+
+
+def test_core_dependencies_are_what_the_pytest_process_and_the_cli_import():
+    imports = _third_party_imports()
+    unknown = sorted(set(imports) - set(PROVIDER))
+    assert not unknown, f"imported but not in PROVIDER (declare it, then add it here): {unknown}"
+    core = _names(_project()["dependencies"])
+    needed = {PROVIDER[name] for name in imports if name not in ROLE_ONLY}
+    assert needed <= core, f"imported outside roles but not a core dependency: {sorted(needed - core)}"
+    for name in ROLE_ONLY & set(imports):
+        outside = sorted(m for m in imports[name] if not m.startswith(("remote/", "backends/")))
+        assert not outside, f"{name} is imported outside role code (remote/, backends/): {outside}"
+
+
+def test_the_mxnet_stack_is_an_extra_and_not_a_core_dependency():
+    project = _project()
+    core = _names(project["dependencies"])
+    assert not core & {"mxnet", "numpy", "gluoncv", "byteps"}
+    assert _names(project["optional-dependencies"]["mxnet"]) == {"mxnet", "numpy", "gluoncv"}
+    assert "mxnet==1.9.1" in project["optional-dependencies"]["mxnet"]
+    assert "numpy<1.24" in project["optional-dependencies"]["mxnet"]
+    assert re.search(r'"ray>=[0-9.]+,<3"', (ROOT / "pyproject.toml").read_text()), \
+        ".ci/run and tests/test_dependency_floors.py read the Ray floor in this spelling"
+
+
+def test_license_file_is_the_apache_license_the_metadata_names():
+    project = _project()
+    assert project["license"] == "Apache-2.0"
+    assert project["license-files"] == ["LICENSE"]
+    text = (ROOT / "LICENSE").read_text()
+    assert text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert "END OF TERMS AND CONDITIONS" in text
+
+
+def _dist(where: Path, name: str, version: str, *, top_level: "str | None" = None,
+          files: "tuple[str, ...]" = ()) -> Path:
+    """A tiny installed distribution: its .dist-info (METADATA, and top_level.txt or a RECORD)."""
+    info = where / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    if top_level is not None:
+        (info / "top_level.txt").write_text(top_level + "\n")
+    (info / "RECORD").write_text("".join(f"{f},,\n" for f in files) + f"{info.name}/METADATA,,\n")
+    return info
+
+
+@pytest.fixture
+def two_mxnets(tmp_path: Path) -> Path:
+    """The CPU mxnet (top_level.txt) and mxnet-cu112 (only a RECORD) side by side, as pip leaves them."""
+    site = tmp_path / "site"
+    _dist(site, "mxnet", "1.9.1", top_level="dmlc_tracker\nmxnet")
+    _dist(site, "mxnet-cu112", "1.9.1", files=("mxnet/__init__.py", "mxnet/libmxnet.so", "../../bin/im2rec.py"))
+    _dist(site, "gluoncv", "0.10.5", top_level="gluoncv")
+    return site
+
+
+def test_distributions_providing_reads_top_level_and_record(two_mxnets: Path):
+    found = distributions_providing("mxnet", [str(two_mxnets)])
+    assert [(name, version) for name, version, _ in found] == [("mxnet", "1.9.1"), ("mxnet-cu112", "1.9.1")]
+    assert all(where == str(two_mxnets) for _, _, where in found)
+    assert distributions_providing("gluoncv", [str(two_mxnets)])[0][0] == "gluoncv"
+    assert distributions_providing("bin", [str(two_mxnets)]) == []
+
+
+def test_two_mxnet_distributions_are_named_both(two_mxnets: Path):
+    message = mxnet_conflict([str(two_mxnets)])
+    assert message is not None
+    assert "mxnet 1.9.1 (in " in message and "mxnet-cu112 1.9.1 (in " in message
+    assert "pip uninstall" in message and "[mxnet] extra" in message
+
+
+def test_one_mxnet_or_one_found_twice_is_no_conflict(tmp_path: Path):
+    _dist(tmp_path / "a", "mxnet", "1.9.1", top_level="mxnet")
+    assert mxnet_conflict([str(tmp_path / "a")]) is None
+    _dist(tmp_path / "b", "MXNet", "1.9.1", top_level="mxnet")  # the same distribution in another directory
+    assert mxnet_conflict([str(tmp_path / "a"), str(tmp_path / "b")]) is None
+    assert mxnet_conflict([str(tmp_path / "empty")]) is None
+
+
+def test_role_preflight_refuses_an_interpreter_with_two_mxnets(two_mxnets: Path):
+    # the real preflight subprocess, with the fake distributions first on the roles' import path
+    with pytest.raises(PreflightError) as info:
+        check_interpreter(None, [str(two_mxnets)], None, ["mxnet"], timeout=120)
+    assert "mxnet-cu112 1.9.1" in str(info.value) and "mxnet 1.9.1" in str(info.value)
+
+
+def test_role_preflight_does_not_look_where_no_role_imports_mxnet(two_mxnets: Path):
+    found = check_interpreter(None, [str(two_mxnets)], None, [], timeout=120)
+    assert found["problems"] == []
+
+
+def test_embedded_session_with_two_mxnets_is_a_usage_error(pytester: pytest.Pytester, two_mxnets: Path,
+                                                           monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(two_mxnets))
+    # an entry point of its own: no gluoncv needed, and nothing is trained (the error comes first)
+    pytester.makepyfile(mymodel="def build(ctx):\n    raise AssertionError('never built')\n")
+    pytester.makepyfile(test_perf=textwrap.dedent("""
+        import pytest
+
+        pytestmark = pytest.mark.perf
+
+
+        def test_train(bpsperf_train):
+            bpsperf_train()
+    """))
+    result = pytester.runpytest("-p", "no:cacheprovider", "--bpsperf-entry=mymodel:build")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "cannot run the roles" in err and "mxnet 1.9.1" in err and "mxnet-cu112 1.9.1" in err

@@ -1,0 +1,582 @@
+"""The pytest layer: options, markers, parametrization, fixtures, reports.
+
+No distributed run here: the pytester projects implement the plugin's public
+hook ``pytest_bpsperf_run`` and return finished job outputs built from
+synthetic step timings in the overlapped timing (omp-passive runs 2x faster
+than the default trick); each run says what it was asked in calls.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers.fakes import MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
+
+#: Each run writes what it was asked to calls.jsonl; the session writes the tests' order to order.txt.
+CALLS_AND_ORDER = '''
+import json
+
+import pytest  # for the hooks some tests append
+
+ORDER = []
+
+
+def scenario(config, spec):
+    s = spec.settings
+    with open(config.rootpath / "calls.jsonl", "a") as fh:
+        fh.write(json.dumps({
+            "nodeid": spec.nodeid, "test": spec.test, "trick": spec.trick.name,
+            "env": {r: dict(v) for r, v in spec.trick.env.items()},
+            "extra_servers": spec.trick.extra_servers_per_node, "repeat": spec.repeat,
+            "steps": s.steps, "batch_size": s.batch_size, "origins": dict(s.origins),
+        }) + "\\n")
+    return 1.0
+
+
+def pytest_runtest_call(item):
+    ORDER.append(item.name)
+
+
+def pytest_sessionfinish(session):
+    (session.config.rootpath / "order.txt").write_text("\\n".join(ORDER))
+'''
+
+CONFTEST = fake_run_conftest(OMP_PASSIVE_2X, extra=CALLS_AND_ORDER)
+
+
+@pytest.fixture
+def fake_run() -> str:
+    """This module's runs: ``CONFTEST`` (ourtester writes it)."""
+    return CONFTEST
+
+
+def calls(pytester: pytest.Pytester) -> list:
+    path = pytester.path / "calls.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def order(pytester: pytest.Pytester) -> list:
+    return (pytester.path / "order.txt").read_text().splitlines()
+
+
+# --- help and markers -----------------------------------------------------------------------
+
+
+def test_help_shows_group_options_and_ini_keys(ourtester):
+    result = run(ourtester, "--help")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "*distributed-training performance tests (pytest-bpsperf)*",
+            "*--bpsperf-backend=VALUE*",
+            "*--bpsperf-steps=VALUE*",
+            "*--bpsperf-tolerance=VALUE*",
+            "*--bpsperf-json=PATH*",
+            "*--bpsperf-markdown=PATH*",
+        ]
+    )
+    out = result.stdout.str()
+    for text in ("--bpsperf-tricks", "--bpsperf-repeats", "--bpsperf-ray-address", "BPSPERF_STEPS",
+                 "10% or 0.1", "bpsperf_steps", "bpsperf_define_tricks"):
+        assert text in out
+
+
+def test_markers_are_registered(ourtester):
+    result = run(ourtester, "--markers")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "@pytest.mark.perf:*",
+            "@pytest.mark.bpsperf(**settings):*",
+            "@pytest.mark.bpsperf_tricks(*names):*",
+        ]
+    )
+
+
+def test_strict_markers_accepts_plugin_markers(ourtester):
+    ourtester.makepyfile(MATRIX_TEST)
+    result = run(ourtester, "--strict-markers", "--collect-only", "-q")
+    assert result.ret == 0
+
+
+def test_list_tricks(ourtester):
+    ourtester.makeini("[pytest]\nbpsperf_define_tricks =\n    omp-4: worker:OMP_NUM_THREADS=4 -- four threads\n")
+    result = run(ourtester, "--bpsperf-list-tricks")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["default *built-in*", "omp-4 *ini key bpsperf_define_tricks*four threads",
+                                 "omp-passive *built-in*OMP_WAIT_POLICY*"])
+
+
+# --- invalid settings are usage errors --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, option, value",
+    [
+        (["--bpsperf-steps=2"], "'steps'", "'2'"),
+        (["--bpsperf-workers", "none"], "'workers'", "'none'"),
+        (["--bpsperf-backend=tf"], "'backend'", "'tf'"),
+        (["--bpsperf-tolerance=120%"], "'tolerance'", "'120%'"),
+        (["--bpsperf-ray-address=headnode"], "'ray_address'", "'headnode'"),
+        (["--bpsperf-timeout=-1"], "'timeout'", "'-1'"),
+    ],
+)
+def test_invalid_cli_value_is_usage_error(ourtester, args, option, value):
+    ourtester.makepyfile(MATRIX_TEST)
+    result = run(ourtester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    flag = args[0].split("=")[0]
+    assert option in err and value in err
+    assert f"command line option {flag}" in err
+    assert calls(ourtester) == []
+
+
+@pytest.mark.parametrize(
+    "var, raw, option",
+    [("BPSPERF_WORKERS", "0", "'workers'"), ("BPSPERF_STEPS", "many", "'steps'"),
+     ("BPSPERF_OMP_THREADS", "-2", "'omp_threads'"), ("BPSPERF_REPEATS", "0", "'repeats'")],
+)
+def test_invalid_env_value_is_usage_error(ourtester, monkeypatch, var, raw, option):
+    monkeypatch.setenv(var, raw)
+    result = run(ourtester, "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert option in err and repr(raw) in err
+    assert f"environment variable {var}" in err
+
+
+def test_invalid_ini_value_is_usage_error(ourtester):
+    ini = ourtester.makeini("[pytest]\nbpsperf_batch_size = 0\n")
+    result = run(ourtester, "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "'batch_size'" in err and "'0'" in err
+    assert f"ini key bpsperf_batch_size in {ini}" in err
+
+
+def test_invalid_pyproject_value_is_usage_error(ourtester):
+    path = ourtester.makepyprojecttoml("[tool.pytest.ini_options]\nbpsperf_tolerance = '0%'\n")
+    result = run(ourtester, "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "'tolerance'" in err and "'0%'" in err
+    assert f"ini key bpsperf_tolerance in {path}" in err
+
+
+def test_cli_value_hides_invalid_env_value(ourtester, monkeypatch):
+    monkeypatch.setenv("BPSPERF_STEPS", "nope")
+    ourtester.makepyfile(MATRIX_TEST)
+    result = run(ourtester, "--bpsperf-steps=6", "--collect-only", "-q")
+    assert result.ret == 0
+
+
+def test_bad_trick_definition_in_ini_is_usage_error(ourtester):
+    ini = ourtester.makeini("[pytest]\nbpsperf_define_tricks =\n    broken definition\n")
+    result = run(ourtester, "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "'broken definition'" in err
+    assert f"bpsperf_define_tricks in {ini}" in err
+
+
+def test_user_trick_clashing_with_builtin_is_usage_error(ourtester):
+    ourtester.makeini("[pytest]\nbpsperf_define_tricks =\n    omp-passive: worker:OMP_WAIT_POLICY=ACTIVE\n")
+    result = run(ourtester, "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "'omp-passive'" in result.stderr.str() and "already defined" in result.stderr.str()
+
+
+# --- collection ids and order -------------------------------------------------------------------
+
+
+def test_marker_parametrizes_over_tricks(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, "--collect-only", "-q")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["test_x.py::test_x[[]default[]]", "test_x.py::test_x[[]omp-passive[]]", "",
+                                 "2 tests collected*"])
+
+
+def test_without_marker_a_perf_test_runs_baseline(ourtester):
+    ourtester.makepyfile(test_x="def test_x(bpsperf_train):\n    assert bpsperf_train().trick == 'default'\n")
+    result = run(ourtester, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["test_x.py::test_x[[]default[]]"])
+    assert run(ourtester).ret == 0
+
+
+def test_cli_tricks_override_marker(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, "--collect-only", "-q", "--bpsperf-tricks", "omp-passive+extra-servers")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["test_x.py::test_x[[]omp-passive+extra-servers[]]", "", "1 test collected*"])
+    assert "[default]" not in result.stdout.str()
+
+
+def test_env_tricks_override_marker_but_ini_does_not(ourtester, monkeypatch):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    ourtester.makeini("[pytest]\nbpsperf_tricks = extra-servers\n")
+    result = run(ourtester, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["test_x.py::test_x[[]default[]]", "test_x.py::test_x[[]omp-passive[]]"])
+    monkeypatch.setenv("BPSPERF_TRICKS", "extra-servers,default")
+    result = run(ourtester, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["test_x.py::test_x[[]extra-servers[]]", "test_x.py::test_x[[]default[]]"])
+
+
+def test_ini_tricks_apply_to_tests_without_marker(ourtester):
+    ourtester.makepyfile(test_y="def test_y(bpsperf_train):\n    bpsperf_train()\n")
+    ourtester.makeini("[pytest]\nbpsperf_tricks = default,extra-servers\n")
+    result = run(ourtester, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["test_y.py::test_y[[]default[]]", "test_y.py::test_y[[]extra-servers[]]"])
+
+
+def test_unknown_cli_trick_is_usage_error_listing_known_tricks(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, "--collect-only", "--bpsperf-tricks", "omp-pasive")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "unknown trick 'omp-pasive'" in err
+    assert "command line option --bpsperf-tricks" in err
+    assert "known tricks: default, extra-servers, omp-passive" in err
+
+
+def test_unknown_marker_trick_is_an_error_listing_known_tricks(ourtester):
+    ourtester.makepyfile(test_x="import pytest\n@pytest.mark.bpsperf_tricks('default', 'nope')\n"
+                                "def test_x(bpsperf_train):\n    bpsperf_train()\n")
+    result = run(ourtester)
+    assert result.ret != 0
+    out = result.stdout.str()
+    assert "unknown trick 'nope'" in out
+    assert "@pytest.mark.bpsperf_tricks on test_x.py::test_x" in out
+    assert "known tricks: default, extra-servers, omp-passive" in out
+    assert calls(ourtester) == []
+
+
+def test_duplicate_trick_in_marker_is_an_error(ourtester):
+    ourtester.makepyfile(test_x="import pytest\n@pytest.mark.bpsperf_tricks('default', 'default')\n"
+                                "def test_x(bpsperf_train):\n    bpsperf_train()\n")
+    result = run(ourtester, "--collect-only")
+    assert result.ret != 0
+    assert "names a trick twice" in result.stdout.str()
+
+
+def test_repeats_give_ids_and_interleaved_order(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, "--collect-only", "-q", "--bpsperf-repeats", "2")
+    result.stdout.fnmatch_lines([
+        "test_x.py::test_x[[]default-r1[]]",
+        "test_x.py::test_x[[]omp-passive-r1[]]",
+        "test_x.py::test_x[[]default-r2[]]",
+        "test_x.py::test_x[[]omp-passive-r2[]]",
+    ])
+    result = run(ourtester, "--bpsperf-repeats", "2", "-v")
+    result.assert_outcomes(passed=4)
+    assert order(ourtester) == [
+        "test_x[default-r1]", "test_x[omp-passive-r1]", "test_x[default-r2]", "test_x[omp-passive-r2]",
+    ]
+    assert [(c["trick"], c["repeat"]) for c in calls(ourtester)] == [
+        ("default", 0), ("omp-passive", 0), ("default", 1), ("omp-passive", 1),
+    ]
+
+
+def test_interleaving_restores_order_of_shuffled_items(ourtester):
+    # Another plugin reorders first (e.g. grouping by repeat); the runs must still alternate.
+    ourtester.makeconftest(CONFTEST + '''
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    items.reverse()
+''')
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, "--bpsperf-repeats=3")
+    result.assert_outcomes(passed=6)
+    assert order(ourtester) == [
+        "test_x[default-r1]", "test_x[omp-passive-r1]", "test_x[default-r2]", "test_x[omp-passive-r2]",
+        "test_x[default-r3]", "test_x[omp-passive-r3]",
+    ]
+
+
+def test_interleaving_keeps_other_tests_in_place(ourtester):
+    ourtester.makepyfile(
+        test_x=MATRIX_TEST + "\n\ndef test_plain():\n    pass\n\n\n"
+        "@pytest.mark.bpsperf_tricks('extra-servers', 'default')\n"
+        "def test_z(bpsperf_train):\n    bpsperf_train()\n"
+    )
+    result = run(ourtester, "--bpsperf-repeats=2")
+    result.assert_outcomes(passed=9)
+    assert order(ourtester) == [
+        "test_x[default-r1]", "test_x[omp-passive-r1]", "test_x[default-r2]", "test_x[omp-passive-r2]",
+        "test_plain",
+        "test_z[extra-servers-r1]", "test_z[default-r1]", "test_z[extra-servers-r2]", "test_z[default-r2]",
+    ]
+
+
+# --- user-defined tricks ------------------------------------------------------------------------
+
+
+def test_ini_defined_trick_is_selectable_and_reaches_the_job(ourtester):
+    ourtester.makeini(
+        "[pytest]\nbpsperf_define_tricks =\n"
+        "    omp-4: server,worker:OMP_NUM_THREADS=4 -- four OpenMP threads\n"
+        "    more: extra_servers=2\n"
+    )
+    ourtester.makepyfile(test_x="""
+import pytest
+
+@pytest.mark.bpsperf_tricks("omp-4", "omp-4+omp-passive", "more")
+def test_x(bpsperf_train, bpsperf_trick):
+    result = bpsperf_train()
+    assert result.spec.trick is bpsperf_trick
+""")
+    result = run(ourtester)
+    result.assert_outcomes(passed=3)
+    seen = {c["trick"]: c for c in calls(ourtester)}
+    assert seen["omp-4"]["env"] == {"server": {"OMP_NUM_THREADS": "4"}, "worker": {"OMP_NUM_THREADS": "4"}}
+    assert seen["omp-4+omp-passive"]["env"]["worker"] == {"OMP_NUM_THREADS": "4", "OMP_WAIT_POLICY": "PASSIVE"}
+    assert "scheduler" not in seen["omp-4+omp-passive"]["env"]
+    assert seen["more"]["extra_servers"] == 2
+
+
+def test_pyproject_defined_trick(ourtester):
+    ourtester.makepyprojecttoml(
+        "[tool.pytest.ini_options]\nbpsperf_define_tricks = ['kmp-0: all:KMP_BLOCKTIME=0']\n"
+    )
+    ourtester.makepyfile(test_x="def test_x(bpsperf_train):\n    bpsperf_train()\n")
+    result = run(ourtester, "--bpsperf-tricks=kmp-0")
+    result.assert_outcomes(passed=1)
+    (call,) = calls(ourtester)
+    assert call["env"] == {role: {"KMP_BLOCKTIME": "0"} for role in ("scheduler", "server", "worker")}
+
+
+def test_hook_defined_trick_is_selectable_and_reaches_the_job(ourtester):
+    ourtester.makeconftest(CONFTEST + '''
+
+from pytest_bpsperf.config.tricks import Trick
+
+
+def pytest_bpsperf_tricks(config):
+    return {"no-spin": Trick("no-spin", "spin less", env={"worker": {"GOMP_SPINCOUNT": "0"}})}
+''')
+    ourtester.makepyfile(test_x="def test_x(bpsperf_train):\n    bpsperf_train()\n")
+    result = run(ourtester, "--bpsperf-tricks", "default,no-spin+extra-servers", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_x[[]default[]] PASSED*", "*test_x[[]no-spin+extra-servers[]] PASSED*"])
+    seen = {c["trick"]: c for c in calls(ourtester)}
+    assert seen["no-spin+extra-servers"]["env"] == {"worker": {"GOMP_SPINCOUNT": "0"}}
+    assert seen["no-spin+extra-servers"]["extra_servers"] == 1
+    assert seen["default"]["env"] == {}
+
+
+def test_hook_trick_with_wrong_name_is_usage_error(ourtester):
+    ourtester.makeconftest(CONFTEST + '''
+
+from pytest_bpsperf.config.tricks import Trick
+
+
+def pytest_bpsperf_tricks(config):
+    return {"alias": Trick("other")}
+''')
+    result = run(ourtester, "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "expected a Trick named 'alias'" in result.stderr.str()
+
+
+# --- reports ---------------------------------------------------------------------------------------
+
+
+def test_json_report(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, "--bpsperf-json", "out/perf.json")
+    result.assert_outcomes(passed=2)
+    path = ourtester.path / "out" / "perf.json"
+    doc = json.loads(path.read_text())
+    assert doc["schema_version"] == 2
+    assert [t["nodeid"] for t in doc["tests"]] == ["test_x.py::test_x[default]", "test_x.py::test_x[omp-passive]"]
+    for entry in doc["tests"]:
+        assert entry["img_per_sec"] > 0
+        assert set(entry["per_worker_img_per_sec"]) == {"worker-0", "worker-1"}
+        assert entry["settings"]["steps"] == 20
+        assert entry["backend"] == "mxnet"
+        assert entry["trick"] in ("default", "omp-passive")
+    by_trick = {t["trick"]: t for t in doc["tests"]}
+    assert by_trick["omp-passive"]["img_per_sec"] == pytest.approx(2 * by_trick["default"]["img_per_sec"])
+    (table,) = doc["matrix"]
+    assert table["test"] == "test_x.py::test_x"
+    rows = {r["trick"]: r for r in table["rows"]}
+    assert rows["default"]["change_vs_default_pct"] is None
+    assert rows["omp-passive"]["change_vs_default_pct"] == pytest.approx(100.0, abs=1.0)
+    assert rows["omp-passive"]["significance"]["significant"] is True
+    assert doc["failures"] == []
+    assert path.read_text() == json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    result.stdout.fnmatch_lines(["bpsperf: wrote out/perf.json"])
+    assert [p.name for p in (ourtester.path / "out").iterdir()] == ["perf.json"]
+
+
+def test_markdown_report(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, "--bpsperf-markdown", "perf.md")
+    result.assert_outcomes(passed=2)
+    md = (ourtester.path / "perf.md").read_text()
+    assert md.startswith("## bpsperf results")
+    assert "| `test_x.py::test_x[default]` |" in md
+    assert "| `test_x.py::test_x[omp-passive]` |" in md
+    assert "#### `test_x.py::test_x`" in md
+    row = next(line for line in md.splitlines() if line.startswith("| `omp-passive` |"))
+    assert "+100.0%" in row or "+99." in row
+    assert "yes (p=" in row
+
+
+def test_terminal_summary_section(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*= bpsperf =*",
+            "test_x.py::test_x[[]default[]]: * img/s (worker-0 *, worker-1 *); step *",
+            "test_x.py::test_x[[]omp-passive[]]: * img/s (worker-0 *, worker-1 *); step *",
+            "trick matrix: test_x.py::test_x (mxnet, resnet50_v2, batch 8*",
+            "trick *img/s*vs default*",
+            "default *",
+            "omp-passive * +10?.?% *yes (p=*",
+        ]
+    )
+    out = result.stdout.str()
+    summary = out[out.index("= bpsperf =") :]
+    assert sum(1 for line in summary.splitlines() if line.startswith("test_x.py::") and " img/s (" in line) == 2
+
+
+def test_no_summary_without_perf_tests(ourtester):
+    ourtester.makepyfile(test_plain="def test_a():\n    pass\n")
+    result = run(ourtester)
+    result.assert_outcomes(passed=1)
+    assert "= bpsperf =" not in result.stdout.str()
+
+
+# --- settings per test -------------------------------------------------------------------------
+
+
+def test_marker_settings_beat_the_command_line(ourtester):
+    ourtester.makepyfile(test_x="""
+import pytest
+
+@pytest.mark.bpsperf(steps=12)
+def test_marked(bpsperf_train, bpsperf_settings):
+    result = bpsperf_train()
+    assert result.spec.settings.steps == 12
+    assert bpsperf_settings.steps == 12
+    assert len(result.measurement.workers[0].step_seconds) == 12
+
+def test_unmarked(bpsperf_train):
+    assert bpsperf_train().spec.settings.steps == 7
+""")
+    result = run(ourtester, "--bpsperf-steps=7")
+    result.assert_outcomes(passed=2)
+    seen = {c["test"].split("::")[1]: c for c in calls(ourtester)}
+    assert seen["test_marked"]["steps"] == 12
+    assert seen["test_marked"]["origins"]["steps"] == "steps= of @pytest.mark.bpsperf(...) on test_x.py::test_marked[default]"
+    assert seen["test_unmarked"]["steps"] == 7
+    assert seen["test_unmarked"]["origins"]["steps"] == "command line option --bpsperf-steps"
+
+
+def test_call_arguments_beat_the_marker(ourtester):
+    ourtester.makepyfile(test_x="""
+import pytest
+
+@pytest.mark.bpsperf(steps=12, batch_size=4)
+def test_x(bpsperf_train):
+    result = bpsperf_train(steps=6)
+    assert result.spec.settings.steps == 6
+    assert result.spec.settings.batch_size == 4
+""")
+    result = run(ourtester, "--bpsperf-steps=9")
+    result.assert_outcomes(passed=1)
+    (call,) = calls(ourtester)
+    assert (call["steps"], call["batch_size"]) == (6, 4)
+    assert call["origins"]["steps"].startswith("steps= of bpsperf_train(...) in test_x.py::test_x")
+
+
+def test_marker_repeats_and_tricks_drive_parametrization(ourtester):
+    ourtester.makepyfile(test_x="""
+import pytest
+
+@pytest.mark.bpsperf(repeats=2, tricks="omp-passive")
+def test_x(bpsperf_train):
+    bpsperf_train()
+""")
+    result = run(ourtester, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["test_x.py::test_x[[]omp-passive-r1[]]", "test_x.py::test_x[[]omp-passive-r2[]]"])
+
+
+def test_invalid_call_argument_fails_naming_it(ourtester):
+    ourtester.makepyfile(test_x="def test_x(bpsperf_train):\n    bpsperf_train(steps=2)\n")
+    result = run(ourtester)
+    assert result.ret != 0
+    out = result.stdout.str() + result.stderr.str()
+    assert "'steps'" in out and "bpsperf_train(...) in test_x.py::test_x[default]" in out
+    assert calls(ourtester) == []
+
+
+def test_unknown_marker_setting_is_an_error(ourtester):
+    ourtester.makepyfile(test_x="""
+import pytest
+
+@pytest.mark.bpsperf(stepz=12)
+def test_x(bpsperf_train):
+    bpsperf_train()
+""")
+    result = run(ourtester)
+    assert result.ret != 0
+    assert "unknown setting 'stepz'" in result.stdout.str() + result.stderr.str()
+    assert calls(ourtester) == []
+
+
+# --- failures -------------------------------------------------------------------------------------
+
+
+def test_role_failure_fails_the_test_with_its_message(ourtester):
+    ourtester.makeconftest(CONFTEST + '''
+
+from pytest_bpsperf.launch.launcher import RoleFailed
+
+_original = pytest_bpsperf_run
+
+
+def pytest_bpsperf_run(config, spec):
+    if spec.trick.name == "omp-passive":
+        raise RoleFailed("role worker-1 on node-0 exited 86; last log lines: boom")
+    return _original(config, spec)
+''')
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, "-rf", "--bpsperf-json", "perf.json")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    failures = out[out.index("= FAILURES =") : out.index("= bpsperf =")]
+    assert failures.count("role worker-1 on node-0 exited 86; last log lines: boom") == 1
+    assert "During handling" not in failures
+    result.stdout.fnmatch_lines(["FAILED test_x.py::test_x[[]omp-passive[]] - Failed: role worker-1 on node-0*"])
+    result.stdout.fnmatch_lines(["test_x.py::test_x[[]omp-passive[]]: FAILED to measure: role worker-1 on node-0*"])
+    doc = json.loads((ourtester.path / "perf.json").read_text())
+    assert doc["failures"] == [{"nodeid": "test_x.py::test_x[omp-passive]",
+                                "reason": "role worker-1 on node-0 exited 86; last log lines: boom"}]
+    assert [t["trick"] for t in doc["tests"]] == ["default"]
+
+
+def test_too_few_records_fail_the_test(ourtester):
+    ourtester.makeconftest(CONFTEST + '''
+
+from pytest_bpsperf.judge.records import RunOutput as _RunOutput
+
+
+def pytest_bpsperf_run(config, spec):
+    return _RunOutput(workers=(), roles=(), bringup_s=0.0, teardown_s=0.0, wall_s=0.0, log_dir=spec.log_dir,
+                       backend="mxnet")
+''')
+    ourtester.makepyfile(test_x="def test_x(bpsperf_train):\n    bpsperf_train()\n")
+    result = run(ourtester, "-rf")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["bpsperf: test_x.py::test_x[[]default[]]: cannot measure: the run has no worker records"])
+    assert "During handling" not in result.stdout.str()

