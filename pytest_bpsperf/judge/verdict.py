@@ -19,6 +19,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+from ..config.settings import OPTIONS_BY_NAME
 from ..stats import BetweenPrior, Comparison, compare, summarize
 from ..store.entries import entry_samples, entry_sessions, latest_session
 
@@ -168,13 +169,16 @@ def decide(
     samples: Sequence[float],
     baseline: "Mapping[str, object] | None",
     tolerance: float,
-    confidence: float = 0.95,
-    session_spread: "float | None" = 0.25,
-    normalize: str = "off",
+    confidence: float = OPTIONS_BY_NAME["confidence"].default,
+    session_spread: "float | None" = OPTIONS_BY_NAME["session_spread"].default,
+    normalize: str = OPTIONS_BY_NAME["normalize"].default,
     single_img_per_sec: "float | None" = None,
     prior: "BetweenPrior | None" = None,
 ) -> Verdict:
     """Compare ``samples`` (img/s per run of this session) with ``baseline`` (a stored entry or None).
+
+    ``confidence``, ``session_spread`` and ``normalize`` default to the
+    settings' defaults (:data:`~pytest_bpsperf.config.settings.OPTIONS`).
 
     ``prior``: the spread between sessions measured elsewhere on this profile
     (:func:`pytest_bpsperf.stats.pooled_between`), pooled with the entry's
