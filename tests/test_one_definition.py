@@ -7,6 +7,7 @@ Each test here failed while the thing it checks was written twice (and had drift
 from __future__ import annotations
 
 import inspect
+import os
 
 import pytest
 
@@ -45,3 +46,143 @@ def test_paired_comparison_takes_its_last_look_from_the_caller():
     from pytest_bpsperf.stats.paired import paired_compare
 
     assert inspect.signature(paired_compare).parameters["last_look"].default is inspect.Parameter.empty
+
+
+@pytest.fixture
+def retabled(monkeypatch):
+    """Change the option table's default of some settings for one test: every default must follow."""
+    from dataclasses import replace
+
+    def change(**defaults):
+        for name, value in defaults.items():
+            monkeypatch.setitem(OPTIONS_BY_NAME, name, replace(OPTIONS_BY_NAME[name], default=value))
+
+    return change
+
+
+def _run(test: str, img_per_sec: float, **extra) -> dict:
+    """One run of a results document, as the plugin writes it, with only the settings a verdict needs."""
+    return {"key": f"{test}|default|-|-", "test": test, "trick": "default", "nodeid": f"{test}[default]",
+            "img_per_sec": img_per_sec, "settings": {"tolerance": 0.15}, **extra}
+
+
+def test_offline_verdicts_take_the_tables_defaults_for_settings_a_file_lacks(retabled):
+    from pytest_bpsperf.judge.offline import compare_results
+
+    retabled(confidence=0.9, session_spread=0.05)
+    base = {"tests": [_run("t", 100.0), _run("t", 101.0), _run("t", 99.0)]}
+    head = {"tests": [_run("t", 98.0), _run("t", 99.0)]}
+    verdicts, missing = compare_results(base, head)
+    assert missing == [] and verdicts[0].comparison.confidence == 0.9
+    assert verdicts[0].comparison.between_sd_pct == pytest.approx(5.0)
+
+
+def test_offline_baseline_records_take_the_tables_max_spread(retabled):
+    from pytest_bpsperf.judge.offline import baseline_sessions
+
+    results = {"tests": [_run("t", 100.0), _run("t", 110.0), _run("t", 90.0)]}  # spread 10%
+    assert list(baseline_sessions(results)[0]) == ["t|default|-|-"]
+    retabled(max_spread=0.05)
+    sessions, refused = baseline_sessions(results)
+    assert sessions == {} and len(refused) == 1
+
+
+def test_offline_pair_verdicts_take_the_tables_defaults(retabled):
+    from pytest_bpsperf.judge.offline import pair_verdicts
+
+    retabled(confidence=0.9, max_pairs=5, repeats=4)
+    runs = []
+    for index in range(4):
+        runs += [_run("t", 100.0 + index, arm="base", pair=index), _run("t", 99.0 + index, arm="head", pair=index)]
+    [verdict] = pair_verdicts({"base_vs_head": {"arms": {}}, "tests": runs})
+    c = verdict.comparison
+    assert (c.confidence, c.last_look, c.first_look) == (0.9, 5, 4)
+
+
+# --- 2. one decision for the plugin and the command --------------------------------------------------
+
+#: Finished runs through the plugin's public hook: FAKE_SPEED scales img/s, FAKE_SINGLE is the session's
+#: single-process img/s; the repeats differ by 1%.
+FAKE_RUNS = '''
+import os
+
+from pytest_bpsperf.judge.job import worker_records_from
+from pytest_bpsperf.judge.records import RoleOutcome, RunOutput
+
+
+def pytest_bpsperf_run(config, spec):
+    s = spec.settings
+    speed = float(os.environ.get("FAKE_SPEED", "1.0")) * (1.0 + 0.01 * (spec.repeat % 3 - 1))
+    steps = [{"total_s": 0.25 / speed}] * s.steps
+    workers = tuple(worker_records_from(f"worker-{i}", steps, s.batch_size, node=f"node-{i}")
+                    for i in range(s.workers))
+    roles = tuple(RoleOutcome(w.name, "worker", w.node, 0, os.path.join(spec.log_dir, w.name + ".log"))
+                  for w in workers)
+    single = float(os.environ["FAKE_SINGLE"]) if os.environ.get("FAKE_SINGLE") else None
+    return RunOutput(workers=workers, roles=roles, bringup_s=1.0, teardown_s=0.5, wall_s=8.0, log_dir=spec.log_dir,
+                     topology={"workers": s.workers, "worker_processes": s.workers}, backend="mxnet",
+                     single_img_per_sec=single)
+'''
+
+PERF_TEST = '''
+import pytest
+
+
+@pytest.mark.perf
+def test_x(bpsperf_train):
+    bpsperf_train().assert_within_baseline()
+'''
+
+#: the workload is pinned (a GPU machine's defaults would differ); the fake has no session effect
+PINNED = ("-p", "no:cacheprovider", "--bpsperf-profile=testprof", "--bpsperf-baselines-dir=bl", "--bpsperf-steps=12",
+          "--bpsperf-batch-size=8", "--bpsperf-image-size=32", "--bpsperf-omp-threads=2", "--bpsperf-scaling=on",
+          "--bpsperf-session-spread=1%")
+
+
+@pytest.fixture
+def fed(pytester, monkeypatch):
+    """A project whose perf test is fed finished runs, isolated from the outer environment."""
+    for key in list(os.environ):
+        if key.startswith(("BPSPERF_", "GITHUB_", "FAKE_")):
+            monkeypatch.delenv(key)
+    pytester.makeconftest(FAKE_RUNS)
+    pytester.makepyfile(test_x=PERF_TEST)
+    return pytester
+
+
+def _session(pytester, monkeypatch, speed: float, single: float, *args: str):
+    monkeypatch.setenv("FAKE_SPEED", str(speed))
+    monkeypatch.setenv("FAKE_SINGLE", str(single))
+    return pytester.runpytest(*PINNED, *args)
+
+
+def test_check_decides_a_normalized_session_as_the_plugin_did(fed, monkeypatch):
+    import json
+
+    from pytest_bpsperf.judge.offline import check_results, compare_results
+    from pytest_bpsperf.store.baselines import BaselineStore
+
+    _session(fed, monkeypatch, 1.0, 10.0, "--bpsperf-update-baselines", "--bpsperf-repeats=3",
+             "--bpsperf-json=base.json").assert_outcomes(passed=3)
+    # a day 30% slower for everything, the single process too: relative to it, nothing changed
+    result = _session(fed, monkeypatch, 0.7, 7.0, "--bpsperf-normalize=single", "--bpsperf-json=head.json")
+    result.assert_outcomes(passed=1)
+    head = json.loads((fed.path / "head.json").read_text())
+    plugin = head["tests"][-1]["verdict"]
+    assert plugin["status"] == "ok" and plugin["normalize"] == "single"
+    [checked] = check_results(head, BaselineStore(fed.path / "bl"), profile_id="testprof")
+    assert (checked.status, checked.normalize, checked.single_img_per_sec) == ("ok", "single", 7.0)
+    assert checked.comparison.change_pct == pytest.approx(plugin["change_pct"])
+    # against the earlier results file, too
+    [compared], _ = compare_results(json.loads((fed.path / "base.json").read_text()), head)
+    assert (compared.status, compared.normalize) == ("ok", "single")
+
+
+def test_baselines_recorded_from_a_results_file_keep_the_single_process_img_per_sec(fed, monkeypatch):
+    import json
+
+    from pytest_bpsperf.judge.offline import baseline_sessions
+
+    _session(fed, monkeypatch, 1.0, 10.0, "--bpsperf-repeats=3", "--bpsperf-json=r.json")
+    [(_, session)] = baseline_sessions(json.loads((fed.path / "r.json").read_text()))[0].values()
+    assert session["single_img_per_sec"] == 10.0  # as --bpsperf-update-baselines records it

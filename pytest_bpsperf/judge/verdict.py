@@ -16,11 +16,12 @@ regression, run again because the verdict is not decided yet, or stop.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping, Sequence
 
-from ..config.settings import OPTIONS_BY_NAME
+from ..config.settings import OPTIONS_BY_NAME, Settings
 from ..stats import BetweenPrior, Comparison, compare, summarize
+from ..stats.paired import MIN_PAIRS
 from ..store.entries import entry_samples, entry_sessions, latest_session
 
 OK, REGRESSION, IMPROVEMENT, NO_BASELINE = "ok", "regression", "improvement", "no-baseline"
@@ -157,6 +158,58 @@ class Verdict:
             if self.normalize == "single":
                 out["normalized_samples"] = [x / self.single_img_per_sec for x in self.samples]  # type: ignore[operator]
         return out
+
+
+@dataclass(frozen=True)
+class VerdictSettings:
+    """The settings a job's verdict is decided with: one list for the plugin and the ``bpsperf`` command.
+
+    :meth:`of` takes them from a test's settings (the plugin), :meth:`recorded`
+    from the settings a results file recorded (``bpsperf check``, ``compare``),
+    so that a setting that changes verdicts changes them in both.
+    """
+
+    tolerance: float
+    confidence: float
+    #: spread between sessions assumed while a baseline has one recorded session; None: one session
+    session_spread: "float | None"
+    normalize: str
+    #: base-vs-head: the first look comes after this many pairs (at least ``MIN_PAIRS``)
+    repeats: int
+    max_pairs: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> "VerdictSettings":
+        """The verdict settings of a test's resolved settings."""
+        return cls(**{f.name: getattr(settings, f.name) for f in fields(cls)})
+
+    @classmethod
+    def recorded(cls, values: Mapping[str, Any]) -> "VerdictSettings":
+        """The verdict settings of one run's ``settings`` in a results file; those it lacks (a file of
+        an older version) are the settings' defaults."""
+        return cls(**{f.name: values[f.name] if values.get(f.name) is not None else OPTIONS_BY_NAME[f.name].default
+                      for f in fields(cls)})
+
+    @property
+    def first_look(self) -> int:
+        """After how many pairs a base-vs-head job first decides."""
+        return max(MIN_PAIRS, int(self.repeats))
+
+
+def decide_job(*, nodeid: str, test: str, trick: str, profile_id: str, key: str, samples: Sequence[float],
+               baseline: "Mapping[str, object] | None", settings: VerdictSettings,
+               single_img_per_sec: "float | None" = None, prior: "BetweenPrior | None" = None) -> Verdict:
+    """The verdict of a job's runs against its baseline: the one decision of the plugin
+    (:meth:`pytest_bpsperf.judge.job.Job.decide`) and of ``bpsperf check``/``compare``.
+
+    ``single_img_per_sec`` is the session's single-process img/s (what
+    ``normalize=single`` divides by); ``prior`` the spread between sessions
+    measured elsewhere on the profile. See :func:`decide`.
+    """
+    return decide(nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key, samples=samples,
+                  baseline=baseline, tolerance=settings.tolerance, confidence=settings.confidence,
+                  session_spread=settings.session_spread, normalize=settings.normalize,
+                  single_img_per_sec=single_img_per_sec, prior=prior)
 
 
 def decide(
