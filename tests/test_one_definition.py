@@ -99,6 +99,30 @@ def test_offline_pair_verdicts_take_the_tables_defaults(retabled):
     assert (c.confidence, c.last_look, c.first_look) == (0.9, 5, 4)
 
 
+def test_the_commands_defaults_come_from_the_option_table(retabled):
+    from pytest_bpsperf.cli import _parser
+
+    retabled(sessions=7)
+    assert _parser().parse_args(["baselines", "record", "r.json"]).sessions == 7
+
+
+def test_one_baselines_directory_for_the_plugin_and_the_command(pytester, monkeypatch):
+    from pytest_bpsperf.cli import _parser
+    from pytest_bpsperf.config import settings
+    from pytest_bpsperf.plugin import gate_key
+
+    monkeypatch.setattr(settings, "BASELINES_DIR", "perf-baselines")
+    parse = _parser().parse_args
+    assert {parse(["check", "r.json"]).baselines_dir, parse(["report", "--out", "o"]).baselines_dir,
+            parse(["baselines", "list"]).dir, parse(["baselines", "record", "r.json"]).dir,
+            parse(["baselines", "show", "p"]).dir, parse(["baselines", "prune", "p"]).dir} == {"perf-baselines"}
+    for key in list(os.environ):
+        if key.startswith("BPSPERF_"):
+            monkeypatch.delenv(key)
+    config = pytester.parseconfigure()
+    assert config.stash[gate_key].store().directory == pytester.path / "perf-baselines"
+
+
 # --- 2. one decision for the plugin and the command --------------------------------------------------
 
 #: Finished runs through the plugin's public hook: FAKE_SPEED scales img/s, FAKE_SINGLE is the session's

@@ -82,6 +82,10 @@ class Option:
     per_test: bool = True
 
 
+#: The baselines directory when ``baselines_dir`` is not set: under the rootdir in pytest, under
+#: the working directory for the ``bpsperf`` command (see :func:`baselines_directory`).
+BASELINES_DIR = "baselines"
+
 OPTIONS: tuple = (
     Option("backend", "parameter-server backend", _backend, "auto or a registered backend: " + ", ".join(BACKENDS[1:]),
            "auto", True),
@@ -113,7 +117,7 @@ OPTIONS: tuple = (
            "empty/'local', 'auto', HOST:PORT or ray://HOST:PORT", "", False),
     Option("profile", "hardware profile name (default: detected from the hardware)", _profile_id,
            "letters, digits, '.', '_' and '-'", None, False),
-    Option("baselines_dir", "directory of the baseline files (default: baselines/ under the rootdir)", _path,
+    Option("baselines_dir", f"directory of the baseline files (default: {BASELINES_DIR}/ under the rootdir)", _path,
            "a directory path", None, False),
     Option("strict", "fail (rather than skip) tests that have no baseline or an inconclusive verdict", _switch,
            "on or off", False, False),
@@ -171,6 +175,11 @@ OPTIONS: tuple = (
 )
 
 OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
+
+
+def baselines_directory(setting: "str | None", root: str) -> str:
+    """The baselines directory: the ``baselines_dir`` setting, else :data:`BASELINES_DIR` under ``root``."""
+    return setting or os.path.join(root, BASELINES_DIR)
 
 
 @dataclass(frozen=True)
