@@ -17,7 +17,7 @@ import pytest
 from . import hooks
 from .config.settings import Settings
 from .config.tricks import Trick
-from .glue.config import SettingsPlugin, add_markers, add_options
+from .glue.config import REPORT_OPTIONS, SettingsPlugin, add_markers, add_options
 from .glue.gate import BaselineGate
 from .glue.guard import SessionGuard, under_xdist
 from .glue.pairs import PairGate
@@ -74,9 +74,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         gate.lines.append(f"baselines NOT written: {exc}")
         gate.update_failed = True
     if under_xdist(config):
-        if any(config.getoption(o) for o in ("bpsperf_json", "bpsperf_markdown", "bpsperf_benchmark_json")):
-            gate.lines.append("no report files under pytest-xdist (no process saw every run); run perf tests "
-                              "with -p no:xdist")
+        asked = [o.flag for o in REPORT_OPTIONS if config.getoption(o.dest)]
+        if asked:
+            gate.lines.append(f"no report files under pytest-xdist ({', '.join(asked)}): no process saw every "
+                              "run; run perf tests with -p no:xdist")
     else:
         reports.write_reports()
     if (gate.update_failed or reports.write_failed) and session.exitstatus in (0, pytest.ExitCode.NO_TESTS_COLLECTED):

@@ -210,3 +210,34 @@ def test_baselines_recorded_from_a_results_file_keep_the_single_process_img_per_
     _session(fed, monkeypatch, 1.0, 10.0, "--bpsperf-repeats=3", "--bpsperf-json=r.json")
     [(_, session)] = baseline_sessions(json.loads((fed.path / "r.json").read_text()))[0].values()
     assert session["single_img_per_sec"] == 10.0  # as --bpsperf-update-baselines records it
+
+
+# --- 3. one list of report options --------------------------------------------------------------------
+
+#: every option that names a file or directory the session writes at its end
+REPORTS = ["--bpsperf-json", "--bpsperf-markdown", "--bpsperf-benchmark-json", "--bpsperf-bmf",
+           "--bpsperf-github-benchmark", "--bpsperf-plots", "--bpsperf-history"]
+
+
+@pytest.mark.parametrize("option", REPORTS)
+def test_an_unwritable_report_path_is_refused_before_anything_runs(fed, option):
+    (fed.path / "plain").write_text("a file, so nothing can be made under it")
+    result = fed.runpytest("-p", "no:cacheprovider", f"{option}=plain/out")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*cannot write the report {option}=plain/out: *plain is a file*"])
+    result.stdout.no_fnmatch_line("*passed*")
+
+
+def test_the_report_options_are_one_list():
+    from pytest_bpsperf.glue.config import REPORT_OPTIONS
+
+    assert [o.flag for o in REPORT_OPTIONS] == REPORTS
+    assert {o.flag for o in REPORT_OPTIONS if o.directory} == {"--bpsperf-plots", "--bpsperf-history"}
+
+
+def test_the_xdist_notice_names_every_report_it_does_not_write(fed):
+    pytest.importorskip("xdist")
+    result = fed.runpytest_subprocess("-p", "no:cacheprovider", "-n", "1", "-m", "not perf",
+                                      "--bpsperf-bmf=bmf.json", "--bpsperf-plots=img")
+    result.stdout.fnmatch_lines(["*no report files under pytest-xdist (--bpsperf-bmf, --bpsperf-plots)*"])
+    assert not (fed.path / "bmf.json").exists()
