@@ -241,3 +241,83 @@ def test_the_xdist_notice_names_every_report_it_does_not_write(fed):
                                       "--bpsperf-bmf=bmf.json", "--bpsperf-plots=img")
     result.stdout.fnmatch_lines(["*no report files under pytest-xdist (--bpsperf-bmf, --bpsperf-plots)*"])
     assert not (fed.path / "bmf.json").exists()
+
+
+# --- 4. what a backend needs, and what auto means: said once ---------------------------------------------
+
+
+@pytest.fixture
+def cpu_backend():
+    """A backend of another plugin whose workers train on CPUs (registered for one test)."""
+    from pytest_bpsperf import backends
+    from pytest_bpsperf.backends import BackendBase, WorkerProcess
+
+    class CPUWorkers(BackendBase):
+        name = "cpu-workers"
+        needs_gpu_workers = False
+
+        def server_command(self):
+            return ("true",)
+
+        def worker_processes(self, settings, worker_id, node, gpus):
+            return (WorkerProcess(""),)
+
+        def workload_defaults(self, device):
+            return {"steps": 14, "batch_size": 3, "image_size": 48}
+
+    backends.register(CPUWorkers())
+    yield CPUWorkers.name
+    backends.unregister(CPUWorkers.name)
+
+
+@pytest.mark.parametrize("setting, value", [("dtype", "float16"), ("launch", "bpslaunch")])
+def test_what_a_backend_cannot_run_is_refused_before_ray_whatever_its_name(fed, cpu_backend, setting, value):
+    # the backend's own check (float16 needs GPU workers, bpslaunch needs BytePS), not a list of names
+    result = fed.runpytest("-p", "no:cacheprovider", f"--bpsperf-backend={cpu_backend}", f"--bpsperf-{setting}={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: bpsperf: setting '{setting}' ({value}, from command line option *"
+                                 f"backend*{cpu_backend}*"])
+
+
+@pytest.mark.parametrize("backend, values, message", [
+    ("mxnet", {"dtype": "float16"}, r"setting 'dtype' \(float16, from command line option --bpsperf-dtype\) needs "
+                                    r"GPU workers: backend mxnet trains on CPU.*FP16 gemm"),
+    ("auto", {"dtype": "float16"}, r"setting 'dtype' .*backend mxnet trains on CPU.*\(backend auto is mxnet on this "
+                                   r"machine: no GPU\)"),
+    ("mxnet", {"launch": "bpslaunch"}, r"setting 'launch' \(bpslaunch, from command line option --bpsperf-launch\) "
+                                       r".*needs backend byteps, not mxnet"),
+])
+def test_what_the_workers_cannot_run_is_refused_before_ray(backend, values, message):
+    # these were also written in config/preflight.py, with the backends' names
+    from pytest_bpsperf import backends
+    from pytest_bpsperf.config.settings import Hardware, Source, resolve
+
+    s = resolve([Source("cli", "command line", {"backend": backend, **values})], Hardware(0, 2))
+    with pytest.raises(backends.PlanError, match=message):
+        backends.check_settings(s, gpus=0)
+
+
+@pytest.mark.parametrize("backend, gpus, ray_address, launch", [
+    ("byteps", 0, "", "direct"), ("auto", 2, "", "direct"), ("auto", 0, "auto", "direct"), ("byteps", 0, "", "bpslaunch"),
+    ("auto", 0, "auto", "bpslaunch")])
+def test_what_workers_may_run_passes_before_ray(backend, gpus, ray_address, launch):
+    # auto on an existing cluster is known once resolved there: planning checks it then
+    from pytest_bpsperf import backends
+    from pytest_bpsperf.config.settings import Hardware, Source, resolve
+
+    values = {"dtype": "float16", "backend": backend, "ray_address": ray_address or "local", "launch": launch}
+    backends.check_settings(resolve([Source("cli", "command line", values)], Hardware(gpus, 2)), gpus=gpus)
+
+
+def test_auto_means_one_thing(cpu_backend, monkeypatch):
+    # defaults, resolution and the check before Ray all read what auto picks from one place
+    from pytest_bpsperf import backends
+    from pytest_bpsperf.config.settings import Hardware, Source, resolve
+    from pytest_bpsperf.planning.model import Node
+
+    monkeypatch.setitem(backends.AUTO, "cpu", cpu_backend)
+    assert backends.workload_defaults("auto", "cpu") == {"steps": 14, "batch_size": 3, "image_size": 48}
+    assert backends.resolve("auto", [Node("n", "127.0.0.1", 2)], probe=lambda b, n: None)[0] == cpu_backend
+    s = resolve([Source("cli", "command line", {"launch": "bpslaunch"})], Hardware(0, 2))
+    with pytest.raises(backends.PlanError, match=f"needs backend byteps, not {cpu_backend}"):
+        backends.check_settings(s, gpus=0)

@@ -204,9 +204,11 @@ class SettingsPlugin:
         # model name, a missing .rec or an entry point that does not import would
         # otherwise fail on a node, minutes later.
         try:
-            return check_workload(settings, gpus=self.hardware.gpus, search=(str(self.config.rootpath),))
-        except WorkloadSpecError as exc:
+            settings = check_workload(settings, search=(str(self.config.rootpath),))
+            backends.check_settings(settings, gpus=self.hardware.gpus)  # what the backend cannot run
+        except (WorkloadSpecError, backends.PlanError) as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
+        return settings
 
     #: On the embedded Ray every role is a process on this machine; beyond this many per
     #: core they only measure the scheduler of the operating system.
