@@ -321,3 +321,37 @@ def test_auto_means_one_thing(cpu_backend, monkeypatch):
     s = resolve([Source("cli", "command line", {"launch": "bpslaunch"})], Hardware(0, 2))
     with pytest.raises(backends.PlanError, match=f"needs backend byteps, not {cpu_backend}"):
         backends.check_settings(s, gpus=0)
+
+
+# --- 5. this machine's hardware, detected once ---------------------------------------------------------
+
+
+@pytest.fixture
+def two_gpus(tmp_path, monkeypatch):
+    """An nvidia-smi that lists two GPUs, and no detection left over from before."""
+    from pytest_bpsperf.store import profile
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\nprintf 'NVIDIA A100-SXM4-40GB\\nNVIDIA A100-SXM4-40GB\\n'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    profile.local_gpus.cache_clear()
+    yield
+    profile.local_gpus.cache_clear()
+
+
+def test_the_settings_and_the_profile_count_the_same_gpus(two_gpus):
+    from pytest_bpsperf.config.settings import Hardware
+    from pytest_bpsperf.store.profile import collect_facts
+
+    facts = collect_facts()
+    hardware = Hardware.detect()
+    assert (hardware.gpus, hardware.cores) == (facts["gpu_count"], facts["cores"]) == (2, facts["cores"])
+
+
+def test_the_embedded_ray_node_is_the_machine_the_settings_saw(two_gpus):
+    from pytest_bpsperf.config.settings import Hardware
+    from pytest_bpsperf.launch.session import _local_node
+
+    node, hardware = _local_node(), Hardware.detect()
+    assert (node.gpus, node.cpus) == (hardware.gpus, hardware.cores)

@@ -13,10 +13,10 @@ layer turns :class:`SettingsError` into ``pytest.UsageError``.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
+from ..store.profile import core_count, local_gpus
 from .parsers import (
     BACKENDS,
     SYNTHETIC,
@@ -197,14 +197,10 @@ class Hardware:
 
     @classmethod
     def detect(cls) -> "Hardware":
-        """Cheap local detection: no CUDA, no Ray, no subprocess unless nvidia-smi exists."""
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        gpus = 0
-        if os.path.isdir("/proc/driver/nvidia/gpus"):
-            gpus = len(os.listdir("/proc/driver/nvidia/gpus"))
-        elif shutil.which("nvidia-smi"):
-            gpus = 1  # present but unreadable without running it; enough to pick GPU defaults
-        return cls(gpus=gpus, cores=cores)
+        """This machine as its hardware profile counts it (:func:`pytest_bpsperf.store.profile.local_gpus`,
+        :func:`~pytest_bpsperf.store.profile.core_count`): no CUDA, no Ray; ``nvidia-smi`` once per process
+        where it exists."""
+        return cls(gpus=len(local_gpus()), cores=core_count())
 
     @property
     def device(self) -> str:
