@@ -187,7 +187,7 @@ class PerfSession:
         self.backend_choice = choice
         self.say(choice[1])
         gpu_nodes = [n for n in nodes if n.gpus > 0]
-        if choice[0] != "byteps" and gpu_nodes:
+        if choice[0] != backends.AUTO["gpu"] and gpu_nodes:  # auto fell back to its CPU pick on GPUs
             prefix = f"auto -> {choice[0]}: on {gpu_nodes[0].name}, "
             reason = choice[1][len(prefix):] if choice[1].startswith(prefix) else choice[1]
             self.backend_fallback = {"node": gpu_nodes[0].name, "reason": reason}
