@@ -355,3 +355,35 @@ def test_the_embedded_ray_node_is_the_machine_the_settings_saw(two_gpus):
 
     node, hardware = _local_node(), Hardware.detect()
     assert (node.gpus, node.cpus) == (hardware.gpus, hardware.cores)
+
+
+# --- 6. a child's PYTHONPATH, made in one place ------------------------------------------------------------
+
+
+def test_a_childs_pythonpath_puts_its_entries_first_and_keeps_what_was_there():
+    from pytest_bpsperf.remote.environ import pythonpath
+
+    assert pythonpath(["/harness", "/tree"], {"PYTHONPATH": "/site"}) == os.pathsep.join(["/harness", "/tree", "/site"])
+    assert pythonpath(["/harness"], {}) == pythonpath(["/harness"], {"PYTHONPATH": ""}) == "/harness"
+
+
+def test_pythonpath_is_made_only_by_that_function():
+    # every env["PYTHONPATH"] = ... or {"PYTHONPATH": ...} of the package calls it
+    import ast
+    import pathlib
+
+    import pytest_bpsperf
+
+    package = pathlib.Path(pytest_bpsperf.__file__).parent
+    made = {}
+    for path in sorted(package.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if isinstance(node, ast.Assign):
+                keys = [t.slice for t in node.targets if isinstance(t, ast.Subscript)]
+            else:
+                keys = node.keys if isinstance(node, ast.Dict) else []
+            if any(isinstance(k, ast.Constant) and k.value == "PYTHONPATH" for k in keys):
+                made[f"{path.relative_to(package)}:{node.lineno}"] = lines[node.lineno - 1].strip()
+    assert made, "no PYTHONPATH found: the scan is broken"
+    assert {where: line for where, line in made.items() if "pythonpath(" not in line} == {}
