@@ -32,6 +32,17 @@ def test_decide_defaults_to_the_option_tables_confidence_and_session_spread():
     assert verdict.comparison.between_sd_pct == pytest.approx(table("session_spread") * 100)
 
 
+def test_the_settings_and_verdict_fields_default_to_the_table():
+    from dataclasses import MISSING, fields
+
+    from pytest_bpsperf.config.settings import Settings
+    from pytest_bpsperf.judge.verdict import Verdict
+
+    defaulted = {f.name: f.default for f in fields(Settings) if f.default is not MISSING and f.name in OPTIONS_BY_NAME}
+    assert defaulted and defaulted == {name: table(name) for name in defaulted}
+    assert {f.name: f.default for f in fields(Verdict)}["normalize"] == table("normalize")
+
+
 @pytest.mark.parametrize("name", ["compare", "session_difference", "log_difference"])
 def test_statistics_take_the_confidence_from_their_caller(name):
     # stats is the bottom of the import graph: it cannot read the table, so it has no default of its own

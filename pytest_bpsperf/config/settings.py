@@ -281,13 +281,15 @@ class Settings:
     launch: str
     #: where each value came from, e.g. {"steps": "command line option --bpsperf-steps"}
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
-    stall_timeout: float = 0.0  # 0: derived from the run's step times (watchdog)
-    connect_timeout: float = 30.0
-    sync_every: int = 1  # training steps per timed window (one sync each)
-    base: "str | None" = None  # base-vs-head: a revision or a directory (see pytest_bpsperf.config.arms)
-    base_python: "str | None" = None
-    max_pairs: int = 12
-    seed: "int | None" = None  # None: random per session
+    # The settings added after ``origins`` need a default here: the option table's.
+    stall_timeout: float = OPTIONS_BY_NAME["stall_timeout"].default  # 0: from the run's step times (watchdog)
+    connect_timeout: float = OPTIONS_BY_NAME["connect_timeout"].default
+    sync_every: int = OPTIONS_BY_NAME["sync_every"].default  # training steps per timed window (one sync each)
+    #: base-vs-head: a revision or a directory (see pytest_bpsperf.config.arms)
+    base: "str | None" = OPTIONS_BY_NAME["base"].default
+    base_python: "str | None" = OPTIONS_BY_NAME["base_python"].default
+    max_pairs: int = OPTIONS_BY_NAME["max_pairs"].default
+    seed: "int | None" = OPTIONS_BY_NAME["seed"].default  # None: random per session
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).

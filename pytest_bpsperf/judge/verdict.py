@@ -45,7 +45,7 @@ class Verdict:
     tolerance: float
     comparison: "Comparison | None" = None
     baseline: Mapping[str, object] = field(default_factory=dict, hash=False)
-    normalize: str = "off"
+    normalize: str = OPTIONS_BY_NAME["normalize"].default
     #: this session's single-process img/s (the reference of ``normalize=single``)
     single_img_per_sec: "float | None" = None
     #: why there is no comparison although an entry exists (e.g. nothing to normalize by)
