@@ -17,7 +17,7 @@ import pytest
 from . import hooks
 from .config.settings import Settings
 from .config.tricks import Trick
-from .glue.config import SettingsPlugin, add_markers, add_options
+from .glue.config import REPORT_OPTIONS, SettingsPlugin, add_markers, add_options
 from .glue.gate import BaselineGate
 from .glue.guard import SessionGuard, under_xdist
 from .glue.pairs import PairGate
@@ -70,9 +70,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # Each file on its own: an I/O error names its file and loses neither the summary nor the others.
     gate.write_baselines(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
     if under_xdist(config):
-        if any(config.getoption(o) for o in ("bpsperf_json", "bpsperf_markdown", "bpsperf_benchmark_json")):
-            gate.ledger.note("no report files under pytest-xdist (no process saw every run); run perf tests "
-                              "with -p no:xdist")
+        asked = [o.flag for o in REPORT_OPTIONS if config.getoption(o.dest)]
+        if asked:
+            gate.ledger.note(f"no report files under pytest-xdist ({', '.join(asked)}): no process saw every "
+                              "run; run perf tests with -p no:xdist")
     else:
         reports.write_reports()
     if (gate.update_failed or reports.write_failed) and session.exitstatus in (0, pytest.ExitCode.NO_TESTS_COLLECTED):

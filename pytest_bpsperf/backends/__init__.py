@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence
 
+from ..config.settings import Settings
 from ..planning.model import Backend, PlanError, WorkerProcess
 from ..planning.plan import workload_command
 from .base import BackendBase
@@ -16,6 +17,10 @@ from .byteps import BytePSBackend
 from .mxnet import MXNetBackend
 
 _REGISTRY: dict = {}
+
+#: What ``backend=auto`` picks on each device kind: BytePS where the workers have GPUs (when it
+#: imports there: :func:`resolve` falls back to the CPU pick), MXNet's own parameter server on CPUs.
+AUTO: "dict[str, str]" = {"gpu": "byteps", "cpu": "mxnet"}
 
 
 def register(backend: Backend) -> None:
@@ -48,8 +53,29 @@ def get(name: str) -> Backend:
 def workload_defaults(name: str, device: str) -> Mapping[str, int]:
     """Default workload sizes of backend ``name`` (``auto``: of the backend auto picks there) on ``device``."""
     if name == "auto":
-        name = "byteps" if device == "gpu" else "mxnet"
+        name = AUTO[device]
     return _REGISTRY[name].workload_defaults(device) if name in _REGISTRY else BackendBase().workload_defaults(device)
+
+
+def check_settings(settings: Settings, *, gpus: int) -> None:
+    """Check ``settings`` before Ray against the backend that will run them, as far as it is known:
+    the one set, or with ``auto`` on the embedded Ray the one :data:`AUTO` picks for this machine's
+    ``gpus`` (on an existing cluster, ``auto`` is known once resolved and planning checks it then).
+
+    The checks are the backend's own (:meth:`Backend.check`, e.g. float16 needs GPU workers), the
+    same that planning makes. Raises :class:`PlanError`.
+    """
+    if settings.backend != "auto":
+        get(settings.backend).check(settings)
+        return
+    if settings.ray_address:
+        return
+    name = AUTO["gpu" if gpus else "cpu"]
+    try:
+        get(name).check(settings)
+    except PlanError as exc:
+        raise PlanError(f"{exc} (backend auto is {name} on this machine: "
+                        f"{f'{gpus} GPU(s)' if gpus else 'no GPU'})") from None
 
 
 #: ``probe(backend, node)``: run ``backend.probe`` on ``node``; why it cannot run there, or None.
@@ -57,7 +83,8 @@ Prober = Callable[[Backend, object], "str | None"]
 
 
 def resolve(setting: str, nodes: Sequence, probe: Prober) -> tuple:
-    """(backend name, reason). ``auto``: byteps where GPUs exist and its probe passes there, else mxnet.
+    """(backend name, reason). ``auto``: :data:`AUTO`'s GPU pick where GPUs exist and its probe passes
+    there, else its CPU pick.
 
     A backend that was set and trains on GPUs is probed too: where it cannot run
     on the cluster's GPU nodes that is a :class:`PlanError` naming the node and why.
@@ -71,24 +98,27 @@ def resolve(setting: str, nodes: Sequence, probe: Prober) -> tuple:
                 raise PlanError(f"backend {setting} cannot run on the GPU node {gpu_nodes[0].name}: {problem}")
         return setting, f"backend {setting} (as set)"
     gpu_nodes = [n for n in nodes if n.gpus > 0]
+    cpu, gpu = AUTO["cpu"], AUTO["gpu"]
     if not gpu_nodes:
-        return "mxnet", "auto -> mxnet: the cluster has no GPU"
-    problem = probe(get("byteps"), gpu_nodes[0])
+        return cpu, f"auto -> {cpu}: the cluster has no GPU"
+    problem = probe(get(gpu), gpu_nodes[0])
     if problem:
-        return "mxnet", f"auto -> mxnet: on {gpu_nodes[0].name}, {problem}"
-    return "byteps", f"auto -> byteps: {sum(n.gpus for n in gpu_nodes)} GPU(s) and byteps.mxnet imports"
+        return cpu, f"auto -> {cpu}: on {gpu_nodes[0].name}, {problem}"
+    return gpu, f"auto -> {gpu}: {sum(n.gpus for n in gpu_nodes)} GPU(s) and its probe passes there"
 
 
 register(MXNetBackend())
 register(BytePSBackend())
 
 __all__ = [
+    "AUTO",
     "Backend",
     "BackendBase",
     "BytePSBackend",
     "MXNetBackend",
     "PlanError",
     "WorkerProcess",
+    "check_settings",
     "get",
     "names",
     "register",

@@ -21,13 +21,13 @@ from .. import __version__
 __all__ = ["main"]
 
 
-def _percent(option: str, setting: str = "tolerance") -> Callable[[str], float]:
-    """A parser for a percentage option (``10%``, ``10`` or ``0.1``), as the plugin's ``setting``."""
-    from ..config.settings import OPTIONS
+def _setting(option: str, setting: str = "tolerance") -> Callable[[str], object]:
+    """A parser for ``option`` that accepts what the plugin's ``setting`` does (``10%`` for a percentage)."""
+    from ..config.settings import OPTIONS_BY_NAME
 
-    parse = next(o for o in OPTIONS if o.name == setting).parse
+    parse = OPTIONS_BY_NAME[setting].parse
 
-    def convert(text: str) -> float:
+    def convert(text: str) -> object:
         if setting == "session_spread" and text.strip().rstrip("%").strip() in ("0", "0.0"):
             return 0.0  # none between sessions: both sides ran in one session
         try:
@@ -52,7 +52,11 @@ def _date(option: str) -> Callable[[str], str]:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from ..config.settings import BASELINES_DIR, OPTIONS_BY_NAME
     from . import commands as c
+
+    def default(name: str):
+        return OPTIONS_BY_NAME[name].default
 
     p = argparse.ArgumentParser(prog="bpsperf", description=__doc__.split("\n\n")[0])
     p.add_argument("--version", action="version", version=f"bpsperf {__version__}")
@@ -68,17 +72,17 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("base", metavar="BASE.json", help="results of the base, or of a base-vs-head session alone")
     q.add_argument("head", metavar="HEAD.json", nargs="?", help="results of the head (omit for a base-vs-head file)")
     q.add_argument("--strict", action="store_true", help="exit 1 on an inconclusive verdict too")
-    q.add_argument("--tolerance", type=_percent("--tolerance"), help="override each test's tolerance, e.g. 10%%")
-    q.add_argument("--session-spread", type=_percent("--session-spread", "session_spread"), metavar="PCT",
+    q.add_argument("--tolerance", type=_setting("--tolerance"), help="override each test's tolerance, e.g. 10%%")
+    q.add_argument("--session-spread", type=_setting("--session-spread", "session_spread"), metavar="PCT",
                    help="spread between the two sessions to allow for (default: HEAD's session_spread setting, "
-                        "25%%; two pytest sessions on one machine differ by more than runs of one session); "
-                        "0 compares as if both ran in one session")
+                        f"{100 * default('session_spread'):.0f}%%; two pytest sessions on one machine differ by more than "
+                        "runs of one session); 0 compares as if both ran in one session")
 
     q = add("check", c.check, "verdicts of a results file against the stored baselines (exit 1 on a regression)")
     q.add_argument("results", metavar="RESULTS.json")
-    q.add_argument("--baselines-dir", default="baselines", help="default: %(default)s")
+    q.add_argument("--baselines-dir", default=BASELINES_DIR, help="default: %(default)s")
     q.add_argument("--profile", help="profile id (default: the one the results record)")
-    q.add_argument("--tolerance", type=_percent("--tolerance"), help="override each test's tolerance, e.g. 10%%")
+    q.add_argument("--tolerance", type=_setting("--tolerance"), help="override each test's tolerance, e.g. 10%%")
     q.add_argument("--markdown", metavar="PATH", help="also write the verdicts as Markdown")
     q.add_argument("--history", metavar="DIR", help="the session's --bpsperf-history directory: its sessions of one "
                    "commit inform the spread between sessions, as in the plugin")
@@ -91,15 +95,15 @@ def _parser() -> argparse.ArgumentParser:
                              ("record", c.baselines_record, "record baselines from an earlier run's results"),
                              ("prune", c.baselines_prune, "delete entries (all matching the filters)")):
         q = add(name, func, text, bsub)
-        q.add_argument("--dir", default="baselines", help="baselines directory (default: %(default)s)")
+        q.add_argument("--dir", default=BASELINES_DIR, help="baselines directory (default: %(default)s)")
         if name in ("show", "prune"):
             q.add_argument("profile", metavar="PROFILE")
         if name == "record":
             q.add_argument("results", metavar="RESULTS.json")
             q.add_argument("--profile", help="profile id (default: the one the results record)")
-            q.add_argument("--max-spread", type=_percent("--max-spread"), help="largest stdev/mean accepted (default: the test's)")
+            q.add_argument("--max-spread", type=_setting("--max-spread", "max_spread"), help="largest stdev/mean accepted (default: the test's)")
             q.add_argument("--force", action="store_true", help="record entries whose runs spread too much")
-            q.add_argument("--sessions", type=int, default=10,
+            q.add_argument("--sessions", type=_setting("--sessions", "sessions"), default=default("sessions"),
                            help="recorded sessions each entry keeps (default: %(default)s)")
         if name == "prune":
             q.add_argument("--test", help="only entries whose test matches this glob")
@@ -124,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     q = add("report", c.report, "an HTML or Markdown report with pictures")
     q.add_argument("--results", metavar="RESULTS.json", help="a results file (runs, matrix, verdicts)")
     q.add_argument("--history", metavar="DIR", help="a history directory (trend pictures)")
-    q.add_argument("--baselines-dir", default="baselines", help="for verdicts and bands (default: %(default)s)")
+    q.add_argument("--baselines-dir", default=BASELINES_DIR, help="for verdicts and bands (default: %(default)s)")
     q.add_argument("--profile", help="profile id (default: the one the results record)")
     q.add_argument("--branch", help="history of this branch only")
     q.add_argument("--out", required=True, metavar="DIR", help="where the report and its PNGs go")

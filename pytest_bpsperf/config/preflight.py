@@ -4,8 +4,10 @@ The settings ``timing``, ``data``, ``data_threads``, ``dtype``, ``entry`` and
 ``launch`` parse here (:mod:`.settings` declares them), and
 :func:`check_workload` rejects, before Ray and the roles start, what would
 only fail minutes later on a node: a model name gluoncv does not have, a
-missing ``.rec``/``.idx``, an entry point that does not import, float16 on
-CPU workers, ``bpslaunch`` with a backend that has no use for it.
+missing ``.rec``/``.idx``, an entry point that does not import, timed windows
+that do not fit the steps. What a backend cannot run (float16 on CPU workers,
+``bpslaunch`` without BytePS) is the backend's own check
+(:func:`pytest_bpsperf.backends.check_settings`).
 
 Plain Python: no pytest; MXNet and gluoncv are never imported here (gluoncv's
 import costs seconds, because it imports MXNet).
@@ -136,12 +138,13 @@ def resolve_entry(entry: EntryPoint, origin: str, search: Sequence[str] = ()) ->
     return EntryPoint(entry.module, entry.function, root)
 
 
-def check_workload(settings: "Settings", *, gpus: int, search: Sequence[str] = ()) -> "Settings":
+def check_workload(settings: "Settings", *, search: Sequence[str] = (), gpus: int = 0) -> "Settings":
     """Check what the workers will train before anything starts; the settings with the entry resolved.
 
-    ``gpus`` are the GPUs of this machine (what ``auto`` sees with an embedded
-    Ray); ``search`` the directories an entry point may import from (the rootdir).
-    Raises :class:`WorkloadSpecError`.
+    ``search`` are the directories an entry point may import from (the rootdir).
+    ``gpus`` is not used any more (what the backend cannot run on this machine's
+    GPUs is :func:`pytest_bpsperf.backends.check_settings`); it is accepted for
+    the callers that still pass it. Raises :class:`WorkloadSpecError`.
     """
     origins = settings.origins
     if settings.entry is not None:
@@ -151,16 +154,6 @@ def check_workload(settings: "Settings", *, gpus: int, search: Sequence[str] = (
         check_model(settings.model, origins.get("model", "default"))
     if settings.data != SYNTHETIC:
         check_data(settings.data, origins.get("data", "default"))
-    if settings.dtype == "float16":
-        cpu_workers = settings.backend == "mxnet" or (
-            settings.backend == "auto" and not settings.ray_address and gpus == 0)
-        if cpu_workers:
-            raise WorkloadSpecError(
-                f"invalid value 'float16' for setting 'dtype' from {origins.get('dtype')}: the workers would train "
-                f"on CPU (backend {settings.backend}{', no GPU here' if settings.backend == 'auto' else ''}), "
-                "where MXNet has no FP16 convolution ('FP16 gemm on cpu not implemented'); accepted there: float32. "
-                "float16 needs GPU workers (backend byteps)"
-            )
     if settings.sync_every > 1 and settings.timing == "breakdown":
         raise WorkloadSpecError(
             f"invalid value {settings.sync_every} for setting 'sync_every' from {origins.get('sync_every')}: "
@@ -171,11 +164,6 @@ def check_workload(settings: "Settings", *, gpus: int, search: Sequence[str] = (
             f"invalid value {settings.sync_every} for setting 'sync_every' from {origins.get('sync_every')}: "
             f"{settings.steps} steps (from {origins.get('steps')}) make fewer than 3 timed windows of "
             f"{settings.sync_every}; accepted: at most {max(1, settings.steps // 3)}, or more steps")
-    if settings.launch == "bpslaunch" and settings.backend == "mxnet":
-        raise WorkloadSpecError(
-            f"invalid value 'bpslaunch' for setting 'launch' from {origins.get('launch')}: bpslaunch starts "
-            "BytePS workers and needs backend byteps, not mxnet; accepted with mxnet: direct"
-        )
     return settings
 
 

@@ -13,10 +13,10 @@ layer turns :class:`SettingsError` into ``pytest.UsageError``.
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
+from ..store.profile import core_count, local_gpus
 from .parsers import (
     BACKENDS,
     SYNTHETIC,
@@ -82,6 +82,10 @@ class Option:
     per_test: bool = True
 
 
+#: The baselines directory when ``baselines_dir`` is not set: under the rootdir in pytest, under
+#: the working directory for the ``bpsperf`` command (see :func:`baselines_directory`).
+BASELINES_DIR = "baselines"
+
 OPTIONS: tuple = (
     Option("backend", "parameter-server backend", _backend, "auto or a registered backend: " + ", ".join(BACKENDS[1:]),
            "auto", True),
@@ -113,7 +117,7 @@ OPTIONS: tuple = (
            "empty/'local', 'auto', HOST:PORT or ray://HOST:PORT", "", False),
     Option("profile", "hardware profile name (default: detected from the hardware)", _profile_id,
            "letters, digits, '.', '_' and '-'", None, False),
-    Option("baselines_dir", "directory of the baseline files (default: baselines/ under the rootdir)", _path,
+    Option("baselines_dir", f"directory of the baseline files (default: {BASELINES_DIR}/ under the rootdir)", _path,
            "a directory path", None, False),
     Option("strict", "fail (rather than skip) tests that have no baseline or an inconclusive verdict", _switch,
            "on or off", False, False),
@@ -173,6 +177,11 @@ OPTIONS: tuple = (
 OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
 
 
+def baselines_directory(setting: "str | None", root: str) -> str:
+    """The baselines directory: the ``baselines_dir`` setting, else :data:`BASELINES_DIR` under ``root``."""
+    return setting or os.path.join(root, BASELINES_DIR)
+
+
 @dataclass(frozen=True)
 class Hardware:
     """What the defaults depend on: this machine's GPUs and cores."""
@@ -188,14 +197,10 @@ class Hardware:
 
     @classmethod
     def detect(cls) -> "Hardware":
-        """Cheap local detection: no CUDA, no Ray, no subprocess unless nvidia-smi exists."""
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        gpus = 0
-        if os.path.isdir("/proc/driver/nvidia/gpus"):
-            gpus = len(os.listdir("/proc/driver/nvidia/gpus"))
-        elif shutil.which("nvidia-smi"):
-            gpus = 1  # present but unreadable without running it; enough to pick GPU defaults
-        return cls(gpus=gpus, cores=cores)
+        """This machine as its hardware profile counts it (:func:`pytest_bpsperf.store.profile.local_gpus`,
+        :func:`~pytest_bpsperf.store.profile.core_count`): no CUDA, no Ray; ``nvidia-smi`` once per process
+        where it exists."""
+        return cls(gpus=len(local_gpus()), cores=core_count())
 
     @property
     def device(self) -> str:
@@ -276,13 +281,15 @@ class Settings:
     launch: str
     #: where each value came from, e.g. {"steps": "command line option --bpsperf-steps"}
     origins: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
-    stall_timeout: float = 0.0  # 0: derived from the run's step times (watchdog)
-    connect_timeout: float = 30.0
-    sync_every: int = 1  # training steps per timed window (one sync each)
-    base: "str | None" = None  # base-vs-head: a revision or a directory (see pytest_bpsperf.config.arms)
-    base_python: "str | None" = None
-    max_pairs: int = 12
-    seed: "int | None" = None  # None: random per session
+    # The settings added after ``origins`` need a default here: the option table's.
+    stall_timeout: float = OPTIONS_BY_NAME["stall_timeout"].default  # 0: from the run's step times (watchdog)
+    connect_timeout: float = OPTIONS_BY_NAME["connect_timeout"].default
+    sync_every: int = OPTIONS_BY_NAME["sync_every"].default  # training steps per timed window (one sync each)
+    #: base-vs-head: a revision or a directory (see pytest_bpsperf.config.arms)
+    base: "str | None" = OPTIONS_BY_NAME["base"].default
+    base_python: "str | None" = OPTIONS_BY_NAME["base_python"].default
+    max_pairs: int = OPTIONS_BY_NAME["max_pairs"].default
+    seed: "int | None" = OPTIONS_BY_NAME["seed"].default  # None: random per session
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).

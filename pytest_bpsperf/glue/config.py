@@ -30,6 +30,45 @@ TRICKS_MARKER = "bpsperf_tricks"
 TRICK_DEFS_INI = "bpsperf_define_tricks"
 
 
+@dataclass(frozen=True)
+class ReportOption:
+    """A command-line option naming a file (or, with ``directory``, a directory) the session writes."""
+
+    name: str  # "json" is --bpsperf-json
+    help: str
+    directory: bool = False
+
+    @property
+    def flag(self) -> str:
+        """The option as typed: ``--bpsperf-json``."""
+        return "--bpsperf-" + self.name.replace("_", "-")
+
+    @property
+    def dest(self) -> str:
+        """The option's name for ``config.getoption``: ``bpsperf_json``."""
+        return "bpsperf_" + self.name
+
+    @property
+    def metavar(self) -> str:
+        return "DIR" if self.directory else "PATH"
+
+
+#: Every report the session writes at its end: the options, the configure-time check that each
+#: path can be written (:mod:`.guard`) and the notice of what pytest-xdist does not write.
+REPORT_OPTIONS: "tuple[ReportOption, ...]" = (
+    ReportOption("json", "write every perf result as JSON to PATH"),
+    ReportOption("markdown", "write the trick matrix and verdicts as Markdown (for a PR comment) to PATH"),
+    ReportOption("benchmark_json", "write results in pytest-benchmark's JSON format (per-step times as rounds), "
+                                   "readable by 'pytest-benchmark compare'"),
+    ReportOption("bmf", "write img/s per job in Bencher Metric Format (bencher run --adapter json)"),
+    ReportOption("github_benchmark", "write img/s per job for github-action-benchmark (tool: customBiggerIsBetter)"),
+    ReportOption("plots", "write PNG pictures (per-step img/s, trick matrix, compute/sync, history) to DIR "
+                          "(default: bpsperf-img/ next to --bpsperf-markdown, when given)", directory=True),
+    ReportOption("history", "save this session's results in the history under DIR (one file per session) and "
+                            "draw each job's trend with its change points", directory=True),
+)
+
+
 def add_options(parser: pytest.Parser) -> None:
     """Every setting as ``--bpsperf-NAME`` and ini key ``bpsperf_NAME``, plus the command-line-only flags."""
     group = parser.getgroup("bpsperf", "distributed-training performance tests (pytest-bpsperf)")
@@ -47,27 +86,13 @@ def add_options(parser: pytest.Parser) -> None:
         default=[],
         help="bpsperf: user-defined tricks, one per line: 'NAME: ROLES:VAR=VALUE ... [extra_servers=N] [-- DESCRIPTION]'",
     )
-    group.addoption("--bpsperf-json", metavar="PATH", default=None, help="write every perf result as JSON to PATH")
-    group.addoption("--bpsperf-markdown", metavar="PATH", default=None,
-                    help="write the trick matrix and verdicts as Markdown (for a PR comment) to PATH")
+    for report in REPORT_OPTIONS:
+        group.addoption(report.flag, dest=report.dest, metavar=report.metavar, default=None, help=report.help)
     group.addoption("--bpsperf-update-baselines", action="store_true", default=False,
                     help="record baselines for this hardware profile from what runs (entries of tests that do "
                          "not run are kept)")
     group.addoption("--bpsperf-force-update", action="store_true", default=False,
                     help="with --bpsperf-update-baselines: also record entries whose spread exceeds max_spread")
-    group.addoption("--bpsperf-benchmark-json", metavar="PATH", default=None,
-                    help="write results in pytest-benchmark's JSON format (per-step times as rounds), "
-                         "readable by 'pytest-benchmark compare'")
-    group.addoption("--bpsperf-history", metavar="DIR", default=None,
-                    help="save this session's results in the history under DIR (one file per session) and draw "
-                         "each job's trend with its change points")
-    group.addoption("--bpsperf-plots", metavar="DIR", default=None,
-                    help="write PNG pictures (per-step img/s, trick matrix, compute/sync, history) to DIR "
-                         "(default: bpsperf-img/ next to --bpsperf-markdown, when given)")
-    group.addoption("--bpsperf-bmf", metavar="PATH", default=None,
-                    help="write img/s per job in Bencher Metric Format (bencher run --adapter json)")
-    group.addoption("--bpsperf-github-benchmark", metavar="PATH", default=None,
-                    help="write img/s per job for github-action-benchmark (tool: customBiggerIsBetter)")
     group.addoption("--bpsperf-ps-verbose", action="store_true", default=False,
                     help="PS_VERBOSE=1 for every role (ps-lite connection logs)")
     group.addoption("--bpsperf-list-tricks", action="store_true", default=False,
@@ -183,9 +208,11 @@ class SettingsPlugin:
         # model name, a missing .rec or an entry point that does not import would
         # otherwise fail on a node, minutes later.
         try:
-            return check_workload(settings, gpus=self.hardware.gpus, search=(str(self.config.rootpath),))
-        except WorkloadSpecError as exc:
+            settings = check_workload(settings, search=(str(self.config.rootpath),))
+            backends.check_settings(settings, gpus=self.hardware.gpus)  # what the backend cannot run
+        except (WorkloadSpecError, backends.PlanError) as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
+        return settings
 
     #: On the embedded Ray every role is a process on this machine; beyond this many per
     #: core they only measure the scheduler of the operating system.

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from ..config.settings import baselines_directory
 from ..judge.job import Job, Ledger, RunResult, RunSpec
 from ..judge.offline import profile_prior
 from ..judge.verdict import IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, REGRESSION, Verdict, bisect_hint
@@ -61,7 +61,7 @@ class BaselineGate:
 
     def store(self) -> BaselineStore:
         """The baseline store (--bpsperf-baselines-dir, else baselines/ under the rootdir)."""
-        return BaselineStore(self.settings.baselines_dir or str(Path(self.config.rootpath) / "baselines"))
+        return BaselineStore(baselines_directory(self.settings.baselines_dir, str(self.config.rootpath)))
 
     def update_command(self, test_id: str) -> str:
         """The command that records a baseline for ``test_id``."""

@@ -20,7 +20,7 @@ from typing import Iterable
 
 import pytest
 
-REPORT_OPTIONS = ("bpsperf_json", "bpsperf_markdown", "bpsperf_benchmark_json")
+from .config import REPORT_OPTIONS
 
 
 def unwritable(path: str, *, directory: bool = False) -> "str | None":
@@ -75,12 +75,13 @@ class SessionGuard:
         """Report files and (when recording) the baselines directory; other configure-time checks of the
         session's inputs (e.g. model names, data files) go beside this one."""
         for option in REPORT_OPTIONS:
-            path = self.config.getoption(option)
-            problem = path and unwritable(path)
+            path = self.config.getoption(option.dest)
+            problem = path and unwritable(path, directory=option.directory)
             if problem:
-                flag = "--" + option.replace("_", "-")
-                raise pytest.UsageError(f"bpsperf: cannot write the report {flag}={path}: {problem}; "
-                                        "expected a file path in a writable directory")
+                expected = "a writable directory, or one that can be made" if option.directory else \
+                    "a file path in a writable directory"
+                raise pytest.UsageError(f"bpsperf: cannot write the report {option.flag}={path}: {problem}; "
+                                        f"expected {expected}")
         problem = updating and unwritable(baselines_dir, directory=True)
         if problem:
             raise pytest.UsageError(f"bpsperf: --bpsperf-update-baselines cannot write the baselines directory "

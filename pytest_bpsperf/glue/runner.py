@@ -140,7 +140,7 @@ class RunnerPlugin:
         spec = spec_of(items[0], self.settings_plugin, self.base_log_dir())
         if any(impl.plugin is not self for impl in self.config.pluginmanager.hook.pytest_bpsperf_run.get_hookimpls()):
             return  # runs come from another implementation of the hook: no roles of ours to check
-        from ..backends import PlanError
+        from ..backends import AUTO, PlanError
         from ..launch.cluster import ClusterError
         from ..launch.launcher import RoleFailed
         from ..remote.preflight import PreflightError, mxnet_conflict
@@ -152,7 +152,7 @@ class RunnerPlugin:
             if self.settings.ray_address:
                 self.session.preflight([None], spec)
             backend = self.session.backend(spec.settings.backend) if (
-                self.settings.ray_address or self.settings_plugin.hardware.gpus) else "mxnet"
+                self.settings.ray_address or self.settings_plugin.hardware.gpus) else AUTO["cpu"]
             if backend == "byteps":
                 self.session.push_pull_check(spec)
         except PreflightError as exc:

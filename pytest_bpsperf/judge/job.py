@@ -20,7 +20,7 @@ from ..config.tricks import Trick
 from ..store.baselines import entry_key
 from .measurement import Measurement
 from .records import RunOutput, WorkerRecords
-from .verdict import CONFIRM, REGRESSION, STOP, Verdict, decide, next_step
+from .verdict import CONFIRM, REGRESSION, STOP, Verdict, VerdictSettings, decide_job, next_step
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config.arms import Arm
@@ -211,11 +211,10 @@ class Job:
     def decide(self) -> Verdict:
         """The verdict over every run so far (a pure function of samples, baseline and settings)."""
         last = self.runs[-1].spec
-        s = last.settings
-        return decide(nodeid=last.nodeid, test=last.test, trick=last.trick.name, profile_id=self.profile_id,
-                      key=self.key, samples=self.samples, baseline=self._baseline(), tolerance=s.tolerance,
-                      confidence=s.confidence, session_spread=s.session_spread, normalize=s.normalize,
-                      single_img_per_sec=self.single_img_per_sec, prior=self._prior())
+        return decide_job(nodeid=last.nodeid, test=last.test, trick=last.trick.name, profile_id=self.profile_id,
+                          key=self.key, samples=self.samples, baseline=self._baseline(),
+                          settings=VerdictSettings.of(last.settings), single_img_per_sec=self.single_img_per_sec,
+                          prior=self._prior())
 
     def assert_within_baseline(self, run: RunResult) -> None:
         """Decide once every repeat of ``run`` ran; run again until decided; report the verdict."""

@@ -4,19 +4,23 @@ The same decisions as the plugin, on documents it wrote: :func:`check_results`
 decides a results file (``--bpsperf-json``) against the stored baselines,
 :func:`compare_results` decides one results file against another, and
 :func:`baseline_sessions` makes recorded baseline sessions from an earlier run's results.
-All go through :func:`pytest_bpsperf.judge.verdict.decide` (and so
-:func:`pytest_bpsperf.stats.compare`). Plain Python, no Ray or MXNet.
+Verdicts go through :func:`pytest_bpsperf.judge.verdict.decide_job`, the
+plugin's own decision (and so :func:`pytest_bpsperf.stats.compare`), with the
+settings each job recorded; a setting a file lacks is the settings' default.
+Plain Python, no Ray or MXNet.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
+from ..config.settings import OPTIONS_BY_NAME
 from ..remote.provenance import utc_now_iso
 from ..store.baselines import BaselineStore, check_baseline_quality
 from ..store.entries import make_session
 from ..store.results import JobSamples, jobs_of, run_key_of
-from .verdict import Verdict, decide
+from .verdict import Verdict, VerdictSettings, decide_job
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats import BetweenPrior
@@ -39,21 +43,20 @@ def profile_of(results: Mapping[str, Any], override: Optional[str] = None, *, so
 def _decide(job: JobSamples, profile_id: str, baseline: "Mapping[str, Any] | None",
             tolerance: Optional[float], *, session_spread: Optional[float] = None,
             one_session: bool = False, prior: "BetweenPrior | None" = None) -> Verdict:
-    """The plugin's decision, with the job's own confidence.
+    """The plugin's decision (:func:`~pytest_bpsperf.judge.verdict.decide_job`) with the job's own settings.
 
-    ``session_spread``: the spread between sessions assumed while the baseline
-    has one recorded session (the job's setting when None); ``one_session``:
-    both sides come from one session (the plugin's method within a session).
+    ``tolerance`` and ``session_spread`` override the job's settings when given
+    (``session_spread`` is the spread between sessions assumed while the baseline
+    has one recorded session); ``one_session``: both sides come from one session
+    (the plugin's method within a session).
     """
-    settings = job.settings
-    if one_session:
-        spread = None
-    else:
-        spread = float(settings.get("session_spread", 0.25)) if session_spread is None else float(session_spread)
-    return decide(nodeid=job.nodeid, test=job.test, trick=job.trick, profile_id=profile_id, key=job.key,
-                  samples=job.samples, baseline=baseline,
-                  tolerance=job.tolerance if tolerance is None else tolerance,
-                  confidence=float(settings.get("confidence", 0.99)), session_spread=spread, prior=prior)
+    settings = VerdictSettings.recorded(job.settings)
+    settings = replace(settings, tolerance=job.tolerance if tolerance is None else float(tolerance),
+                       session_spread=None if one_session else
+                       float(settings.session_spread if session_spread is None else session_spread))
+    return decide_job(nodeid=job.nodeid, test=job.test, trick=job.trick, profile_id=profile_id, key=job.key,
+                      samples=job.samples, baseline=baseline, settings=settings,
+                      single_img_per_sec=job.single_img_per_sec, prior=prior)
 
 
 def profile_prior(entries: Mapping[str, Any], key: str, history: "Sequence[Mapping[str, Any]]" = (), *,
@@ -114,8 +117,9 @@ def compare_results(base: Mapping[str, Any], head: Mapping[str, Any], *,
         ref = base_jobs.get(key)
         if ref is None:
             missing.append(key)
-        baseline = None if ref is None else {"samples": list(ref.samples), "commit": base.get("commit"),
-                                             "date": base.get("date")}
+        baseline = None if ref is None else {"sessions": [{
+            "samples": list(ref.samples), "commit": base.get("commit"), "date": base.get("date"),
+            "single_img_per_sec": ref.single_img_per_sec}]}
         verdicts.append(_decide(job, profile_id, baseline, tolerance, session_spread=session_spread,
                                 one_session=session_spread == 0.0))
     return verdicts, missing
@@ -133,7 +137,8 @@ def baseline_sessions(results: Mapping[str, Any], *, max_spread: Optional[float]
     sessions: "dict[str, tuple[dict, dict]]" = {}
     refused: "list[str]" = []
     for key, job in jobs_of(results).items():
-        limit = max_spread if max_spread is not None else float(job.settings.get("max_spread", 0.2))
+        limit = max_spread if max_spread is not None else float(
+            job.settings.get("max_spread", OPTIONS_BY_NAME["max_spread"].default))
         problem = check_baseline_quality(job.samples, max_rel_spread=limit)
         if problem and not force:
             refused.append(f"{job.test} [{job.trick}]: {problem} (--force records it anyway)")
@@ -144,7 +149,8 @@ def baseline_sessions(results: Mapping[str, Any], *, max_spread: Optional[float]
         head = {"test": job.test, "trick": job.trick, "topology": dict(job.topology), "workload": dict(job.workload)}
         sessions[key] = (head, make_session(samples=job.samples, commit=results.get("commit"),
                                             date=results.get("date") or utc_now_iso(),
-                                            versions=results.get("versions") or {}, extra=extra))
+                                            versions=results.get("versions") or {},
+                                            single_img_per_sec=job.single_img_per_sec, extra=extra))
     return sessions, refused
 
 
@@ -156,7 +162,6 @@ def pair_verdicts(results: Mapping[str, Any], *, tolerance: Optional[float] = No
     decided by :func:`pytest_bpsperf.judge.pairs.decide_pairs` with each job's own
     settings, as the plugin decided them. Empty for a results file of one checkout.
     """
-    from ..stats.paired import MIN_PAIRS
     from .pairs import decide_pairs
 
     section = results.get("base_vs_head")
@@ -185,10 +190,10 @@ def pair_verdicts(results: Mapping[str, Any], *, tolerance: Optional[float] = No
             table.append(row)
         if last is None:
             continue
-        s = last["settings"]
+        s = VerdictSettings.recorded(last["settings"])
         out.append(decide_pairs(
             nodeid=last["nodeid"], test=last["test"], trick=last["trick"], profile_id=profile_id, key=key,
-            pairs=table, tolerance=float(s["tolerance"]) if tolerance is None else tolerance,
-            confidence=float(s.get("confidence", 0.99)), first_look=max(MIN_PAIRS, int(s.get("repeats", 1))),
-            max_pairs=int(s.get("max_pairs", 12)), arms=section.get("arms") or {}, aa=bool(section.get("aa"))))
+            pairs=table, tolerance=s.tolerance if tolerance is None else tolerance, confidence=s.confidence,
+            first_look=s.first_look, max_pairs=s.max_pairs, arms=section.get("arms") or {},
+            aa=bool(section.get("aa"))))
     return out

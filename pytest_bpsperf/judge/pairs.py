@@ -21,8 +21,9 @@ from typing import Callable, Mapping, Sequence
 
 from ..config.arms import BASE, HEAD
 from ..stats import summarize
-from ..stats.paired import MIN_PAIRS, PairedComparison, paired_compare
+from ..stats.paired import PairedComparison, paired_compare
 from .job import RunResult, RunSpec
+from .verdict import VerdictSettings
 
 __all__ = ["INCONCLUSIVE", "Pair", "PairedJob", "PairedVerdict", "decide_pairs", "first_arm"]
 
@@ -244,13 +245,13 @@ class PairedJob:
 
     def decide(self, spec: RunSpec) -> PairedVerdict:
         """The verdict over every pair so far (a pure function of the pairs and the settings)."""
-        s = spec.settings
+        s = VerdictSettings.of(spec.settings)
         note = ""
         if self.dropped > self.MAX_DROPPED:
             note = f"stopped after {self.dropped} failed base runs (see the failures)"
         return decide_pairs(nodeid=spec.nodeid, test=spec.test, trick=spec.trick.name, profile_id=self.profile_id,
                             key=self.key, pairs=[p.as_dict() for p in self.pairs], tolerance=s.tolerance,
-                            confidence=s.confidence, first_look=max(MIN_PAIRS, s.repeats), max_pairs=s.max_pairs,
+                            confidence=s.confidence, first_look=s.first_look, max_pairs=s.max_pairs,
                             arms=self.arms, aa=self.aa, note=note)
 
     def assert_within_baseline(self, run: RunResult) -> None:

@@ -16,10 +16,12 @@ regression, run again because the verdict is not decided yet, or stop.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping, Sequence
 
+from ..config.settings import OPTIONS_BY_NAME, Settings
 from ..stats import BetweenPrior, Comparison, compare, summarize
+from ..stats.paired import MIN_PAIRS
 from ..store.entries import entry_samples, entry_sessions, latest_session
 
 OK, REGRESSION, IMPROVEMENT, NO_BASELINE = "ok", "regression", "improvement", "no-baseline"
@@ -43,7 +45,7 @@ class Verdict:
     tolerance: float
     comparison: "Comparison | None" = None
     baseline: Mapping[str, object] = field(default_factory=dict, hash=False)
-    normalize: str = "off"
+    normalize: str = OPTIONS_BY_NAME["normalize"].default
     #: this session's single-process img/s (the reference of ``normalize=single``)
     single_img_per_sec: "float | None" = None
     #: why there is no comparison although an entry exists (e.g. nothing to normalize by)
@@ -158,6 +160,58 @@ class Verdict:
         return out
 
 
+@dataclass(frozen=True)
+class VerdictSettings:
+    """The settings a job's verdict is decided with: one list for the plugin and the ``bpsperf`` command.
+
+    :meth:`of` takes them from a test's settings (the plugin), :meth:`recorded`
+    from the settings a results file recorded (``bpsperf check``, ``compare``),
+    so that a setting that changes verdicts changes them in both.
+    """
+
+    tolerance: float
+    confidence: float
+    #: spread between sessions assumed while a baseline has one recorded session; None: one session
+    session_spread: "float | None"
+    normalize: str
+    #: base-vs-head: the first look comes after this many pairs (at least ``MIN_PAIRS``)
+    repeats: int
+    max_pairs: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> "VerdictSettings":
+        """The verdict settings of a test's resolved settings."""
+        return cls(**{f.name: getattr(settings, f.name) for f in fields(cls)})
+
+    @classmethod
+    def recorded(cls, values: Mapping[str, Any]) -> "VerdictSettings":
+        """The verdict settings of one run's ``settings`` in a results file; those it lacks (a file of
+        an older version) are the settings' defaults."""
+        return cls(**{f.name: values[f.name] if values.get(f.name) is not None else OPTIONS_BY_NAME[f.name].default
+                      for f in fields(cls)})
+
+    @property
+    def first_look(self) -> int:
+        """After how many pairs a base-vs-head job first decides."""
+        return max(MIN_PAIRS, int(self.repeats))
+
+
+def decide_job(*, nodeid: str, test: str, trick: str, profile_id: str, key: str, samples: Sequence[float],
+               baseline: "Mapping[str, object] | None", settings: VerdictSettings,
+               single_img_per_sec: "float | None" = None, prior: "BetweenPrior | None" = None) -> Verdict:
+    """The verdict of a job's runs against its baseline: the one decision of the plugin
+    (:meth:`pytest_bpsperf.judge.job.Job.decide`) and of ``bpsperf check``/``compare``.
+
+    ``single_img_per_sec`` is the session's single-process img/s (what
+    ``normalize=single`` divides by); ``prior`` the spread between sessions
+    measured elsewhere on the profile. See :func:`decide`.
+    """
+    return decide(nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key, samples=samples,
+                  baseline=baseline, tolerance=settings.tolerance, confidence=settings.confidence,
+                  session_spread=settings.session_spread, normalize=settings.normalize,
+                  single_img_per_sec=single_img_per_sec, prior=prior)
+
+
 def decide(
     *,
     nodeid: str,
@@ -168,13 +222,16 @@ def decide(
     samples: Sequence[float],
     baseline: "Mapping[str, object] | None",
     tolerance: float,
-    confidence: float = 0.95,
-    session_spread: "float | None" = 0.25,
-    normalize: str = "off",
+    confidence: float = OPTIONS_BY_NAME["confidence"].default,
+    session_spread: "float | None" = OPTIONS_BY_NAME["session_spread"].default,
+    normalize: str = OPTIONS_BY_NAME["normalize"].default,
     single_img_per_sec: "float | None" = None,
     prior: "BetweenPrior | None" = None,
 ) -> Verdict:
     """Compare ``samples`` (img/s per run of this session) with ``baseline`` (a stored entry or None).
+
+    ``confidence``, ``session_spread`` and ``normalize`` default to the
+    settings' defaults (:data:`~pytest_bpsperf.config.settings.OPTIONS`).
 
     ``prior``: the spread between sessions measured elsewhere on this profile
     (:func:`pytest_bpsperf.stats.pooled_between`), pooled with the entry's

@@ -59,10 +59,15 @@ def first_step_allowance(backend: str) -> float:
     return FIRST_STEP_GPU_S if backends.get(backend).needs_gpu_workers else FIRST_STEP_S
 
 
-def _local_gpus() -> int:
+def _local_node() -> Node:
+    """This machine as a node of the embedded Ray, with the cores and GPUs the settings counted."""
+    import socket
+
     from ..config.settings import Hardware
 
-    return Hardware.detect().gpus
+    hardware = Hardware.detect()
+    return Node(node_id="local", ip="127.0.0.1", cpus=float(hardware.cores), gpus=hardware.gpus,
+                label=socket.gethostname())
 
 
 def _probe_in_subprocess(backend: Backend, node: Node) -> "str | None":
@@ -182,10 +187,7 @@ class PerfSession:
 
     def choose_backend_here(self, setting: str) -> str:
         """:meth:`backend` on the embedded Ray, before it starts: this machine is the only node."""
-        import socket
-
-        here = Node(node_id="local", ip="127.0.0.1", cpus=float(os.cpu_count() or 1), gpus=_local_gpus(),
-                    label=socket.gethostname())
+        here = _local_node()
         if setting != "auto":
             backends.resolve(setting, [here], _probe_in_subprocess)
             self._checked.add(setting)
@@ -198,7 +200,7 @@ class PerfSession:
         self.backend_choice = choice
         self.say(choice[1])
         gpu_nodes = [n for n in nodes if n.gpus > 0]
-        if choice[0] != "byteps" and gpu_nodes:
+        if choice[0] != backends.AUTO["gpu"] and gpu_nodes:  # auto fell back to its CPU pick on GPUs
             prefix = f"auto -> {choice[0]}: on {gpu_nodes[0].name}, "
             reason = choice[1][len(prefix):] if choice[1].startswith(prefix) else choice[1]
             self.backend_fallback = {"node": gpu_nodes[0].name, "reason": reason}

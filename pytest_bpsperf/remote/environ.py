@@ -7,7 +7,7 @@ process inherits, the workload that echoes what it got, and the reports.
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from typing import Mapping, Sequence
 
 #: Stands for the Python interpreter of the environment on the role's node; the
 #: role actor replaces it there (so no node runs "whatever python3 is on PATH").
@@ -43,6 +43,19 @@ PLANNER_OWNED = (
     "DMLC_WORKER_ID", "BYTEPS_LOCAL_RANK", "BYTEPS_LOCAL_SIZE", "BYTEPS_TRACE_*", "NVIDIA_VISIBLE_DEVICES",
     "CUDA_VISIBLE_DEVICES", "BPSPERF_RUN_ID",
 )
+
+
+def package_dir() -> str:
+    """The directory of this package (``pytest_bpsperf``) as this process imported it."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pythonpath(first: Sequence[str], inherited: Mapping[str, str]) -> str:
+    """The ``PYTHONPATH`` of a process this one starts: ``first``, then what ``inherited`` had.
+
+    Empty entries are left out (an empty entry would put the child's working directory on its path).
+    """
+    return os.pathsep.join([p for p in first if p] + [p for p in [inherited.get("PYTHONPATH", "")] if p])
 
 
 def planner_owned(name: str) -> bool:

@@ -30,7 +30,7 @@ import sys
 import tempfile
 from typing import Sequence
 
-from .environ import TREE, scrub
+from .environ import TREE, pythonpath, scrub
 
 #: What each kind of requirement means: how to check it (import, or look up a file).
 KNOWN_NEEDS = ("mxnet", "gluoncv", "byteps.mxnet", "byteps.server")
@@ -196,7 +196,7 @@ def check_interpreter(python: "str | None", import_paths: Sequence[str], tree: "
 def _check(python: "str | None", paths: "list[str]", root: str, needs: Sequence[str], entry: "str | None",
            entry_path: "str | None", data: "str | None", work: str, timeout: float) -> dict:
     env = scrub(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in [env.get("PYTHONPATH", "")] if p])
+    env["PYTHONPATH"] = pythonpath(paths, env)
     argv = [python or sys.executable, "-m", "pytest_bpsperf.remote.preflight", "--needs", ",".join(needs)]
     if entry:
         argv += ["--entry", entry]

@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from .environ import package_dir, pythonpath
+
 
 def start_time(pid: int) -> "int | None":
     """Start time of ``pid`` in clock ticks since boot (field 22 of /proc/PID/stat)."""
@@ -105,11 +107,6 @@ class ReaperHandle:
                 self.proc.wait()
 
 
-def _package_root() -> str:
-    """The directory that holds the ``pytest_bpsperf`` package."""
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
 def spawn(watch_pid: int, pids: Sequence[int], log_dir: "str | None" = None) -> ReaperHandle:
     """Start a reaper watching ``watch_pid`` that kills ``pids`` if the watched process dies."""
     targets = [f"{p}:{s}" for p in pids for s in [start_time(p)] if s is not None]
@@ -121,7 +118,7 @@ def spawn(watch_pid: int, pids: Sequence[int], log_dir: "str | None" = None) -> 
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C to the terminal's group must not reach it
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (_package_root(), os.environ.get("PYTHONPATH", "")) if p)},
+            env={**os.environ, "PYTHONPATH": pythonpath([os.path.dirname(package_dir())], os.environ)},
         )
     finally:
         if log is not subprocess.DEVNULL:

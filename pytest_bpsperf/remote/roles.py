@@ -26,18 +26,13 @@ import sys
 import time
 from typing import Mapping, Sequence
 
-from .environ import IMPORT_PATH, PYTHON, RECORDS, TREE, rank_records_path, scrub
+from .environ import IMPORT_PATH, PYTHON, RECORDS, TREE, package_dir, pythonpath, rank_records_path, scrub
 
 _SETPRIV = shutil.which("setpriv")
 
 #: ``tree`` of a role actor whose arm's tree was shipped by Ray (``runtime_env`` working_dir):
 #: the tree is the directory Ray started the actor in.
 SHIPPED_TREE = "shipped"
-
-
-def package_dir() -> str:
-    """The directory of this package (``pytest_bpsperf``) as this process imported it."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def harness_root(directory: str) -> str:
@@ -179,7 +174,7 @@ class RoleProcess:
             # The plugin's own package must import in the role (the worker runs it
             # with -m) wherever the actor found it, e.g. shipped by Ray's py_modules.
             first = [os.path.dirname(package_dir())]
-        full_env["PYTHONPATH"] = os.pathsep.join(first + [p for p in [full_env.get("PYTHONPATH", "")] if p])
+        full_env["PYTHONPATH"] = pythonpath(first, full_env)
         full_env["PYTHONUNBUFFERED"] = "1"
         for stale in [self.records_path, *self._rank_records_paths()]:
             if os.path.exists(stale):

@@ -138,7 +138,7 @@ def compare(
     current: Sequence[float],
     *,
     tolerance: float,
-    confidence: float = 0.95,
+    confidence: float,
     default_rel_noise: float = 0.25,
     session_spread: Optional[float] = None,
     prior: "BetweenPrior | None" = None,
@@ -161,6 +161,8 @@ def compare(
     drop of the tolerance, so the data cannot tell.
     The tolerance is the drop that must not go unnoticed, the confidence sets
     the false-alarm rate (one-sided ``(1 - confidence) / 2`` per decision).
+    Both are the caller's settings (the option table lives above this module),
+    so neither has a default here.
     """
     tolerance = float(tolerance)
     if not 0.0 <= tolerance < 1.0:

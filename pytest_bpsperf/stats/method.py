@@ -187,7 +187,7 @@ def session_difference(
     sessions: Sequence[Sequence[float]],
     current: Sequence[float],
     *,
-    confidence: float = 0.95,
+    confidence: float,
     default_rel_noise: float = 0.25,
     session_spread: Optional[float] = None,
     names: "tuple[str, str]" = ("baseline", "current"),
@@ -202,7 +202,7 @@ def session_difference(
     current:
         img/s of this session's runs.
     confidence:
-        two-sided confidence of the interval.
+        two-sided confidence of the interval (the caller's setting: no default here).
     default_rel_noise:
         relative run-to-run noise assumed when fewer than 2 degrees of freedom
         are left to estimate it (SD of log ``log(1 + default_rel_noise)``).
@@ -396,7 +396,7 @@ def log_difference(
     a: Sequence[float],
     b: Sequence[float],
     *,
-    confidence: float = 0.95,
+    confidence: float,
     default_rel_noise: float = 0.25,
     names: "tuple[str, str]" = ("a", "b"),
 ) -> LogDifference:

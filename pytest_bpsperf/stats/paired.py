@@ -156,13 +156,14 @@ class PairedComparison:
 
 
 def paired_compare(log_ratios: Sequence[float], *, tolerance: float, confidence: float,
-                   first_look: int = MIN_PAIRS, last_look: int = 12) -> PairedComparison:
+                   last_look: int, first_look: int = MIN_PAIRS) -> PairedComparison:
     """Decide head against base from the log ratios of the pairs so far.
 
     Before ``first_look`` pairs (and without two distinct ratios' worth of
     spread) there is no interval: the verdict is ``inconclusive`` and not
     decided, so the job takes another pair. ``last_look`` is the design's
-    last look: an undecided verdict there is final.
+    last look: an undecided verdict there is final (the caller's ``max_pairs``
+    setting, so no default here).
     """
     tolerance = float(tolerance)
     if not 0.0 <= tolerance < 1.0:

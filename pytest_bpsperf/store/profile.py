@@ -18,14 +18,17 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 __all__ = [
     "Profile",
     "cluster_profile_facts",
     "collect_facts",
+    "core_count",
     "host_facts",
     "list_gpus",
+    "local_gpus",
     "make_profile",
     "memory_class_gib",
     "validate_profile_id",
@@ -68,9 +71,11 @@ def _cpu_model(cpuinfo_path: str) -> str:
     return fallback or "unknown"
 
 
-def _core_count() -> int:
-    # The cores this process may run on is what the roles get; a container
-    # limited by affinity must not borrow the host's profile.
+def core_count() -> int:
+    """The cores this process may run on (its affinity), which is what the roles get.
+
+    A container limited by affinity must not borrow the host's profile (or its defaults).
+    """
     if hasattr(os, "sched_getaffinity"):
         try:
             return len(os.sched_getaffinity(0))
@@ -133,6 +138,16 @@ def list_gpus() -> List[str]:
     if proc.returncode != 0:
         return []
     return [" ".join(line.split()) for line in proc.stdout.splitlines() if line.strip()]
+
+
+@lru_cache(maxsize=None)
+def local_gpus() -> "tuple[str, ...]":
+    """This machine's GPUs (a model name each), detected once per process by :func:`list_gpus`.
+
+    The one detection of this machine's GPUs: the profile's facts and the settings' defaults
+    (:class:`pytest_bpsperf.config.settings.Hardware`) count the same ones.
+    """
+    return tuple(list_gpus())
 
 
 def _num(value: Any) -> int:
@@ -198,15 +213,15 @@ def collect_facts(
     ``memory_gib_class`` (see :func:`memory_class_gib`; None when unknown),
     ``gpu_model`` (None without GPUs; models joined by ``" + "`` when mixed),
     ``gpu_count``, and ``cluster`` (see ``_cluster_facts``) when a cluster
-    description is given. ``gpu_lister`` defaults to :func:`list_gpus`.
+    description is given. ``gpu_lister`` defaults to :func:`local_gpus`.
     """
-    names = list((gpu_lister or list_gpus)())
+    names = list((gpu_lister or local_gpus)())
     models = sorted(set(names))
     total_kib = _memory_total_kib(meminfo_path)
     facts: Dict[str, Any] = {
         "cpu_model": _cpu_model(cpuinfo_path),
         "arch": platform.machine() or "unknown",
-        "cores": _core_count(),
+        "cores": core_count(),
         "memory_gib_class": memory_class_gib(total_kib) if total_kib else None,
         "gpu_model": " + ".join(models) if models else None,
         "gpu_count": len(names),

@@ -88,6 +88,8 @@ class JobSamples:
     workload: Dict[str, Any] = field(hash=False)
     settings: Dict[str, Any] = field(hash=False)
     median_step_s: "tuple[float, ...]" = ()
+    #: the session's single-process img/s for the job's workload (its latest run's), if measured
+    single_img_per_sec: "float | None" = None
 
 
 def jobs_of(document: Mapping[str, Any]) -> "dict[str, JobSamples]":
@@ -111,5 +113,7 @@ def jobs_of(document: Mapping[str, Any]) -> "dict[str, JobSamples]":
             tolerance=float(last["settings"]["tolerance"]),
             topology=topology, workload=workload, settings=dict(first["settings"]),
             median_step_s=tuple(float(r["step_s"]) for r in runs if "step_s" in r),
+            single_img_per_sec=next((float(r["single_img_per_sec"]) for r in reversed(runs)
+                                     if r.get("single_img_per_sec")), None),
         )
     return out

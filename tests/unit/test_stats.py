@@ -178,7 +178,7 @@ def test_log_difference_matches_reference():
     # Reference: scipy.stats.ttest_ind(log b, log a, equal_var=True) on these data.
     a = [1.2, 3.4, 2.2, 5.1, 3.3]
     b = [2.0, 2.5, 2.9, 3.1, 2.2, 2.8]
-    d = log_difference(a, b)
+    d = log_difference(a, b, confidence=0.95)
     assert d.dof == 9
     assert d.p_value == pytest.approx(0.7832260231045712, abs=1e-10)
     assert d.diff / (d.sd * math.sqrt(1 / 5 + 1 / 6)) == pytest.approx(-0.2834743752444079, rel=1e-9)
@@ -186,17 +186,17 @@ def test_log_difference_matches_reference():
 
 
 def test_log_difference_degenerate_cases():
-    assert log_difference([1.0, 1.0], [1.0, 1.0]).p_value == 1.0
-    d = log_difference([2.0, 2.0], [1.0, 1.0])
+    assert log_difference([1.0, 1.0], [1.0, 1.0], confidence=0.95).p_value == 1.0
+    d = log_difference([2.0, 2.0], [1.0, 1.0], confidence=0.95)
     assert d.p_value == 0.0 and d.beyond_noise
-    single = log_difference([1.0], [2.0])
+    single = log_difference([1.0], [2.0], confidence=0.95)
     assert not single.estimated and "assumed" in single.description
 
 
 def test_verdict_and_matrix_share_one_method():
     rng = random.Random(3)
     a, b = _noisy(rng, 1000, 0.05, 4), _noisy(rng, 900, 0.05, 4)
-    c = compare(a, b, tolerance=0.05)
+    c = compare(a, b, tolerance=0.05, confidence=0.95)
     s = significance(a, b)
     assert c.p_value == pytest.approx(s.p_value)
     assert c.change_pct == pytest.approx(s.change_pct)
@@ -209,7 +209,7 @@ def test_clear_regression():
     rng = random.Random(1)
     base = _noisy(rng, 1000, 0.02, 5)
     cur = _noisy(rng, 700, 0.02, 5)
-    c = compare(base, cur, tolerance=0.1)
+    c = compare(base, cur, tolerance=0.1, confidence=0.95)
     assert c.verdict == "regression"
     assert c.change_pct == pytest.approx(-30, abs=3)
     assert c.ci_low < c.ratio < c.ci_high < 1.0
@@ -221,7 +221,7 @@ def test_clear_regression():
 @pytest.mark.parametrize("seed", range(6))
 def test_noise_only_is_never_a_regression_and_undecided_is_inconclusive(seed):
     rng = random.Random(seed)
-    c = compare(_noisy(rng, 1000, 0.2, 3), _noisy(rng, 1000, 0.2, 3), tolerance=0.1)
+    c = compare(_noisy(rng, 1000, 0.2, 3), _noisy(rng, 1000, 0.2, 3), tolerance=0.1, confidence=0.95)
     assert c.verdict != "regression"
     assert c.verdict == ("inconclusive" if not c.decided else c.verdict)
     assert c.decided == (c.verdict != "inconclusive")
@@ -233,7 +233,7 @@ def test_noise_only_false_regression_rate_is_small():
     alarms = 0
     for seed in range(400):
         rng = random.Random(seed)
-        c = compare(_noisy(rng, 1000, 0.2, 3), _noisy(rng, 1000, 0.2, 3), tolerance=0.1)
+        c = compare(_noisy(rng, 1000, 0.2, 3), _noisy(rng, 1000, 0.2, 3), tolerance=0.1, confidence=0.95)
         alarms += c.verdict == "regression"
     assert alarms / 400 <= 0.05
 
@@ -244,6 +244,7 @@ def test_real_drop_is_found_with_enough_repeats():
             _noisy(random.Random(s), 1000, 0.05, 3),
             _noisy(random.Random(s + 7919), 700, 0.05, 3),
             tolerance=0.1,
+            confidence=0.95,
         ).verdict
         == "regression"
         for s in range(100)
@@ -253,14 +254,14 @@ def test_real_drop_is_found_with_enough_repeats():
 
 def test_improvement():
     rng = random.Random(3)
-    c = compare(_noisy(rng, 4337, 0.03, 4), _noisy(rng, 6057, 0.03, 4), tolerance=0.1)
+    c = compare(_noisy(rng, 4337, 0.03, 4), _noisy(rng, 6057, 0.03, 4), tolerance=0.1, confidence=0.95)
     assert c.verdict == "improvement"
     assert c.change_pct == pytest.approx(40, abs=5)
     assert c.ci_low > 1.0
 
 
 def test_drop_within_huge_noise_is_inconclusive_and_says_what_it_could_detect():
-    c = compare([1000, 400, 1600], [700, 280, 1120], tolerance=0.1)
+    c = compare([1000, 400, 1600], [700, 280, 1120], tolerance=0.1, confidence=0.95)
     assert c.change_pct == pytest.approx(-30)
     assert c.verdict == "inconclusive" and not c.decided
     assert c.min_detectable_change_pct > 30
@@ -268,26 +269,26 @@ def test_drop_within_huge_noise_is_inconclusive_and_says_what_it_could_detect():
 
 
 def test_drop_within_tolerance_is_ok_even_without_noise():
-    c = compare([1000, 1000, 1000], [950, 950, 950], tolerance=0.1)
+    c = compare([1000, 1000, 1000], [950, 950, 950], tolerance=0.1, confidence=0.95)
     assert c.verdict == "ok"
     assert c.min_detectable_change_pct == pytest.approx(10)
 
 
 def test_single_runs_fall_back_to_default_noise():
-    c = compare([1000], [700], tolerance=0.1)
+    c = compare([1000], [700], tolerance=0.1, confidence=0.95)
     assert not c.noise_estimated
     assert "default relative noise 25%" in c.method
     assert c.verdict == "inconclusive"  # 30% is inside the assumed noise of single runs
     assert c.p_value > 0.05  # the same method's p, from the assumed noise
     expected_margin = 1.959964 * math.log(1.25) * math.sqrt(2)
     assert c.min_detectable_change_pct == pytest.approx(100 * -math.expm1(-expected_margin), rel=1e-5)
-    assert compare([1000], [400], tolerance=0.1).verdict == "regression"
+    assert compare([1000], [400], tolerance=0.1, confidence=0.95).verdict == "regression"
     # The default is a parameter: a quieter assumption detects the 30% drop.
-    assert compare([1000], [700], tolerance=0.1, default_rel_noise=0.05).verdict == "regression"
+    assert compare([1000], [700], tolerance=0.1, default_rel_noise=0.05, confidence=0.95).verdict == "regression"
 
 
 def test_comparison_as_dict_is_json():
-    c = compare([1000, 1010], [990, 1001], tolerance=0.05)
+    c = compare([1000, 1010], [990, 1001], tolerance=0.05, confidence=0.95)
     d = json.loads(json.dumps(c.as_dict()))
     assert d["verdict"] == "ok"
     assert d["baseline_summary"]["n"] == 2
@@ -302,12 +303,12 @@ def test_comparison_as_dict_is_json():
 )
 def test_compare_rejects_bad_parameters(kwargs):
     with pytest.raises(ValueError):
-        compare([1.0, 2.0], [1.0, 2.0], **kwargs)
+        compare([1.0, 2.0], [1.0, 2.0], **{"confidence": 0.95, **kwargs})
 
 
 def test_compare_rejects_non_positive_throughput():
     with pytest.raises(ValueError, match="current"):
-        compare([1000.0], [0.0], tolerance=0.1)
+        compare([1000.0], [0.0], tolerance=0.1, confidence=0.95)
 
 
 # --- significance ---------------------------------------------------------------
