@@ -106,7 +106,7 @@ def _check(result, numbers, flags, description, prior) -> None:
                          ids=[c[0] for c in SESSION_CASES])
 def test_session_difference_gives_what_it_gave_before_the_split(name, sessions, current, kw, numbers, flags,
                                                                 description):
-    result = session_difference(sessions, current, **kw)
+    result = session_difference(sessions, current, **{"confidence": 0.95, **kw})
     _check(result, numbers, flags, description, kw.get("prior") if "session_spread" in kw else None)
     assert result.confidence == kw.get("confidence", 0.95)
 
@@ -123,18 +123,18 @@ def test_each_case_function_gives_what_the_one_function_gave(name, sessions, cur
     runs = method._pool_within(logs, [math.log(x) for x in current], kw.get("default_rel_noise", 0.25))
     result = _case_function(name)(runs, kw)
     _check(result, numbers, flags, description, kw.get("prior") if "session_spread" in kw else None)
-    assert result == session_difference(sessions, current, **kw)
+    assert result == session_difference(sessions, current, **{"confidence": 0.95, **kw})
 
 
 def test_session_difference_checks_its_inputs_before_any_case():
     with pytest.raises(ValueError, match="confidence is 1.0"):
         session_difference([[1.0]], [1.0], confidence=1.0)
     with pytest.raises(ValueError, match="session_spread is -0.1"):
-        session_difference([[1.0]], [1.0], session_spread=-0.1)
+        session_difference([[1.0]], [1.0], session_spread=-0.1, confidence=0.95)
     with pytest.raises(ValueError, match="base has no sessions"):
-        session_difference([], [1.0], names=("base", "head"))
+        session_difference([], [1.0], names=("base", "head"), confidence=0.95)
     with pytest.raises(ValueError, match="head"):
-        session_difference([[1.0]], [-1.0], names=("base", "head"))
+        session_difference([[1.0]], [-1.0], names=("base", "head"), confidence=0.95)
 
 
 # --- detect_steady_state: the short series, the first settled run and the drift apart ----------
