@@ -51,22 +51,38 @@ def _date(option: str) -> Callable[[str], str]:
     return convert
 
 
-def _parser() -> argparse.ArgumentParser:
-    from ..config.settings import BASELINES_DIR, OPTIONS_BY_NAME
-    from . import commands as c
+def _default(name: str) -> object:
+    """The plugin's default of setting ``name``: the CLI and the plugin share the option table."""
+    from ..config.settings import OPTIONS_BY_NAME
 
-    def default(name: str):
-        return OPTIONS_BY_NAME[name].default
+    return OPTIONS_BY_NAME[name].default
+
+
+#: ``add(name, func, help, parent=None)``: a subcommand under ``parent`` (default: the top level).
+Adder = Callable[..., argparse.ArgumentParser]
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The ``bpsperf`` parser: one builder per command below, each adding its own arguments."""
+    from . import commands as c
 
     p = argparse.ArgumentParser(prog="bpsperf", description=__doc__.split("\n\n")[0])
     p.add_argument("--version", action="version", version=f"bpsperf {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def add(name: str, func: Callable, help_text: str, parent=sub) -> argparse.ArgumentParser:
-        q = parent.add_parser(name, help=help_text, description=help_text)
+    def add(name: str, func: "Callable | None", help_text: str, parent=None) -> argparse.ArgumentParser:
+        q = (parent or sub).add_parser(name, help=help_text, description=help_text)
         q.set_defaults(func=func)
         return q
 
+    for build in (_compare_command, _check_command, _baselines_command, _history_command, _report_command,
+                  _export_command, _comment_command):
+        build(add, c)
+    return p
+
+
+def _compare_command(add: Adder, c) -> None:
+    """The ``compare`` command's arguments."""
     q = add("compare", c.compare, "decide HEAD results against BASE results, or the pairs of one base-vs-head "
             "results file (exit 1 on a regression)")
     q.add_argument("base", metavar="BASE.json", help="results of the base, or of a base-vs-head session alone")
@@ -75,8 +91,13 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--tolerance", type=_setting("--tolerance"), help="override each test's tolerance, e.g. 10%%")
     q.add_argument("--session-spread", type=_setting("--session-spread", "session_spread"), metavar="PCT",
                    help="spread between the two sessions to allow for (default: HEAD's session_spread setting, "
-                        f"{100 * default('session_spread'):.0f}%%; two pytest sessions on one machine differ by more than "
-                        "runs of one session); 0 compares as if both ran in one session")
+                        f"{100 * _default('session_spread'):.0f}%%; two pytest sessions on one machine differ by "
+                        "more than runs of one session); 0 compares as if both ran in one session")
+
+
+def _check_command(add: Adder, c) -> None:
+    """The ``check`` command's arguments."""
+    from ..config.settings import BASELINES_DIR
 
     q = add("check", c.check, "verdicts of a results file against the stored baselines (exit 1 on a regression)")
     q.add_argument("results", metavar="RESULTS.json")
@@ -87,6 +108,11 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--history", metavar="DIR", help="the session's --bpsperf-history directory: its sessions of one "
                    "commit inform the spread between sessions, as in the plugin")
     q.add_argument("--strict", action="store_true", help="exit 1 on an inconclusive verdict too")
+
+
+def _baselines_command(add: Adder, c) -> None:
+    """The ``baselines`` command's arguments."""
+    from ..config.settings import BASELINES_DIR
 
     b = add("baselines", None, "list, show, record and prune stored baselines")
     bsub = b.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -101,16 +127,21 @@ def _parser() -> argparse.ArgumentParser:
         if name == "record":
             q.add_argument("results", metavar="RESULTS.json")
             q.add_argument("--profile", help="profile id (default: the one the results record)")
-            q.add_argument("--max-spread", type=_setting("--max-spread", "max_spread"), help="largest stdev/mean accepted (default: the test's)")
+            q.add_argument("--max-spread", type=_setting("--max-spread", "max_spread"),
+                           help="largest stdev/mean accepted (default: the test's)")
             q.add_argument("--force", action="store_true", help="record entries whose runs spread too much")
-            q.add_argument("--sessions", type=_setting("--sessions", "sessions"), default=default("sessions"),
+            q.add_argument("--sessions", type=_setting("--sessions", "sessions"), default=_default("sessions"),
                            help="recorded sessions each entry keeps (default: %(default)s)")
         if name == "prune":
             q.add_argument("--test", help="only entries whose test matches this glob")
             q.add_argument("--trick", help="only entries of this trick")
-            q.add_argument("--older-than", metavar="YYYY-MM-DD", type=_date("--older-than"), help="only entries recorded before this date")
+            q.add_argument("--older-than", metavar="YYYY-MM-DD", type=_date("--older-than"),
+                           help="only entries recorded before this date")
             q.add_argument("--dry-run", action="store_true", help="say what would go, change nothing")
 
+
+def _history_command(add: Adder, c) -> None:
+    """The ``history`` command's arguments."""
     h = add("history", c.history_show, "trend tables per test and trick across commits, with change points")
     hsub = h.add_subparsers(dest="action", metavar="ACTION")
     q = add("add", c.history_add, "save a results file into the history (one file per session)", hsub)
@@ -125,6 +156,11 @@ def _parser() -> argparse.ArgumentParser:
         target.add_argument("--branch", help="only records of this branch")
         target.add_argument("--test", help="only tests matching this glob")
 
+
+def _report_command(add: Adder, c) -> None:
+    """The ``report`` command's arguments."""
+    from ..config.settings import BASELINES_DIR
+
     q = add("report", c.report, "an HTML or Markdown report with pictures")
     q.add_argument("--results", metavar="RESULTS.json", help="a results file (runs, matrix, verdicts)")
     q.add_argument("--history", metavar="DIR", help="a history directory (trend pictures)")
@@ -134,12 +170,18 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--out", required=True, metavar="DIR", help="where the report and its PNGs go")
     q.add_argument("--format", choices=("html", "md"), default="html")
 
+
+def _export_command(add: Adder, c) -> None:
+    """The ``export`` command's arguments."""
     q = add("export", c.export, "convert a results file for another tool")
     q.add_argument("results", metavar="RESULTS.json")
     q.add_argument("--format", required=True, choices=("bmf", "github", "pytest-benchmark"),
                    help="bmf: Bencher Metric Format; github: github-action-benchmark customBiggerIsBetter")
     q.add_argument("-o", "--output", required=True, metavar="PATH")
 
+
+def _comment_command(add: Adder, c) -> None:
+    """The ``comment`` command's arguments."""
     q = add("comment", c.comment, "the pull-request comment of a session: summary first, report collapsed, "
             "cut below GitHub's limit")
     q.add_argument("results", metavar="RESULTS.json")
@@ -147,7 +189,6 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--marker", required=True, help="names this comment among others (e.g. the runner kind)")
     q.add_argument("--link", help="where the whole report is (the run's artifacts)")
     q.add_argument("--out", required=True, metavar="PATH", help="where the comment's body goes")
-    return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

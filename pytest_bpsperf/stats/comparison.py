@@ -133,6 +133,29 @@ def as_sessions(baseline: BaselineSamples) -> "List[List[float]]":
     return [items]
 
 
+def _decision(low: float, high: float, tolerance: float) -> "tuple[str, bool]":
+    """(verdict, decided) of the log-ratio interval ``[low, high]`` under ``tolerance`` (see :func:`compare`)."""
+    drop, gain = math.log1p(-tolerance), math.log1p(tolerance)
+    decided = high < 0.0 or low > drop
+    if high < 0.0 and low < drop:
+        return "regression", decided
+    if low > 0.0 and high > gain:
+        return "improvement", decided
+    if decided:
+        return "ok", decided
+    return "inconclusive", decided  # the interval holds both no change and a drop of the tolerance
+
+
+def _method_text(d: LogDifference, tolerance: float) -> str:
+    """How the verdict was reached, in words (reports print it)."""
+    return (
+        "compare mean log(img/s): ratio = exp(mean log current - mean log baseline); "
+        f"{d.description}; {d.confidence:.0%} two-sided interval on the log difference is +-{d.margin:.4f}; "
+        f"regression iff the interval lies below 0 and reaches below log({1.0 - tolerance:.4g}) (tolerance "
+        f"{tolerance:.1%}), improvement symmetrically"
+    )
+
+
 def compare(
     baseline: BaselineSamples,
     current: Sequence[float],
@@ -171,25 +194,11 @@ def compare(
     d = session_difference(sessions, current, confidence=confidence, default_rel_noise=default_rel_noise,
                            session_spread=session_spread, prior=prior)
     low, high = d.diff - d.margin, d.diff + d.margin
-    drop, gain = math.log1p(-tolerance), math.log1p(tolerance)
-    decided = high < 0.0 or low > drop
-    if high < 0.0 and low < drop:
-        verdict = "regression"
-    elif low > 0.0 and high > gain:
-        verdict = "improvement"
-    elif decided:
-        verdict = "ok"
-    else:  # the interval holds both no change and a drop of the tolerance: it cannot tell
-        verdict = "inconclusive"
+    drop = math.log1p(-tolerance)
+    verdict, decided = _decision(low, high, tolerance)
     # The smallest measured drop (in log) that is called a regression: beyond the
     # margin, and with the interval reaching a drop of the tolerance.
     smallest = max(d.margin, -drop - d.margin)
-    method = (
-        "compare mean log(img/s): ratio = exp(mean log current - mean log baseline); "
-        f"{d.description}; {d.confidence:.0%} two-sided interval on the log difference is +-{d.margin:.4f}; "
-        f"regression iff the interval lies below 0 and reaches below log({1.0 - tolerance:.4g}) (tolerance "
-        f"{tolerance:.1%}), improvement symmetrically"
-    )
     return Comparison(
         verdict=verdict,
         ratio=math.exp(d.diff),
@@ -205,7 +214,7 @@ def compare(
         p_value=d.p_value,
         dof=d.dof,
         noise_estimated=d.estimated,
-        method=method,
+        method=_method_text(d, tolerance),
         sessions=d.sessions,
         between_sd_pct=100.0 * math.expm1(d.between_sd),
         between_assumed=d.between_assumed,

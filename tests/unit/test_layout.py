@@ -160,3 +160,29 @@ def test_a_stale_table_is_reported(tmp_path):
     text = f"# x\n{module_table.START}\n| old |\n{module_table.END}\nrest\n"
     new = module_table.spliced(text, module_table.folder_table(), "x.md")
     assert new != text and new.endswith(f"{module_table.END}\nrest\n") and "| `config/` |" in new
+
+
+#: Functions allowed past LONGEST lines of code, each with its reason in its docstring.
+LONG_WITH_A_REASON: "dict[str, str]" = {}
+LONGEST = 60
+
+
+def code_lines(node: ast.AST) -> int:
+    """Lines of a function without its docstring."""
+    lines = node.end_lineno - node.lineno + 1
+    doc = node.body[0] if node.body and isinstance(node.body[0], ast.Expr) and isinstance(
+        getattr(node.body[0], "value", None), ast.Constant) and isinstance(node.body[0].value.value, str) else None
+    return lines - (doc.end_lineno - doc.lineno + 1 if doc is not None else 0)
+
+
+def test_no_function_is_longer_than_about_60_lines_of_code():
+    long = sorted(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({code_lines(node)} lines)"
+                  for path, _ in MODULES.values() for node in ast.walk(ast.parse(path.read_text()))
+                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and code_lines(node) > LONGEST
+                  and node.name not in LONG_WITH_A_REASON)
+    assert long == []
+
+
+def test_the_length_check_counts_code_not_the_docstring():
+    (fn,) = ast.parse('def f():\n    """Doc\n\n    more.\n    """\n    return 1\n').body
+    assert code_lines(fn) == 2
