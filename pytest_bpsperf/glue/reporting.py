@@ -80,7 +80,7 @@ class ReportPlugin:
         document = report.json_document(
             ledger.runs, ledger.failures, header, self.runner.session_info(), profile=profile,
             commit=current_commit(root), branch=current_branch(root), date=utc_now_iso(),
-            versions=software_versions(), base_vs_head=self.gate.results_section(),
+            versions=software_versions(), base_vs_head=self.gate.results_section(), verdicts=ledger.verdicts,
         )
         json_path = self.config.getoption("bpsperf_json")
         if json_path:
