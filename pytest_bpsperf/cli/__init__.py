@@ -124,11 +124,13 @@ def _parser() -> argparse.ArgumentParser:
     q = add("report", c.report, "an HTML or Markdown report with pictures")
     q.add_argument("--results", metavar="RESULTS.json", help="a results file (runs, matrix, verdicts)")
     q.add_argument("--history", metavar="DIR", help="a history directory (trend pictures)")
-    q.add_argument("--baselines-dir", default="baselines", help="for verdicts and bands (default: %(default)s)")
+    q.add_argument("--baselines-dir", default="baselines", help="for the baseline bands of the pictures "
+                   "(default: %(default)s)")
     q.add_argument("--profile", help="profile id (default: the one the results record)")
     q.add_argument("--branch", help="history of this branch only")
     q.add_argument("--out", required=True, metavar="DIR", help="where the report and its PNGs go")
-    q.add_argument("--format", choices=("html", "md"), default="html")
+    q.add_argument("--format", choices=("html", "markdown", "md"), default="html",
+                   help="an HTML page, or the Markdown the plugin writes (--bpsperf-markdown); md is markdown")
 
     q = add("export", c.export, "convert a results file for another tool")
     q.add_argument("results", metavar="RESULTS.json")
