@@ -164,11 +164,13 @@ def _report_command(add: Adder, c) -> None:
     q = add("report", c.report, "an HTML or Markdown report with pictures")
     q.add_argument("--results", metavar="RESULTS.json", help="a results file (runs, matrix, verdicts)")
     q.add_argument("--history", metavar="DIR", help="a history directory (trend pictures)")
-    q.add_argument("--baselines-dir", default=BASELINES_DIR, help="for verdicts and bands (default: %(default)s)")
+    q.add_argument("--baselines-dir", default=BASELINES_DIR, help="for the baseline bands of the pictures "
+                   "(default: %(default)s)")
     q.add_argument("--profile", help="profile id (default: the one the results record)")
     q.add_argument("--branch", help="history of this branch only")
     q.add_argument("--out", required=True, metavar="DIR", help="where the report and its PNGs go")
-    q.add_argument("--format", choices=("html", "md"), default="html")
+    q.add_argument("--format", choices=("html", "markdown", "md"), default="html",
+                   help="an HTML page, or the Markdown the plugin writes (--bpsperf-markdown); md is markdown")
 
 
 def _export_command(add: Adder, c) -> None:

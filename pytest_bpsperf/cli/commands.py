@@ -205,43 +205,49 @@ def history_show(args: argparse.Namespace) -> int:
 
 
 def report(args: argparse.Namespace) -> int:
-    """``bpsperf report --results R.json --history DIR --out DIR``."""
-    from ..report.pages import report_html, report_markdown
+    """``bpsperf report --results R.json --history DIR --out DIR``.
+
+    Of a results file, the report its session wrote (``--bpsperf-markdown``):
+    the same pieces from the same document, with its verdicts as the session
+    decided them (``bpsperf check`` decides again); with ``--history`` the trend
+    of each of its jobs. Pictures go to ``bpsperf-img/`` in ``--out``, as they go
+    next to the plugin's Markdown.
+    """
+    from ..report import blocks, pages
     from ..report.plots import session_pictures
+    from ..store.results import jobs_of, run_key_of
 
     if not args.results and not args.history:
         raise ValueError("report needs --results RESULTS.json, --history DIR, or both")
     out = Path(args.out)
     results = read_document(args.results, "results") if args.results else None
-    header, verdicts, baselines, tolerances = [], [], {}, {}
+    baselines, tolerances = {}, {}
     profile_id = args.profile
     if results is not None:
         profile_id = profile_of(results, args.profile, source=args.results) if (
             args.profile or (results.get("profile") or {}).get("id")) else None
-        header.append(f"results {args.results}: commit {(results.get('commit') or '-')[:12]}, "
-                      f"branch {results.get('branch') or '-'}, {results.get('date') or '-'}")
-        if profile_id:
-            store = BaselineStore(args.baselines_dir)
-            verdicts = check_results(results, store, profile_id=profile_id)
-            baselines = dict(store.load(profile_id).entries)
-            from ..store.results import jobs_of
-
-            tolerances = {k: j.tolerance for k, j in jobs_of(results).items()}
+        tolerances = {k: j.tolerance for k, j in jobs_of(results).items()}
+    if profile_id:
+        baselines = dict(BaselineStore(args.baselines_dir).load(profile_id).entries)  # the bands of the pictures
     found = []
     if args.history:
         found = trends(HistoryStore(args.history).load(profile_id), profile_id=profile_id, branch=args.branch)
-        header.append(f"history {args.history}: {len(found)} job(s)")
-        if profile_id and not baselines:
-            baselines = dict(BaselineStore(args.baselines_dir).load(profile_id).entries)
-    if profile_id:
-        header.insert(0, f"profile {profile_id}")
-    pictures = session_pictures(results or {}, out / "img", trends=found, baselines=baselines,
+        if results is not None:  # the jobs of this session, as its own report shows them
+            keys = {run_key_of(r) for r in results.get("tests", [])}
+            found = [t for t in found if t.key in keys]
+    pictures = session_pictures(results or {}, out / pages.PICTURES_DIR, trends=found, baselines=baselines,
                                 tolerances=tolerances)
-    render = report_html if args.format == "html" else report_markdown
-    path = out / ("report.html" if args.format == "html" else "report.md")
-    _write(path, render(title="bpsperf report", header=header, verdicts=verdicts, results=results,
-                        trends=found, pictures=pictures, relative_to=out))
-    print(f"wrote {path} with {len(pictures)} picture(s) in {out / 'img'}")
+    if results is not None:
+        page = pages.session_page(results, trends=found, pictures=pictures, relative_to=out)
+    else:
+        header = ([f"profile {profile_id}"] if profile_id else []) + [f"history {args.history}: {len(found)} job(s)"]
+        page = pages.history_page(header, found, pictures, out)
+    if args.format == "html":
+        path, text = out / "report.html", blocks.html_page(page, title="bpsperf report")
+    else:
+        path, text = out / "report.md", blocks.markdown(page)
+    _write(path, text)
+    print(f"wrote {path} with {len(pictures)} picture(s) in {out / pages.PICTURES_DIR}")
     return 0  # a report is made whatever the verdicts; 'check' is the gate
 
 

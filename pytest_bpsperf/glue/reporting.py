@@ -10,7 +10,7 @@ import pytest
 from .. import report
 from ..judge.job import Ledger
 from ..remote.provenance import current_commit, software_versions, utc_now_iso
-from ..report import exports, pages, plots
+from ..report import blocks, exports, pages, plots
 from ..store.baselines import BaselineError
 from ..store.history import HistoryError, HistoryStore, current_branch, make_record, trends
 
@@ -80,7 +80,7 @@ class ReportPlugin:
         document = report.json_document(
             ledger.runs, ledger.failures, header, self.runner.session_info(), profile=profile,
             commit=current_commit(root), branch=current_branch(root), date=utc_now_iso(),
-            versions=software_versions(), base_vs_head=self.gate.results_section(),
+            versions=software_versions(), base_vs_head=self.gate.results_section(), verdicts=ledger.verdicts,
         )
         json_path = self.config.getoption("bpsperf_json")
         if json_path:
@@ -88,11 +88,11 @@ class ReportPlugin:
         found = self._save_history(document)
         md_path = self.config.getoption("bpsperf_markdown")
         pictures = self._draw(document, found, md_path)
-        markdown = report.markdown_document(ledger.runs, header, ledger.verdicts)
+        # The Markdown is rendered from the results document, as `bpsperf report` renders the file.
         if md_path:
-            extra = pages.trend_markdown(found) + pages.pictures_markdown(
-                pictures, os.path.dirname(os.path.abspath(md_path)))
-            self._write(md_path, lambda: report.write_text(md_path, markdown + ("\n".join(extra) + "\n" if extra else "")))
+            page = pages.session_page(document, trends=found, pictures=pictures,
+                                      relative_to=os.path.dirname(os.path.abspath(md_path)))
+            self._write(md_path, lambda: report.write_text(md_path, blocks.markdown(page)))
         bench_path = self.config.getoption("bpsperf_benchmark_json")
         if bench_path:
             self._write(bench_path, lambda: report.write_json(bench_path, report.benchmark_document(ledger.runs, profile)))
@@ -104,10 +104,7 @@ class ReportPlugin:
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if os.environ.get("GITHUB_ACTIONS") == "true" and summary and ledger.runs:
             # The job summary cannot show files of the runner: it names the PNGs of the artifact.
-            names = "".join(f"\n- `{os.path.basename(p.path)}`: {p.title}" for p in pictures)
-            text = markdown + "\n".join(pages.trend_markdown(found)) + "\n"
-            if names:
-                text += f"\nPictures (in the job's artifacts):{names}\n"
+            text = blocks.markdown(pages.session_page(document, trends=found) + pages.picture_names(pictures))
             self._write(f"{summary} (GITHUB_STEP_SUMMARY)", lambda: _append(summary, text))
 
     def _save_history(self, document: dict) -> list:
@@ -143,7 +140,7 @@ class ReportPlugin:
         """The pictures, in --bpsperf-plots or next to the Markdown report."""
         directory = self.config.getoption("bpsperf_plots")
         if not directory and md_path:
-            directory = os.path.join(os.path.dirname(os.path.abspath(md_path)), "bpsperf-img")
+            directory = os.path.join(os.path.dirname(os.path.abspath(md_path)), pages.PICTURES_DIR)
         if not directory or not self.ledger.runs:
             return []
         baselines, profile = {}, self.gate.known_profile

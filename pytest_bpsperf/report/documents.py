@@ -5,18 +5,26 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, Union
 
 from ..judge.job import RunFailure, RunResult
+from ..judge.pairs import PairedVerdict
+from ..judge.verdict import Verdict
 from ..store.files import atomic_write_text
 from ..store.profile import Profile
 from .exports import benchmark_export
 from .matrix import head_runs, matrix_tables
 
-#: 2: runs carry ``arm`` and ``pair``; base-vs-head sessions add ``base_vs_head`` (arms, seed, pair tables)
-JSON_SCHEMA_VERSION = 2
+#: 2: runs carry ``arm`` and ``pair``; base-vs-head sessions add ``base_vs_head`` (arms, seed, pair tables).
+#: 3: ``verdicts``, every verdict of the session in the order its jobs started (what the reports show).
+JSON_SCHEMA_VERSION = 3
 
-__all__ = ["JSON_SCHEMA_VERSION", "benchmark_document", "json_document", "write_json", "write_text"]
+__all__ = ["JSON_SCHEMA_VERSION", "benchmark_document", "json_document", "verdict_entry", "write_json", "write_text"]
+
+
+def verdict_entry(verdict: "Union[Verdict, PairedVerdict]") -> dict:
+    """One verdict as the results document holds it: its JSON view and the test it is about."""
+    return {**verdict.as_dict(), "nodeid": verdict.nodeid, "test": verdict.test, "trick": verdict.trick}
 
 
 def json_document(
@@ -24,8 +32,13 @@ def json_document(
     info: "Mapping[str, object] | None" = None, *, profile: "Profile | None" = None,
     commit: "str | None" = None, branch: "str | None" = None, date: "str | None" = None,
     versions: "Mapping[str, str] | None" = None, base_vs_head: "Mapping[str, object] | None" = None,
+    verdicts: "Sequence[Union[Verdict, PairedVerdict]]" = (),
 ) -> dict:
-    """The ``--bpsperf-json`` document (schema ``pytest_bpsperf/schemas/results.schema.json``)."""
+    """The ``--bpsperf-json`` document (schema ``pytest_bpsperf/schemas/results.schema.json``).
+
+    It holds everything the reports show, so that :mod:`.markdown` renders it
+    alike at the end of a session and from the file (``bpsperf report``).
+    """
     doc = {
         "schema_version": JSON_SCHEMA_VERSION,
         "profile": profile.as_dict() if profile is not None else None,
@@ -38,6 +51,7 @@ def json_document(
         "tests": [r.as_dict() for r in results],
         "failures": [{"nodeid": f.nodeid, "reason": f.reason} for f in failures],
         "matrix": [t.as_dict() for t in matrix_tables(head_runs(results))],
+        "verdicts": [verdict_entry(v) for v in verdicts],
     }
     if base_vs_head is not None:
         doc["base_vs_head"] = dict(base_vs_head)

@@ -1,29 +1,28 @@
-"""The Markdown report (a pull-request comment, the GitHub job summary)."""
+"""The session report from its results document: what ``--bpsperf-markdown`` and ``bpsperf report`` write.
+
+One renderer for the plugin and the ``bpsperf`` command, as pytest-benchmark's
+``TableResults`` serves both of its own: it reads only the results document
+(``--bpsperf-json``, :func:`.documents.json_document`), so that a results file
+renders as its session did. It makes pieces (:mod:`.blocks`), which become the
+Markdown (a pull-request comment, the GitHub job summary) or an HTML page.
+Callers that hold typed results (:func:`markdown_document`,
+:func:`verdict_markdown`, :func:`format_matrix_markdown`) go through the
+document's form too.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Mapping, Sequence, Union
 
 from ..judge.job import RunResult
 from ..judge.pairs import PairedVerdict
 from ..judge.verdict import Verdict
-from .matrix import HEADER, MatrixTable, head_runs, matrix_tables, row_cells
+from .blocks import Block, Bullets, Code, Folded, Heading, Paragraph, Strong, Table, markdown, markdown_lines
+from .documents import json_document, verdict_entry
+from .matrix import HEADER, MatrixTable, row_cells
 
-__all__ = ["format_matrix_markdown", "markdown_document", "pairs_markdown", "seconds_cell", "verdict_markdown"]
-
-
-def format_matrix_markdown(table: MatrixTable) -> list:
-    """The matrix as a Markdown table."""
-    lines = [f"#### `{table.test}`", "", table.description, ""]
-    lines.append("| " + " | ".join(HEADER) + " |")
-    lines.append("|" + "|".join(["---"] + ["---:"] * (len(HEADER) - 1)) + "|")
-    for r in table.rows:
-        cells = list(row_cells(r))
-        cells[0] = f"`{cells[0]}`"
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", f"_{table.method}_", ""]
-    return lines
-
+__all__ = ["format_matrix_markdown", "markdown_document", "matrix_pieces", "pairs_markdown", "seconds_cell",
+           "session_pieces", "verdict_markdown", "verdict_pieces", "verdicts_of"]
 
 _STATUS_ICON = {"ok": "✅ ok", "regression": "❌ regression", "improvement": "🚀 improvement",
                 "no-baseline": "⚪ no baseline", "inconclusive": "❔ inconclusive"}
@@ -33,72 +32,8 @@ def _pct(ratio: float) -> str:
     return f"{100 * (ratio - 1):+.1f}%"
 
 
-def pairs_markdown(verdicts: Sequence[PairedVerdict]) -> "list[str]":
-    """The base-vs-head table (what a pull-request comment leads with), then each job's pairs."""
-    if not verdicts:
-        return []
-    lines = ["### Base vs head", "",
-             "| test | verdict | base img/s | head img/s | head vs base | interval (all looks) | tolerance | "
-             "pairs | looks |",
-             "|---|---|---:|---:|---:|---|---:|---:|---:|"]
-    for v in verdicts:
-        c = v.comparison
-        interval = "-" if c.pairs < c.first_look else f"{_pct(c.ci_low)} to {_pct(c.ci_high)}"
-        base = "-" if v.baseline_median is None else f"{v.baseline_median:.1f}"
-        lines.append(f"| `{v.nodeid}` | {_STATUS_ICON.get(v.status, v.status)} | {base} | {v.measured:.1f} | "
-                     f"{c.change_pct:+.1f}% | {interval} | -{100 * v.tolerance:.0f}% | {c.pairs} | {c.looks} |")
-    first = verdicts[0]
-    for name in ("base", "head"):
-        arm = first.arms.get(name) or {}
-        versions = arm.get("versions") or {}
-        v = ", ".join(f"{k} {versions[k]}" for k in ("python", "mxnet", "byteps", "gluoncv", "ray") if k in versions)
-        commit = str(arm.get("commit") or "-")[:12] + (" + uncommitted changes" if arm.get("dirty") else "")
-        lines.append("")
-        lines.append(f"- **{name}**: {arm.get('ref') or '-'} `{commit}`, python `{arm.get('python') or 'as head'}`"
-                     + (f" ({v})" if v else ""))
-    if any(v.aa for v in verdicts):
-        lines += ["", "_A/A run: both arms are the same commit and interpreter; any difference is noise._"]
-    for v in verdicts:
-        lines += ["", f"<details><summary>pairs of <code>{v.nodeid}</code></summary>", "",
-                  "| pair | order | base img/s | head img/s | head/base |", "|---:|---|---:|---:|---:|"]
-        for p in v.pairs:
-            ratio = "dropped: " + str(p["dropped"]) if p.get("dropped") else f"{float(p['ratio']):.3f}"
-            base = "-" if p.get("base_img_per_sec") is None else f"{float(p['base_img_per_sec']):.1f}"
-            head = "-" if p.get("head_img_per_sec") is None else f"{float(p['head_img_per_sec']):.1f}"
-            lines.append(f"| {p['pair']} | {p['order']} | {base} | {head} | {ratio} |")
-        lines += ["", "</details>"]
-    lines += ["", "_Method: " + first.comparison.method + "_", ""]
-    return lines
-
-
-def verdict_markdown(verdicts: Sequence[Verdict]) -> "list[str]":
-    """The verdict table of the PR comment (base-vs-head verdicts get their own table first)."""
-    paired = [v for v in verdicts if getattr(v, "kind", "") == "pairs"]
-    verdicts = [v for v in verdicts if getattr(v, "kind", "") != "pairs"]
-    if paired:
-        return pairs_markdown(paired) + (verdict_markdown(verdicts) if verdicts else [])  # type: ignore[arg-type]
-    if not verdicts:
-        return []
-    lines = ["### Verdicts", "",
-             "| test | verdict | measured img/s | baseline img/s | change | tolerance | noise margin | "
-             "smallest detectable drop |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for v in verdicts:
-        c = v.comparison
-        base = "-" if v.baseline_median is None else f"{v.baseline_median:.1f}"
-        change = "-" if c is None else f"{c.change_pct:+.1f}%"
-        margin = "-" if c is None else f"±{c.margin_pct:.1f}%"
-        mdc = "-" if c is None else f"{c.min_detectable_change_pct:.1f}%"
-        lines.append(f"| `{v.nodeid}` | {_STATUS_ICON.get(v.status, v.status)} | {v.measured:.1f} | {base} | "
-                     f"{change} | -{100 * v.tolerance:.0f}% | {margin} | {mdc} |")
-    improved = [v for v in verdicts if v.status == "improvement"]
-    if improved:
-        lines += ["", "Faster than the baseline beyond noise: consider recording new baselines with "
-                      "`pytest -m perf --bpsperf-update-baselines`."]
-    methods = {v.comparison.method for v in verdicts if v.comparison is not None}
-    if methods:
-        lines += ["", "_Method: " + "; ".join(sorted(methods)) + "_"]
-    return lines + [""]
+def _img(value: "float | None") -> str:
+    return "-" if value is None else f"{float(value):.1f}"
 
 
 def seconds_cell(value: "float | None") -> str:
@@ -106,26 +41,181 @@ def seconds_cell(value: "float | None") -> str:
     return "- (overlapped)" if value is None else f"{value:.3f}s"
 
 
-def markdown_document(results: Sequence[RunResult], header: Sequence[str], verdicts: Sequence[Verdict] = ()) -> str:
-    """The Markdown report: a summary line, the verdicts (base vs head first), the session, results, matrices."""
-    lines = ["## bpsperf results", ""]
+def _paired(entry: Mapping[str, Any]) -> bool:
+    return entry.get("kind") == "pairs"
+
+
+def verdicts_of(document: Mapping[str, Any]) -> "list[dict]":
+    """The verdicts of a results document (:func:`.documents.verdict_entry` each), in the order its jobs started.
+
+    Files before schema 3 have no ``verdicts``: there a job's verdict travels
+    with each of its runs and names the run it was decided on, its last
+    (:meth:`~pytest_bpsperf.judge.job.Job.decide`), and a base-vs-head
+    session's verdicts are its ``base_vs_head`` jobs.
+    """
+    if "verdicts" in document:
+        return [dict(v) for v in document["verdicts"]]
+    paired = [dict(j) for j in (document.get("base_vs_head") or {}).get("jobs") or []]
+    by_job: "dict[str, dict]" = {}
+    for run in document.get("tests", []):
+        verdict = run.get("verdict")
+        if verdict and not _paired(verdict):
+            by_job[verdict["key"]] = {**verdict, "nodeid": run["nodeid"], "test": run["test"], "trick": run["trick"]}
+    return paired + list(by_job.values())
+
+
+def _arm_line(name: str, arm: Mapping[str, Any]) -> tuple:
+    versions = arm.get("versions") or {}
+    v = ", ".join(f"{k} {versions[k]}" for k in ("python", "mxnet", "byteps", "gluoncv", "ray") if k in versions)
+    commit = str(arm.get("commit") or "-")[:12] + (" + uncommitted changes" if arm.get("dirty") else "")
+    return (Strong(name), f": {arm.get('ref') or '-'} ", Code(commit), ", python ",
+            Code(str(arm.get("python") or "as head")), f" ({v})" if v else "")
+
+
+def _pair_rows(entry: Mapping[str, Any]) -> tuple:
+    rows = []
+    for p in entry.get("pair_table") or ():
+        ratio = "dropped: " + str(p["dropped"]) if p.get("dropped") else f"{float(p['ratio']):.3f}"
+        rows.append((str(p["pair"]), p["order"], _img(p.get("base_img_per_sec")), _img(p.get("head_img_per_sec")),
+                     ratio))
+    return tuple(rows)
+
+
+def pairs_pieces(entries: Sequence[Mapping[str, Any]], arms: Mapping[str, Any]) -> "list[Block]":
+    """The base-vs-head table (what a pull-request comment leads with), the arms, then each job's pairs."""
+    if not entries:
+        return []
+    rows = []
+    for v in entries:
+        first_look = (v.get("comparison") or {}).get("first_look", 0)
+        interval = ("-" if v.get("ci_low") is None or v["pairs"] < first_look
+                    else f"{_pct(v['ci_low'])} to {_pct(v['ci_high'])}")
+        rows.append((Code(v["nodeid"]), _STATUS_ICON.get(v["status"], v["status"]), _img(v.get("base_img_per_sec")),
+                     _img(v["measured_img_per_sec"]), f"{v['change_pct']:+.1f}%", interval,
+                     f"-{100 * v['tolerance']:.0f}%", str(v["pairs"]), str(v["looks"])))
+    out: "list[Block]" = [
+        Heading(3, "Base vs head"),
+        Table(("test", "verdict", "base img/s", "head img/s", "head vs base", "interval (all looks)", "tolerance",
+               "pairs", "looks"), tuple(rows), (False, False, True, True, True, False, True, True, True)),
+        Bullets(tuple(_arm_line(name, arms.get(name) or {}) for name in ("base", "head")), loose=True),
+    ]
+    if any(v.get("aa") for v in entries):
+        out.append(Paragraph("A/A run: both arms are the same commit and interpreter; any difference is noise.",
+                             note=True))
+    for v in entries:
+        out.append(Folded(("pairs of ", Code(v["nodeid"])), (
+            Table(("pair", "order", "base img/s", "head img/s", "head/base"), _pair_rows(v),
+                  (True, False, True, True, True)),)))
+    out.append(Paragraph("Method: " + str((entries[0].get("comparison") or {}).get("method", "")), note=True))
+    return out
+
+
+def _change_cells(v: Mapping[str, Any]) -> tuple:
+    # a verdict without a comparison (no baseline, nothing to normalize by) has no figures
+    change = "-" if v.get("change_pct") is None else f"{v['change_pct']:+.1f}%"
+    margin = "-" if v.get("margin_pct") is None else f"±{v['margin_pct']:.1f}%"
+    mdc = "-" if v.get("min_detectable_change_pct") is None else f"{v['min_detectable_change_pct']:.1f}%"
+    return change, margin, mdc
+
+
+def gate_pieces(entries: Sequence[Mapping[str, Any]]) -> "list[Block]":
+    """The verdicts against the stored baselines: one row each, then what to do and how it was decided."""
+    if not entries:
+        return []
+    rows = []
+    for v in entries:
+        change, margin, mdc = _change_cells(v)
+        rows.append((Code(v["nodeid"]), _STATUS_ICON.get(v["status"], v["status"]), _img(v["measured_img_per_sec"]),
+                     _img(v.get("baseline_img_per_sec")), change, f"-{100 * v['tolerance']:.0f}%", margin, mdc))
+    out: "list[Block]" = [
+        Heading(3, "Verdicts"),
+        Table(("test", "verdict", "measured img/s", "baseline img/s", "change", "tolerance", "noise margin",
+               "smallest detectable drop"), tuple(rows), (False, False) + (True,) * 6),
+    ]
+    if any(v["status"] == "improvement" for v in entries):
+        out.append(Paragraph(("Faster than the baseline beyond noise: consider recording new baselines with ",
+                              Code("pytest -m perf --bpsperf-update-baselines"), ".")))
+    methods = {v["method"] for v in entries if v.get("method")}
+    if methods:
+        out.append(Paragraph("Method: " + "; ".join(sorted(methods)), note=True))
+    return out
+
+
+def verdict_pieces(entries: Sequence[Mapping[str, Any]], arms: Mapping[str, Any]) -> "list[Block]":
+    """The verdict tables: base-vs-head verdicts first, then those against the stored baselines."""
+    return (pairs_pieces([v for v in entries if _paired(v)], arms)
+            + gate_pieces([v for v in entries if not _paired(v)]))
+
+
+def _runs_pieces(runs: Sequence[Mapping[str, Any]]) -> "list[Block]":
+    rows = []
+    for r in runs:
+        arm = f" ({r['arm']}, pair {(r.get('pair') or 0) + 1})" if r.get("arm") is not None else ""
+        seconds = ["-" if r.get(k) is None else f"{r[k]:.1f}s" for k in ("bringup_s", "teardown_s")]
+        # compute/sync are null in timing=overlapped (the default): only breakdown splits a step
+        rows.append(((Code(r["nodeid"]), arm), _img(r["img_per_sec"]), seconds_cell(r.get("compute_s_per_step")),
+                     seconds_cell(r.get("sync_s_per_step")), *seconds))
+    return [Table(("test", "img/s", "compute/step", "sync/step", "bring-up", "teardown"), tuple(rows),
+                  (False,) + (True,) * 5)]
+
+
+def matrix_pieces(table: MatrixTable) -> "list[Block]":
+    """One trick matrix: its test, the workload, one row per trick, how the columns are computed."""
+    rows = []
+    for r in table.rows:
+        cells = list(row_cells(r))
+        rows.append(tuple([Code(cells[0])] + cells[1:]))
+    return [Heading(4, Code(table.test)), Paragraph(table.description),
+            Table(HEADER, tuple(rows), (False,) + (True,) * (len(HEADER) - 1)), Paragraph(table.method, note=True)]
+
+
+def session_pieces(document: Mapping[str, Any]) -> "list[Block]":
+    """The report of a results document: a summary line, the verdicts (base vs head first), the session, the
+    runs, the trick matrices."""
+    verdicts = verdicts_of(document)
+    out: "list[Block]" = [Heading(2, "bpsperf results")]
     if verdicts:
-        counts = {st: sum(v.status == st for v in verdicts) for st in dict.fromkeys(v.status for v in verdicts)}
-        lines += ["**" + ", ".join(f"{n} {st}" for st, n in counts.items()) + "**", ""]
-    lines += verdict_markdown(verdicts)
+        counts = {st: sum(v["status"] == st for v in verdicts) for st in dict.fromkeys(v["status"] for v in verdicts)}
+        out.append(Paragraph(Strong(", ".join(f"{n} {st}" for st, n in counts.items()))))
+    out += verdict_pieces(verdicts, (document.get("base_vs_head") or {}).get("arms") or {})
+    header = document.get("session") or []
     if header:
-        lines += ["### Session", ""] + [f"- {h}" for h in header] + [""]
-    lines += ["| test | img/s | compute/step | sync/step | bring-up | teardown |", "|---|---:|---:|---:|---:|---:|"]
-    for r in results:
-        m = r.measurement
-        arm = f" ({r.spec.arm.name}, pair {(r.spec.pair or 0) + 1})" if r.spec.arm is not None else ""
-        lines.append(
-            f"| `{r.spec.nodeid}`{arm} | {m.img_per_sec:.1f} | {seconds_cell(m.compute_s)} | {seconds_cell(m.sync_s)} | "
-            f"{m.bringup_s:.1f}s | {m.teardown_s:.1f}s |"
-        )
-    lines.append("")
-    for table in matrix_tables(head_runs(results)):
-        lines += format_matrix_markdown(table)
-    return "\n".join(lines) + "\n"
+        out += [Heading(3, "Session"), Bullets(tuple(header))]
+    out += _runs_pieces(document.get("tests", []))
+    for table in document.get("matrix") or []:
+        out += matrix_pieces(MatrixTable.from_dict(table))
+    return out
 
 
+# -- typed results: through the document's form --------------------------------------------------------
+
+AnyVerdict = Union[Verdict, PairedVerdict]
+
+
+def _arms(verdicts: Sequence[AnyVerdict]) -> Mapping[str, Any]:
+    paired = [v for v in verdicts if getattr(v, "kind", "") == "pairs"]
+    return paired[0].arms if paired else {}  # type: ignore[union-attr]
+
+
+def markdown_document(results: Sequence[RunResult], header: Sequence[str], verdicts: Sequence[AnyVerdict] = ()) -> str:
+    """The Markdown report of typed results: :func:`session_pieces` of their results document."""
+    document = json_document(results, (), header, verdicts=verdicts)
+    arms = _arms(verdicts)
+    if arms:  # where a session's document keeps them
+        document["base_vs_head"] = {"arms": {name: dict(arm) for name, arm in arms.items()}}
+    return markdown(session_pieces(document))
+
+
+def verdict_markdown(verdicts: Sequence[AnyVerdict]) -> "list[str]":
+    """The verdict tables of typed verdicts, as Markdown lines (base-vs-head verdicts first)."""
+    return markdown_lines(verdict_pieces([verdict_entry(v) for v in verdicts], _arms(verdicts)))
+
+
+def pairs_markdown(verdicts: Sequence[PairedVerdict]) -> "list[str]":
+    """The base-vs-head table and each job's pairs, as Markdown lines."""
+    return markdown_lines(pairs_pieces([verdict_entry(v) for v in verdicts], _arms(verdicts)))
+
+
+def format_matrix_markdown(table: MatrixTable) -> "list[str]":
+    """The matrix as Markdown lines."""
+    return markdown_lines(matrix_pieces(table))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import statistics
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 from ..config.tricks import REFERENCE_TRICK
 from ..judge.job import RunResult
@@ -63,6 +63,16 @@ class MatrixRow:
             "scaling_efficiency_per_gpu": self.scaling_per_process,
         }
 
+    @classmethod
+    def from_dict(cls, row: Mapping[str, Any]) -> "MatrixRow":
+        """The row again from its :meth:`as_dict` (a results document's ``matrix``)."""
+        sig = row.get("significance")
+        return cls(trick=row["trick"], runs=int(row["runs"]), median=float(row["img_per_sec_median"]),
+                   spread_pct=float(row["spread_pct"]), change_pct=row.get(f"change_vs_{REFERENCE_TRICK}_pct"),
+                   significance=Significance(**sig) if sig else None, compute_s=row.get("compute_s_per_step"),
+                   sync_s=row.get("sync_s_per_step"), scaling=row.get("scaling_efficiency"),
+                   scaling_per_process=row.get("scaling_efficiency_per_gpu"))
+
 
 @dataclass(frozen=True)
 class MatrixTable:
@@ -80,6 +90,12 @@ class MatrixTable:
             "rows": [r.as_dict() for r in self.rows],
             "method": self.method,
         }
+
+    @classmethod
+    def from_dict(cls, table: Mapping[str, Any]) -> "MatrixTable":
+        """The table again from its :meth:`as_dict` (a results document's ``matrix``)."""
+        return cls(test=table["test"], description=table["description"],
+                   rows=tuple(MatrixRow.from_dict(r) for r in table["rows"]), method=table["method"])
 
 
 def _describe(result: RunResult) -> str:
@@ -211,6 +227,7 @@ HEADER = ("trick", "runs", "img/s", "spread", f"vs {REFERENCE_TRICK}", "beyond n
 
 
 def row_cells(row: MatrixRow) -> tuple:
+    """The cells of one row under :data:`HEADER`, as the terminal and the reports show them."""
     return (
         row.trick,
         str(row.runs),

@@ -1,21 +1,26 @@
 """Trend tables and whole reports (Markdown or HTML) made from documents, with their pictures.
 
-Used by the ``bpsperf`` command (``history``, ``report``) and by the plugin
-for the pictures section of ``--bpsperf-markdown``.
+A session's report is :func:`session_page`: the pieces of its results document
+(:mod:`.markdown`), the trend of each of its jobs, its pictures. The plugin
+writes it as ``--bpsperf-markdown`` and the ``bpsperf report`` command from the
+results file, as Markdown or as an HTML page (:mod:`.blocks`).
 """
 
 from __future__ import annotations
 
-import html
 import os
 from typing import Any, Mapping, Sequence
 
-from ..judge.verdict import Verdict
 from ..store.history import Trend
-from .markdown import seconds_cell, verdict_markdown
+from .blocks import Block, Bullets, Code, Heading, Image, Paragraph, Table
+from .markdown import session_pieces
 from .plots import Picture
 
-__all__ = ["pictures_markdown", "report_html", "report_markdown", "trend_lines", "trend_markdown"]
+__all__ = ["PICTURES_DIR", "history_page", "picture_names", "picture_pieces", "session_page", "trend_lines",
+           "trend_pieces"]
+
+#: The folder of a report's pictures, next to the report (the plugin's Markdown and ``bpsperf report`` alike).
+PICTURES_DIR = "bpsperf-img"
 
 
 def _steps_text(trend: Trend) -> str:
@@ -46,81 +51,46 @@ def trend_lines(trends: Sequence[Trend]) -> "list[str]":
     return out
 
 
-def trend_markdown(trends: Sequence[Trend]) -> "list[str]":
-    """The trend table in Markdown."""
+def trend_pieces(trends: Sequence[Trend]) -> "list[Block]":
+    """The trend table: one row per job and profile, its change points named by commit."""
     if not trends:
         return []
-    lines = ["### History", "", "| profile | " + " | ".join(_TREND_HEADER) + " |",
-             "|---|---|---|---:|---:|---:|---:|---|"]
+    rows = []
     for t in trends:
         cells = _trend_cells(t)
-        lines.append(f"| {t.profile_id} | `{cells[0]}` | " + " | ".join(cells[1:]) + " |")
-    lines += ["", "_Change points: an exact penalised piecewise-constant fit of mean log img/s per commit "
-                  "(pytest_bpsperf.stats.changepoint)._", ""]
-    return lines
+        rows.append((t.profile_id, Code(cells[0])) + cells[1:])
+    return [Heading(3, "History"),
+            Table(("profile",) + _TREND_HEADER, tuple(rows), (False, False, False, True, True, True, True, False)),
+            Paragraph("Change points: an exact penalised piecewise-constant fit of mean log img/s per commit "
+                      "(pytest_bpsperf.stats.changepoint).", note=True)]
 
 
-def pictures_markdown(pictures: Sequence[Picture], relative_to: "str | os.PathLike") -> "list[str]":
-    """Image links to ``pictures``, relative to the directory of the document that links them."""
+def picture_pieces(pictures: Sequence[Picture], relative_to: "str | os.PathLike") -> "list[Block]":
+    """The pictures, linked relative to the directory of the report that shows them."""
     if not pictures:
         return []
-    lines = ["### Pictures", ""]
-    for p in pictures:
-        rel = os.path.relpath(p.path, os.fspath(relative_to)).replace(os.sep, "/")
-        lines += [f"![{p.title}]({rel})", ""]
-    return lines
+    return [Heading(3, "Pictures")] + [
+        Image(p.title, os.path.relpath(p.path, os.fspath(relative_to)).replace(os.sep, "/")) for p in pictures]
 
 
-def _result_rows(results: Mapping[str, Any]) -> "list[tuple[str, ...]]":
-    # compute/sync are null in timing=overlapped (the default): only breakdown splits a step
-    return [(r["nodeid"], f"{r['img_per_sec']:.1f}", seconds_cell(r.get("compute_s_per_step")),
-             seconds_cell(r.get("sync_s_per_step"))) for r in results.get("tests", [])]
+def picture_names(pictures: Sequence[Picture]) -> "list[Block]":
+    """The pictures named, not linked: for the GitHub job summary, which cannot show the runner's files."""
+    if not pictures:
+        return []
+    return [Paragraph("Pictures (in the job's artifacts):"),
+            Bullets(tuple((Code(os.path.basename(p.path)), f": {p.title}") for p in pictures))]
 
 
-def report_markdown(*, title: str, header: Sequence[str], verdicts: Sequence[Verdict],
-                    results: "Mapping[str, Any] | None", trends: Sequence[Trend], pictures: Sequence[Picture],
-                    relative_to: "str | os.PathLike") -> str:
-    """A whole report: header, verdicts, runs, history table, pictures."""
-    lines = [f"## {title}", ""] + [f"- {h}" for h in header] + ([""] if header else [])
-    lines += verdict_markdown(verdicts)
-    if results is not None and results.get("tests"):
-        lines += ["| run | img/s | compute/step | sync/step |", "|---|---:|---:|---:|"]
-        lines += [f"| `{a}` | {b} | {c} | {d} |" for a, b, c, d in _result_rows(results)] + [""]
-    lines += trend_markdown(trends)
-    lines += pictures_markdown(pictures, relative_to)
-    return "\n".join(lines) + "\n"
+def session_page(document: Mapping[str, Any], *, trends: Sequence[Trend] = (), pictures: Sequence[Picture] = (),
+                 relative_to: "str | os.PathLike" = ".") -> "list[Block]":
+    """A session's report: its results document, the trend of its jobs, its pictures."""
+    return session_pieces(document) + trend_pieces(trends) + picture_pieces(pictures, relative_to)
 
 
-def _table_html(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def report_html(*, title: str, header: Sequence[str], verdicts: Sequence[Verdict],
-                results: "Mapping[str, Any] | None", trends: Sequence[Trend], pictures: Sequence[Picture],
-                relative_to: "str | os.PathLike") -> str:
-    """The same report as one self-contained HTML page (pictures linked relative to it)."""
-    parts = [f"<h1>{html.escape(title)}</h1>", "<ul>" + "".join(f"<li>{html.escape(h)}</li>" for h in header) + "</ul>"]
-    if verdicts:
-        rows = [(v.nodeid, v.status, f"{v.measured:.1f}",
-                 "-" if v.baseline_median is None else f"{v.baseline_median:.1f}",
-                 "-" if v.comparison is None else f"{v.comparison.change_pct:+.1f}%",
-                 f"-{100 * v.tolerance:.0f}%") for v in verdicts]
-        parts += ["<h2>Verdicts</h2>", _table_html(("test", "verdict", "measured img/s", "baseline img/s",
-                                                    "change", "tolerance"), rows)]
-    if results is not None and results.get("tests"):
-        parts += ["<h2>Runs</h2>", _table_html(("run", "img/s", "compute/step", "sync/step"), _result_rows(results))]
-    if trends:
-        parts += ["<h2>History</h2>", _table_html(("profile",) + _TREND_HEADER,
-                                                  [(t.profile_id,) + _trend_cells(t) for t in trends])]
-    if pictures:
-        parts.append("<h2>Pictures</h2>")
-        for p in pictures:
-            rel = os.path.relpath(p.path, os.fspath(relative_to)).replace(os.sep, "/")
-            parts.append(f'<figure><img src="{html.escape(rel)}" alt="{html.escape(p.title)}">'
-                         f"<figcaption>{html.escape(p.title)}</figcaption></figure>")
-    style = ("body{font-family:sans-serif;max-width:60em;margin:auto}table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}")
-    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + html.escape(title)
-            + f"</title><style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+def history_page(header: Sequence[str], trends: Sequence[Trend], pictures: Sequence[Picture],
+                 relative_to: "str | os.PathLike") -> "list[Block]":
+    """A report of the history alone (no results file): what it is of, the trends, their pictures."""
+    out: "list[Block]" = [Heading(2, "bpsperf history")]
+    if header:
+        out.append(Bullets(tuple(header)))
+    return out + trend_pieces(trends) + picture_pieces(pictures, relative_to)

@@ -143,9 +143,9 @@ def test_report_html_with_pictures(breakdown_results, tmp_path, capsys):
     code, out, _ = bpsperf(capsys, "report", "--results", breakdown_results, "--out", tmp_path / "rep")
     assert code == 0
     page = (tmp_path / "rep" / "report.html").read_text()
-    assert page.count("<img src=\"img/") == 3
+    assert page.count("<img src=\"bpsperf-img/") == 3
     for name in ("steps-test_x.png", "matrix-test_x.png", "split-test_x.png"):
-        assert (tmp_path / "rep" / "img" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (tmp_path / "rep" / "bpsperf-img" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("fmt, name", [("html", "report.html"), ("md", "report.md")])
@@ -158,7 +158,7 @@ def test_report_of_overlapped_runs_shows_no_split(results, tmp_path, capsys, fmt
     page = (tmp_path / "rep" / name).read_text()
     cell = "<td>- (overlapped)</td>" * 2 if fmt == "html" else " | - (overlapped) | - (overlapped) |"
     assert page.count(cell) == 6, page
-    assert not (tmp_path / "rep" / "img" / "split-test_x.png").exists()  # nothing split to draw
+    assert not (tmp_path / "rep" / "bpsperf-img" / "split-test_x.png").exists()  # nothing split to draw
 
 
 def test_command_imports_neither_ray_nor_mxnet_nor_pytest(results, tmp_path):

@@ -393,7 +393,7 @@ def test_json_report(ourtester):
     result.assert_outcomes(passed=2)
     path = ourtester.path / "out" / "perf.json"
     doc = json.loads(path.read_text())
-    assert doc["schema_version"] == 2
+    assert doc["schema_version"] == 3
     assert [t["nodeid"] for t in doc["tests"]] == ["test_x.py::test_x[default]", "test_x.py::test_x[omp-passive]"]
     for entry in doc["tests"]:
         assert entry["img_per_sec"] > 0

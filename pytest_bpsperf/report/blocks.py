@@ -1,0 +1,176 @@
+"""Pieces of a report (headings, paragraphs, lists, tables, folded parts, pictures), as Markdown or HTML.
+
+A report is made once, as a list of pieces (:mod:`.markdown` from a results
+document, :mod:`.pages` for trends and pictures); :func:`markdown` and
+:func:`html_page` only write the pieces down, so that the Markdown file and the
+HTML page say the same things. Plain Python, no package import.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Sequence, Tuple, Union
+
+__all__ = ["Block", "Bullets", "Code", "Folded", "Heading", "Image", "Paragraph", "Strong", "Table", "html_page",
+           "markdown", "markdown_lines"]
+
+
+@dataclass(frozen=True)
+class Code:
+    """Inline code: a test id, a trick, a commit, a command."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Strong:
+    """Inline bold text."""
+
+    text: str
+
+
+#: One run of inline text: plain, code or bold.
+Inline = Union[str, Code, Strong]
+#: Inline text: one run, or several in a row.
+Text = Union[Inline, Tuple[Inline, ...]]
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A heading; level 2 is a report's title (Markdown ``##``, an HTML page's ``<h1>``)."""
+
+    level: int
+    text: Text
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """A paragraph; a ``note`` (how a table was computed, a caveat) is set in italics."""
+
+    text: Text
+    note: bool = False
+
+
+@dataclass(frozen=True)
+class Bullets:
+    """A list; ``loose`` puts a blank line between its items in Markdown."""
+
+    items: Tuple[Text, ...]
+    loose: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of text cells; ``right`` marks the columns aligned right (numbers)."""
+
+    header: Tuple[str, ...]
+    rows: Tuple[Tuple[Text, ...], ...]
+    right: Tuple[bool, ...]
+
+
+@dataclass(frozen=True)
+class Folded:
+    """Pieces folded under a summary line (``<details>``), open on a click."""
+
+    summary: Text
+    blocks: Tuple["Block", ...]
+
+
+@dataclass(frozen=True)
+class Image:
+    """A picture: its title and its address relative to the report."""
+
+    title: str
+    src: str
+
+
+Block = Union[Heading, Paragraph, Bullets, Table, Folded, Image]
+
+
+def _runs(text: Text) -> "Tuple[Inline, ...]":
+    return text if isinstance(text, tuple) else (text,)
+
+
+def _inline_md(text: Text) -> str:
+    out = []
+    for part in _runs(text):
+        if isinstance(part, Code):
+            out.append(f"`{part.text}`")
+        elif isinstance(part, Strong):
+            out.append(f"**{part.text}**")
+        else:
+            out.append(part)
+    return "".join(out)
+
+
+def _inline_html(text: Text) -> str:
+    out = []
+    for part in _runs(text):
+        if isinstance(part, Code):
+            out.append(f"<code>{html.escape(part.text, quote=False)}</code>")
+        elif isinstance(part, Strong):
+            out.append(f"<strong>{html.escape(part.text, quote=False)}</strong>")
+        else:
+            out.append(html.escape(part, quote=False))
+    return "".join(out)
+
+
+def _block_md(block: Block) -> str:
+    if isinstance(block, Heading):
+        return "#" * block.level + " " + _inline_md(block.text)
+    if isinstance(block, Paragraph):
+        text = _inline_md(block.text)
+        return f"_{text}_" if block.note else text
+    if isinstance(block, Bullets):
+        return ("\n\n" if block.loose else "\n").join("- " + _inline_md(item) for item in block.items)
+    if isinstance(block, Table):
+        lines = ["| " + " | ".join(block.header) + " |",
+                 "|" + "|".join("---:" if r else "---" for r in block.right) + "|"]
+        lines += ["| " + " | ".join(_inline_md(c) for c in row) + " |" for row in block.rows]
+        return "\n".join(lines)
+    if isinstance(block, Folded):
+        # GitHub folds raw HTML; the pieces inside stay Markdown (a blank line each side)
+        return f"<details><summary>{_inline_html(block.summary)}</summary>\n\n{markdown(block.blocks)}</details>"
+    return f"![{block.title}]({block.src})"
+
+
+def markdown(blocks: Sequence[Block]) -> str:
+    """The pieces as Markdown, each followed by a blank line."""
+    return "".join(_block_md(b) + "\n\n" for b in blocks)
+
+
+def markdown_lines(blocks: Sequence[Block]) -> "list[str]":
+    """:func:`markdown` as lines (no pieces: no lines), for callers that add lines of their own."""
+    return markdown(blocks).split("\n")[:-1]
+
+
+def _block_html(block: Block) -> str:
+    if isinstance(block, Heading):
+        level = min(6, max(1, block.level - 1))
+        return f"<h{level}>{_inline_html(block.text)}</h{level}>"
+    if isinstance(block, Paragraph):
+        text = _inline_html(block.text)
+        return f"<p><em>{text}</em></p>" if block.note else f"<p>{text}</p>"
+    if isinstance(block, Bullets):
+        return "<ul>" + "".join(f"<li>{_inline_html(item)}</li>" for item in block.items) + "</ul>"
+    if isinstance(block, Table):
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
+        body = "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>" for row in block.rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    if isinstance(block, Folded):
+        inner = "\n".join(_block_html(b) for b in block.blocks)
+        return f"<details><summary>{_inline_html(block.summary)}</summary>\n{inner}\n</details>"
+    return (f'<figure><img src="{html.escape(block.src)}" alt="{html.escape(block.title)}">'
+            f"<figcaption>{html.escape(block.title)}</figcaption></figure>")
+
+
+_STYLE = ("body{font-family:sans-serif;max-width:60em;margin:auto}table{border-collapse:collapse}"
+          "td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}")
+
+
+def html_page(blocks: Sequence[Block], title: str) -> str:
+    """The pieces as one self-contained HTML page (pictures stay files, linked by their addresses)."""
+    body = "\n".join(_block_html(b) for b in blocks)
+    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f"<style>{_STYLE}</style></head><body>\n{body}\n</body></html>\n")
