@@ -14,43 +14,29 @@ from html.parser import HTMLParser
 
 import pytest
 
+from helpers.fakes import fake_run_conftest
+
 from pytest_bpsperf.cli import main
 from pytest_bpsperf.report import blocks, json_document, pages, session_pieces, verdicts_of
 from pytest_bpsperf.report.matrix import MatrixTable
 from pytest_bpsperf.store.results import read_document
 
-FAKE_RUN = '''
+#: The fed run (tests/helpers/fakes.py): FAKE_TIMING picks the timing, FAKE_TRICK_SPEED how much faster
+#: omp-passive is, FAKE_HEAD the head arm's speed; runs differ a little (identical runs have no spread).
+FAKE_RUN = fake_run_conftest(extra='''
+
 import os
 
-from pytest_bpsperf.judge.job import worker_records_from
-from pytest_bpsperf.judge.records import RoleOutcome, RunOutput
+TIMING = os.environ.get("FAKE_TIMING", "overlapped")
 
 
-def _speed(spec):
+def scenario(config, spec):
     speed = float(os.environ.get("FAKE_TRICK_SPEED", "2.0")) if "omp-passive" in spec.trick.parts else 1.0
     if spec.arm is not None and spec.arm.name == "head":
         speed *= float(os.environ.get("FAKE_HEAD", "1.0"))
-    return speed
-
-
-def _step(i, step_s):
-    t = step_s * (8 if i == 0 else 1.03 if i % 2 else 0.97)
-    if os.environ.get("FAKE_TIMING") == "breakdown":
-        return {"total_s": t, "compute_s": 0.6 * t, "sync_s": 0.4 * t}
-    return {"total_s": t}  # overlapped, the default: one sync per step, nothing split
-
-
-def pytest_bpsperf_run(config, spec):
-    s = spec.settings
-    # runs differ a little (identical runs have no spread to measure)
     n = spec.repeat + (spec.pair or 0) + (1 if spec.arm is not None and spec.arm.name == "base" else 0)
-    step_s = 0.5 / _speed(spec) * (1.0 + 0.01 * (n % 3 - 1))
-    workers = tuple(worker_records_from(f"worker-{i}", [_step(k, step_s) for k in range(s.steps)], s.batch_size,
-                                        node=f"node-{i}") for i in range(s.workers))
-    roles = tuple(RoleOutcome(w.name, "worker", w.node, 0, spec.log_dir + "/" + w.name + ".log") for w in workers)
-    return RunOutput(workers=workers, roles=roles, bringup_s=1.5, teardown_s=0.5, wall_s=10.0, log_dir=spec.log_dir,
-                     topology={"workers": s.workers, "worker_processes": s.workers}, backend="mxnet")
-'''
+    return speed / (1.0 + 0.01 * (n % 3 - 1))
+''')
 
 GATED_TEST = '''
 import pytest

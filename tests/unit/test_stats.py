@@ -395,3 +395,15 @@ def test_a_prior_narrows_a_one_session_margin_and_pools_with_several():
     both = compare(several, [90], tolerance=0.15, confidence=0.99, session_spread=0.25, prior=prior)
     assert own.between_source == "estimated" and both.between_source == "pooled"
     assert both.dof == own.dof + 20
+
+
+def test_huge_degrees_of_freedom_are_the_normal_distribution():
+    # identical runs give Welch-Satterthwaite dof like 4e54: the series behind t took forever there
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.995)
+    assert t_quantile(0.995, 4.03e54) == pytest.approx(z, rel=1e-12)
+    assert t_quantile(0.005, 1e30) == pytest.approx(-z, rel=1e-12)
+    assert t_cdf(3.0, 1e20) == pytest.approx(NormalDist().cdf(3.0), rel=1e-12)
+    # just below the switch the t quantile is still the t quantile, and within 1e-6 of the normal one
+    assert abs(t_quantile(0.995, 0.99e7) - z) < 1e-6
