@@ -55,8 +55,15 @@ class ReportPlugin:
             write("")
             for line in report.format_matrix_text(table):
                 write(line)
-        for verdict in ledger.verdicts:
-            write(report.verdict_line(verdict))
+        if ledger.verdicts:
+            write("")
+            for line in report.verdict_text(ledger.verdicts):
+                write(line)
+            # the whole sentence of each verdict (figures, interval, what decided it) with -v
+            if config.get_verbosity() > 0:
+                write("")
+                for verdict in ledger.verdicts:
+                    write(report.verdict_line(verdict))
         for line in ledger.notes:
             write(f"bpsperf: {line}")
         for path in self.written:

@@ -12,8 +12,8 @@ import html
 from dataclasses import dataclass
 from typing import Sequence, Tuple, Union
 
-__all__ = ["Block", "Bullets", "Code", "Folded", "Heading", "Image", "Paragraph", "Strong", "Table", "html_page",
-           "markdown", "markdown_lines"]
+__all__ = ["Block", "Bullets", "Code", "Folded", "Heading", "Image", "Paragraph", "Status", "Strong", "Table",
+           "html_page", "markdown", "markdown_lines", "text_lines"]
 
 
 @dataclass(frozen=True)
@@ -30,8 +30,24 @@ class Strong:
     text: str
 
 
-#: One run of inline text: plain, code or bold.
-Inline = Union[str, Code, Strong]
+@dataclass(frozen=True)
+class Status:
+    """A verdict's status: with its mark in Markdown and HTML (``✅ ok``), the word in upper case as text."""
+
+    status: str
+
+    #: the marks of the statuses a verdict can have
+    MARKS = {"ok": "✅ ok", "regression": "❌ regression", "improvement": "🚀 improvement",
+             "no-baseline": "⚪ no baseline", "inconclusive": "❔ inconclusive"}
+
+    @property
+    def marked(self) -> str:
+        """The status with its mark (an unknown status as it is)."""
+        return self.MARKS.get(self.status, self.status)
+
+
+#: One run of inline text: plain, code, bold or a status.
+Inline = Union[str, Code, Strong, Status]
 #: Inline text: one run, or several in a row.
 Text = Union[Inline, Tuple[Inline, ...]]
 
@@ -99,6 +115,8 @@ def _inline_md(text: Text) -> str:
             out.append(f"`{part.text}`")
         elif isinstance(part, Strong):
             out.append(f"**{part.text}**")
+        elif isinstance(part, Status):
+            out.append(part.marked)
         else:
             out.append(part)
     return "".join(out)
@@ -111,6 +129,8 @@ def _inline_html(text: Text) -> str:
             out.append(f"<code>{html.escape(part.text, quote=False)}</code>")
         elif isinstance(part, Strong):
             out.append(f"<strong>{html.escape(part.text, quote=False)}</strong>")
+        elif isinstance(part, Status):
+            out.append(html.escape(part.marked, quote=False))
         else:
             out.append(html.escape(part, quote=False))
     return "".join(out)
@@ -143,6 +163,48 @@ def markdown(blocks: Sequence[Block]) -> str:
 def markdown_lines(blocks: Sequence[Block]) -> "list[str]":
     """:func:`markdown` as lines (no pieces: no lines), for callers that add lines of their own."""
     return markdown(blocks).split("\n")[:-1]
+
+
+def _inline_text(text: Text) -> str:
+    out = []
+    for part in _runs(text):
+        if isinstance(part, (Code, Strong)):
+            out.append(part.text)
+        elif isinstance(part, Status):
+            out.append(part.status.upper())
+        else:
+            out.append(part)
+    return "".join(out)
+
+
+def _table_text(table: Table) -> "list[str]":
+    rows = [tuple(table.header)] + [tuple(_inline_text(c) for c in row) for row in table.rows]
+    widths = [max(len(r[k]) for r in rows) for k in range(len(table.header))]
+
+    def line(cells: "tuple[str, ...]") -> str:
+        return "  ".join(c.rjust(w) if right else c.ljust(w)
+                         for c, w, right in zip(cells, widths, table.right)).rstrip()
+
+    return [line(rows[0])] + [line(r) for r in rows[1:]]
+
+
+def text_lines(blocks: Sequence[Block], *, notes: bool = False) -> "list[str]":
+    """The pieces as plain text for a terminal: tables aligned in columns, statuses as words.
+
+    What a terminal cannot show or would drown in stays out: folded parts,
+    pictures, and notes (how a table was computed) unless ``notes``.
+    """
+    out: "list[str]" = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            out.append(_inline_text(block.text))
+        elif isinstance(block, Paragraph) and (notes or not block.note):
+            out.append(_inline_text(block.text))
+        elif isinstance(block, Bullets):
+            out += ["- " + _inline_text(item) for item in block.items]
+        elif isinstance(block, Table):
+            out += _table_text(block)
+    return out
 
 
 def _block_html(block: Block) -> str:

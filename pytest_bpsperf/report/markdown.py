@@ -17,15 +17,14 @@ from typing import Any, Mapping, Sequence, Union
 from ..judge.job import RunResult
 from ..judge.pairs import PairedVerdict
 from ..judge.verdict import Verdict
-from .blocks import Block, Bullets, Code, Folded, Heading, Paragraph, Strong, Table, markdown, markdown_lines
+from .blocks import (Block, Bullets, Code, Folded, Heading, Paragraph, Status, Strong, Table, markdown, markdown_lines,
+                     text_lines)
 from .documents import json_document, verdict_entry
 from .matrix import HEADER, MatrixTable, row_cells
 
 __all__ = ["format_matrix_markdown", "markdown_document", "matrix_pieces", "pairs_markdown", "seconds_cell",
-           "session_pieces", "verdict_markdown", "verdict_pieces", "verdicts_of"]
+           "session_pieces", "verdict_markdown", "verdict_pieces", "verdict_text", "verdicts_of"]
 
-_STATUS_ICON = {"ok": "✅ ok", "regression": "❌ regression", "improvement": "🚀 improvement",
-                "no-baseline": "⚪ no baseline", "inconclusive": "❔ inconclusive"}
 
 
 def _pct(ratio: float) -> str:
@@ -90,7 +89,7 @@ def pairs_pieces(entries: Sequence[Mapping[str, Any]], arms: Mapping[str, Any]) 
         first_look = (v.get("comparison") or {}).get("first_look", 0)
         interval = ("-" if v.get("ci_low") is None or v["pairs"] < first_look
                     else f"{_pct(v['ci_low'])} to {_pct(v['ci_high'])}")
-        rows.append((Code(v["nodeid"]), _STATUS_ICON.get(v["status"], v["status"]), _img(v.get("base_img_per_sec")),
+        rows.append((Code(v["nodeid"]), Status(v["status"]), _img(v.get("base_img_per_sec")),
                      _img(v["measured_img_per_sec"]), f"{v['change_pct']:+.1f}%", interval,
                      f"-{100 * v['tolerance']:.0f}%", str(v["pairs"]), str(v["looks"])))
     out: "list[Block]" = [
@@ -125,7 +124,7 @@ def gate_pieces(entries: Sequence[Mapping[str, Any]]) -> "list[Block]":
     rows = []
     for v in entries:
         change, margin, mdc = _change_cells(v)
-        rows.append((Code(v["nodeid"]), _STATUS_ICON.get(v["status"], v["status"]), _img(v["measured_img_per_sec"]),
+        rows.append((Code(v["nodeid"]), Status(v["status"]), _img(v["measured_img_per_sec"]),
                      _img(v.get("baseline_img_per_sec")), change, f"-{100 * v['tolerance']:.0f}%", margin, mdc))
     out: "list[Block]" = [
         Heading(3, "Verdicts"),
@@ -209,6 +208,11 @@ def markdown_document(results: Sequence[RunResult], header: Sequence[str], verdi
 def verdict_markdown(verdicts: Sequence[AnyVerdict]) -> "list[str]":
     """The verdict tables of typed verdicts, as Markdown lines (base-vs-head verdicts first)."""
     return markdown_lines(verdict_pieces([verdict_entry(v) for v in verdicts], _arms(verdicts)))
+
+
+def verdict_text(verdicts: Sequence[AnyVerdict]) -> "list[str]":
+    """The verdict tables of typed verdicts for the terminal: the Markdown's tables, aligned in columns."""
+    return text_lines(verdict_pieces([verdict_entry(v) for v in verdicts], _arms(verdicts)))
 
 
 def pairs_markdown(verdicts: Sequence[PairedVerdict]) -> "list[str]":

@@ -192,7 +192,7 @@ def test_a_slower_head_fails_as_a_regression_naming_the_base_commit(project, mon
 
 
 def test_same_commit_is_an_aa_run_that_passes(project, monkeypatch):
-    result = run(project, "--bpsperf-base=HEAD", "--bpsperf-json=r.json", "--bpsperf-plots=img")
+    result = run(project, "-v", "--bpsperf-base=HEAD", "--bpsperf-json=r.json", "--bpsperf-plots=img")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["A/A run: both arms are the same commit and interpreter*",
                                  "OK * head * vs base *A/A run*"])
@@ -229,20 +229,20 @@ def test_a_directory_base_and_the_offline_command_decide_the_same(project, monke
 def test_undecided_is_inconclusive_skipped_and_strict_fails_it(project, monkeypatch):
     monkeypatch.setenv("FAKE_NOISE", "0.25")
     monkeypatch.setenv("FAKE_HEAD", "0.85")
-    result = run(project, "--bpsperf-base=HEAD", "--bpsperf-max-pairs=4", "--bpsperf-json=r.json")
+    result = run(project, "-v", "--bpsperf-base=HEAD", "--bpsperf-max-pairs=4", "--bpsperf-json=r.json")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: head * verdict after 4 pairs, 2 looks "
                                  "(inconclusive: the interval holds both no change and a drop of the tolerance after "
                                  "4 pairs, the most max_pairs allows)*"])
     assert {j["status"] for j in doc_of(project)["base_vs_head"]["jobs"]} == {"inconclusive"}
-    result = run(project, "--bpsperf-base=HEAD", "--bpsperf-max-pairs=4", "--bpsperf-strict")
+    result = run(project, "-v", "--bpsperf-base=HEAD", "--bpsperf-max-pairs=4", "--bpsperf-strict")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*--bpsperf-strict: an inconclusive verdict fails*"])
 
 
 def test_a_failed_base_run_drops_its_pair_and_a_failure_of_head_only_fails(project, monkeypatch):
     monkeypatch.setenv("FAKE_FAIL_ARM", "base")
-    result = run(project, "--bpsperf-base=HEAD~1", "--bpsperf-json=r.json", "--bpsperf-tricks=default")
+    result = run(project, "-v", "--bpsperf-base=HEAD~1", "--bpsperf-json=r.json", "--bpsperf-tricks=default")
     # every base run fails: pairs are dropped (never read as "head is faster"), the job stops undecided
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["INCONCLUSIVE*3 pairs dropped: a base run failed*stopped after 3 failed base runs*"])
@@ -250,7 +250,7 @@ def test_a_failed_base_run_drops_its_pair_and_a_failure_of_head_only_fails(proje
     assert [p.get("dropped", "")[:15] for p in doc["base_vs_head"]["jobs"][0]["pair_table"]] == ["base run failed"] * 3
     assert all("base arm, pair" in f["reason"] for f in doc["failures"])
     monkeypatch.setenv("FAKE_FAIL_ARM", "head")
-    result = run(project, "--bpsperf-base=HEAD~1", "--bpsperf-tricks=default")
+    result = run(project, "-v", "--bpsperf-base=HEAD~1", "--bpsperf-tricks=default")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*head arm, pair 1: *the head arm died*",
                                  "*a failure of head only: the base run of the same pair passed*"])

@@ -224,7 +224,7 @@ def test_noisy_runs_are_refused_unless_forced(ourtester, monkeypatch):
 
 def test_unchanged_speed_is_ok(ourtester, monkeypatch):
     record(ourtester, monkeypatch)
-    result = run(ourtester)
+    result = run(ourtester, "-v")
     result.assert_outcomes(passed=2)
     for trick in TRICKS:
         result.stdout.fnmatch_lines([f"OK * test_x.py::test_x[[]{trick}[]]: measured * vs baseline *"])
@@ -259,7 +259,7 @@ def test_drop_within_the_baseline_noise_is_not_a_regression(ourtester, monkeypat
     # 30% slower is beyond the 15% tolerance, but runs of this baseline differ by 40%: the data
     # cannot tell, which is not a pass (skipped, and failed with --bpsperf-strict).
     monkeypatch.setenv("FAKE_SPEED", "0.7")
-    result = run(ourtester, "--bpsperf-json=perf.json")
+    result = run(ourtester, "-v", "--bpsperf-json=perf.json")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: measured *, noise margin ±*"])
     for t in json.loads((ourtester.path / "perf.json").read_text())["tests"]:
@@ -272,7 +272,7 @@ def test_drop_within_the_baseline_noise_is_not_a_regression(ourtester, monkeypat
 def test_speedup_passes_and_suggests_updating(ourtester, monkeypatch):
     record(ourtester, monkeypatch)
     monkeypatch.setenv("FAKE_SPEED", "1.5")
-    result = run(ourtester, "--bpsperf-markdown=perf.md")
+    result = run(ourtester, "-v", "--bpsperf-markdown=perf.md")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["IMPROVEMENT * test_x.py::test_x[[]default[]]: measured * +50.0%*"])
     md = (ourtester.path / "perf.md").read_text()
@@ -484,7 +484,7 @@ def test_one_recorded_session_assumes_the_between_session_spread(ourtester, monk
     record(ourtester, monkeypatch)
     monkeypatch.setenv("FAKE_SPEED", "0.7")
     # The default spread between sessions (25%) is assumed: a 30% drop could be a slow day.
-    result = run(ourtester, "--bpsperf-session-spread=25%", "--bpsperf-json=perf.json")
+    result = run(ourtester, "-v", "--bpsperf-session-spread=25%", "--bpsperf-json=perf.json")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: * -30.0%, tolerance -15%, noise margin ±*% "
                                  "(between sessions ±25% assumed (1 recorded session, nothing else measured on this "
@@ -494,14 +494,14 @@ def test_one_recorded_session_assumes_the_between_session_spread(ourtester, monk
     assert verdict["between_sessions_pct"] == pytest.approx(25.0)
     assert verdict["margin_pct"] > 30.0
     # With a quiet assumption the same drop fails.
-    result = run(ourtester, "--bpsperf-session-spread=2%")
+    result = run(ourtester, "-v", "--bpsperf-session-spread=2%")
     result.assert_outcomes(failed=2)
 
 
 def test_update_adds_a_session_and_the_window_prunes_the_oldest(ourtester, monkeypatch):
     for speed in ("1.0", "1.02", "0.98"):
         monkeypatch.setenv("FAKE_SPEED", speed)
-        result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats", "2", "--bpsperf-sessions=2")
+        result = run(ourtester, "-v", "--bpsperf-update-baselines", "--bpsperf-repeats", "2", "--bpsperf-sessions=2")
         assert result.ret == 0, result.stdout.str()
     entry = json.loads(baselines_file(ourtester).read_text())["entries"][key("default")]
     assert len(entry["sessions"]) == 2
@@ -509,7 +509,7 @@ def test_update_adds_a_session_and_the_window_prunes_the_oldest(ourtester, monke
     assert first[0] == pytest.approx(1.02 * entry["sessions"][1]["samples"][0] / 0.98, rel=1e-6)
     assert entry["summary"]["n"] == 4
     # The verdict estimates the spread between sessions from them (no longer assumed).
-    result = run(ourtester, "--bpsperf-session-spread=25%")
+    result = run(ourtester, "-v", "--bpsperf-session-spread=25%")
     assert result.parseoutcomes().get("failed", 0) == 0
     # (pooled with the other trick's entry, which has 2 recorded sessions too)
     result.stdout.fnmatch_lines(["* test_x.py::test_x[[]default[]]: * (n=4, 2 sessions)* "
@@ -520,7 +520,7 @@ def test_update_adds_a_session_and_the_window_prunes_the_oldest(ourtester, monke
 def test_undecided_job_runs_again_until_decided_and_says_how_many_runs(ourtester, monkeypatch):
     monkeypatch.setenv("FAKE_JITTER", "0.05")
     record(ourtester, monkeypatch)
-    result = run(ourtester, "--bpsperf-confidence=95%", "--bpsperf-json=perf.json", "--junitxml=junit.xml")
+    result = run(ourtester, "-v", "--bpsperf-confidence=95%", "--bpsperf-json=perf.json", "--junitxml=junit.xml")
     result.assert_outcomes(passed=2)
     tests = json.loads((ourtester.path / "perf.json").read_text())["tests"]
     for trick in TRICKS:
@@ -535,13 +535,13 @@ def test_undecided_job_runs_again_until_decided_and_says_how_many_runs(ourtester
     assert props["test_x[default]"]["bpsperf_runs"] == "2"
     assert props["test_x[default]"]["bpsperf_adaptive_runs"] == "1"
     # max_repeats bounds the extra runs: with 1, the job stops undecided after one run
-    result = run(ourtester, "--bpsperf-confidence=95%", "--bpsperf-max-repeats=1")
+    result = run(ourtester, "-v", "--bpsperf-confidence=95%", "--bpsperf-max-repeats=1")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: * verdict after 1 run "
                                  "(inconclusive at 95%: the interval holds both no change and a drop of the "
                                  "tolerance)"])
     # --bpsperf-strict fails what could not be told, as it fails a missing baseline
-    result = run(ourtester, "--bpsperf-confidence=95%", "--bpsperf-max-repeats=1", "--bpsperf-strict")
+    result = run(ourtester, "-v", "--bpsperf-confidence=95%", "--bpsperf-max-repeats=1", "--bpsperf-strict")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*--bpsperf-strict: an inconclusive verdict fails*"])
 
@@ -563,9 +563,9 @@ def test_normalize_single_takes_the_machine_speed_out(ourtester, monkeypatch):
     # A day 30% slower for everything, the single process too: raw img/s fails, normalized passes.
     monkeypatch.setenv("FAKE_SPEED", "0.7")
     monkeypatch.setenv("FAKE_SINGLE", "7.0")
-    result = run(ourtester, "--bpsperf-scaling=on")
+    result = run(ourtester, "-v", "--bpsperf-scaling=on")
     result.assert_outcomes(failed=2)
-    result = run(ourtester, "--bpsperf-scaling=on", "--bpsperf-normalize=single", "--bpsperf-json=perf.json")
+    result = run(ourtester, "-v", "--bpsperf-scaling=on", "--bpsperf-normalize=single", "--bpsperf-json=perf.json")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: measured * img/s (1 run) vs baseline *: "
                                  "relative to single-process img/s (7.0 this session) +0.0%*"])
@@ -574,7 +574,7 @@ def test_normalize_single_takes_the_machine_speed_out(ourtester, monkeypatch):
     assert verdict["normalized_samples"] == [pytest.approx(verdict["samples"][0] / 7.0)]
     # The code got slower, the machine did not: normalized, it still fails.
     monkeypatch.setenv("FAKE_SINGLE", "10.0")
-    result = run(ourtester, "--bpsperf-scaling=on", "--bpsperf-normalize=single")
+    result = run(ourtester, "-v", "--bpsperf-scaling=on", "--bpsperf-normalize=single")
     result.assert_outcomes(failed=2)
 
 
@@ -621,14 +621,14 @@ def test_a_one_session_baseline_borrows_the_spread_the_profile_measured(ourteste
     doc = record(ourtester, monkeypatch)
     monkeypatch.setenv("FAKE_SPEED", "0.5")
     # nothing else measured: the assumed 25% between sessions cannot call even a halved throughput
-    result = run(ourtester, "--bpsperf-session-spread=25%")
+    result = run(ourtester, "-v", "--bpsperf-session-spread=25%")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: * -50.0%, * (between sessions ±25% "
                                  "assumed (1 recorded session, nothing else measured on this profile))*"])
     # other jobs of this profile have 5 recorded sessions each: their spread (about 5%) is pooled in
     doc["entries"].update(_other_entries())
     baselines_file(ourtester).write_text(json.dumps(doc))
-    result = run(ourtester, "--bpsperf-session-spread=25%", "--bpsperf-json=perf.json")
+    result = run(ourtester, "-v", "--bpsperf-session-spread=25%", "--bpsperf-json=perf.json")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["REGRESSION   test_x.py::test_x[[]default[]]: * -50.0%, * (between sessions ±*% "
                                  "from 1 session pooled with 10 sessions of 2 other job(s) of this profile)*"])
@@ -640,3 +640,22 @@ def test_a_one_session_baseline_borrows_the_spread_the_profile_measured(ourteste
 
     assert main(["check", str(ourtester.path / "perf.json"), "--baselines-dir", str(baselines_dir(ourtester))]) == 1
     assert "pooled with 10 sessions of 2 other job(s)" in capsys.readouterr().out
+
+
+def test_the_terminal_shows_one_compact_verdict_table_and_the_sentences_under_v(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)
+    monkeypatch.setenv("FAKE_SPEED", "0.7")
+    result = run(ourtester, "--bpsperf-repeats", "3")
+    result.assert_outcomes(passed=4, failed=2)
+    lines = result.stdout.lines
+    (header,) = [line for line in lines if line.startswith("test ") and " verdict " in line]
+    assert re.match(r"test +verdict +measured img/s +baseline img/s +change +tolerance +noise margin", header)
+    rows = [line for line in lines if line.startswith("test_x.py::test_x[") and " REGRESSION " in line]
+    assert len(rows) == 2
+    for row in rows:  # in the columns of the header, the statuses as words, the figures right-aligned
+        assert row.index("REGRESSION") == header.index("verdict")
+        assert re.search(r" -(30\.\d|29\.\d)% +-15% ", row)
+    # the long sentence of each verdict only with -v
+    assert not any(line.startswith("REGRESSION   test_x.py") for line in lines)
+    verbose = run(ourtester, "--bpsperf-repeats", "3", "-v")
+    verbose.stdout.fnmatch_lines(["REGRESSION   test_x.py::test_x[[]default-r3[]]: measured * vs baseline *"])

@@ -76,3 +76,16 @@ def test_the_line_is_left_out_when_the_test_is_not_found(tmp_path):
     assert line_of_test("t.py::test_other", str(tmp_path)) is None
     (line,) = github_annotations([verdict("missing.py::test_x")], str(tmp_path))
     assert line.startswith("::error file=missing.py,title=")
+
+
+def test_text_tables_align_their_columns_and_write_statuses_as_words():
+    from pytest_bpsperf.report.blocks import Code, Paragraph, Status, Table, text_lines
+
+    table = Table(("test", "verdict", "img/s"), ((Code("t.py::a"), Status("ok"), "10.0"),
+                                                (Code("t.py::long_name"), Status("inconclusive"), "9.5")),
+                  (False, False, True))
+    lines = text_lines([table, Paragraph("how it was computed", note=True)])
+    assert lines == ["test             verdict       img/s",
+                     "t.py::a          OK             10.0",
+                     "t.py::long_name  INCONCLUSIVE    9.5"]
+    assert text_lines([Paragraph("how", note=True)], notes=True) == ["how"]
