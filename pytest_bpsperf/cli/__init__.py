@@ -142,16 +142,18 @@ def _baselines_command(add: Adder, c) -> None:
 
 def _history_command(add: Adder, c) -> None:
     """The ``history`` command's arguments."""
+    from ..store.history import HISTORY_DIR
+
     h = add("history", c.history_show, "trend tables per test and trick across commits, with change points")
     hsub = h.add_subparsers(dest="action", metavar="ACTION")
     q = add("add", c.history_add, "save a results file into the history (one file per session)", hsub)
     q.add_argument("results", metavar="RESULTS.json")
-    q.add_argument("--dir", default="history", help="history directory (default: %(default)s)")
+    q.add_argument("--dir", default=HISTORY_DIR, help="history directory (default: %(default)s)")
     q.add_argument("--profile", help="profile id (default: the one the results record)")
     q.add_argument("--commit", help="commit measured (default: the one the results record)")
     q.add_argument("--branch", help="branch measured (default: the one the results record)")
     for target in (h, add("show", c.history_show, "the trend tables (the default action)", hsub)):
-        target.add_argument("--dir", default="history", help="history directory (default: %(default)s)")
+        target.add_argument("--dir", default=HISTORY_DIR, help="history directory (default: %(default)s)")
         target.add_argument("--profile", help="only this profile")
         target.add_argument("--branch", help="only records of this branch")
         target.add_argument("--test", help="only tests matching this glob")
