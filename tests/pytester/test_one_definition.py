@@ -127,8 +127,9 @@ def test_one_baselines_directory_for_the_plugin_and_the_command(pytester, monkey
     monkeypatch.setattr(settings, "BASELINES_DIR", "perf-baselines")
     parse = _parser().parse_args
     assert {parse(["check", "r.json"]).baselines_dir, parse(["report", "--out", "o"]).baselines_dir,
-            parse(["baselines", "list"]).dir, parse(["baselines", "record", "r.json"]).dir,
-            parse(["baselines", "show", "p"]).dir, parse(["baselines", "prune", "p"]).dir} == {"perf-baselines"}
+            parse(["baselines", "list"]).baselines_dir, parse(["baselines", "record", "r.json"]).baselines_dir,
+            parse(["baselines", "show", "p"]).baselines_dir, parse(["baselines", "prune", "p"]).baselines_dir} \
+        == {"perf-baselines"}
     for key in list(os.environ):
         if key.startswith("BPSPERF_"):
             monkeypatch.delenv(key)
@@ -251,7 +252,7 @@ def test_one_history_directory_for_the_plugin_and_the_command(monkeypatch):
     assert history.HISTORY_DIR == ".bpsperf-history" and history.HISTORY_DIR in option.help
     monkeypatch.setattr(history, "HISTORY_DIR", "perf-history")
     parse = _parser().parse_args
-    assert {parse(argv).dir for argv in (["history"], ["history", "show"], ["history", "add", "r.json"])} \
+    assert {parse(argv).history for argv in (["history"], ["history", "show"], ["history", "add", "r.json"])} \
         == {"perf-history"}
 
 
