@@ -96,6 +96,14 @@ def _baselines_dir(q: argparse.ArgumentParser, help_text: str = "baselines direc
             aliases=aliases)
 
 
+def _json_flag(q: argparse.ArgumentParser) -> None:
+    """``--json``: the same facts as the text, as one JSON document on stdout (errors stay on stderr)."""
+    q.add_argument("--json", action="store_true",
+                   help="print one JSON document (sorted keys, schema_version; schema "
+                        "pytest_bpsperf/schemas/cli.schema.json) instead of text; same exit status, errors on "
+                        "stderr")
+
+
 #: ``add(name, func, help, parent=None)``: a subcommand under ``parent`` (default: the top level).
 Adder = Callable[..., argparse.ArgumentParser]
 
@@ -120,9 +128,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _verdict_options(q: argparse.ArgumentParser) -> None:
-    """The options of the commands that decide verdicts: the plugin's ``strict`` and ``tolerance``."""
+    """The options of the commands that decide verdicts: the plugin's ``strict`` and ``tolerance``, ``--json``."""
     _option(q, "strict", "exit 1 on an inconclusive verdict or a missing baseline too")
     _option(q, "tolerance", "override each test's tolerance", metavar="PCT", default=None)
+    _json_flag(q)
 
 
 def _compare_command(add: Adder, c) -> None:
@@ -160,6 +169,8 @@ def _baselines_command(add: Adder, c) -> None:
                              ("prune", c.baselines_prune, "delete entries (all matching the filters)")):
         q = add(name, func, text, bsub)
         _baselines_dir(q, aliases=("--dir",))
+        if name in ("list", "show"):
+            _json_flag(q)
         if name in ("show", "prune"):
             _profile_argument(q)
         if name == "record":
@@ -210,6 +221,7 @@ def _history_command(add: Adder, c) -> None:
         _option(target, "profile", "only this profile", metavar="PROFILE", default=None)
         target.add_argument("--branch", help="only records of this branch")
         target.add_argument("--test", help="only tests matching this glob")
+        _json_flag(target)
 
 
 def _report_command(add: Adder, c) -> None:

@@ -42,13 +42,18 @@ def _hints(verdicts: Sequence[Verdict], strict: bool) -> "list[str]":
 
 
 def _verdicts_out(args: argparse.Namespace, verdicts: Sequence[Verdict], *, header: Sequence[str] = (),
-                  notes: Sequence[str] = (), markdown: "str | None" = None) -> int:
-    """Print the verdicts (the header, one line per verdict, a count, the notes, where ``markdown`` was
-    written) and return the exit status."""
+                  notes: Sequence[str] = (), **facts: object) -> int:
+    """Print the verdicts (text: the header, one line per verdict, a count, the notes; or with ``--json``
+    one document) and return the exit status."""
     from ..report.text import verdict_line
+    from .output import dumps, verdicts_document
 
     status = _exit_status(verdicts, args.strict)
     notes = [*notes, *_hints(verdicts, args.strict)]
+    if args.json:
+        print(dumps(verdicts_document(args.command, verdicts, exit_status=status, strict=args.strict,
+                                      notes=notes, **facts)), end="")
+        return status
     for line in header:
         print(line)
     for v in verdicts:
@@ -57,23 +62,25 @@ def _verdicts_out(args: argparse.Namespace, verdicts: Sequence[Verdict], *, head
     print(", ".join(f"{n} {s}" for s, n in counts.items()) or "no jobs in the results")
     for line in notes:
         print(line)
-    if markdown:
-        print(f"wrote {markdown}")
+    if facts.get("markdown"):
+        print(f"wrote {facts['markdown']}")
     return status
 
 
 def compare(args: argparse.Namespace) -> int:
     """``bpsperf compare BASE.json HEAD.json``, or ``bpsperf compare PAIRS.json`` (a base-vs-head session)."""
+    facts = {"base": args.base, "head": args.head}
     if args.head is None:
         results = read_document(args.base, "results")
         verdicts = pair_verdicts(results, tolerance=args.tolerance)
         if not verdicts:
             raise ValueError(f"{args.base} holds no base-vs-head session (--bpsperf-base); compare two results "
                              "files with: bpsperf compare BASE.json HEAD.json")
-        return _verdicts_out(args, verdicts)
+        return _verdicts_out(args, verdicts, base_vs_head=True, missing=[], **facts)
     base, head = read_document(args.base, "results"), read_document(args.head, "results")
     verdicts, missing = compare_results(base, head, tolerance=args.tolerance, session_spread=args.session_spread)
-    return _verdicts_out(args, verdicts, header=[f"note: {args.base} has no runs of {key}" for key in missing])
+    return _verdicts_out(args, verdicts, header=[f"note: {args.base} has no runs of {key}" for key in missing],
+                         base_vs_head=False, missing=list(missing), **facts)
 
 
 def check(args: argparse.Namespace) -> int:
@@ -84,15 +91,18 @@ def check(args: argparse.Namespace) -> int:
     if results.get("base_vs_head"):
         verdicts = pair_verdicts(results, tolerance=args.tolerance)
         header = f"base vs head ({args.results}): decided from its pairs, no stored baseline"
+        facts = {"base_vs_head": True, "profile": (results.get("profile") or {}).get("id"), "baselines": None}
     else:
         profile_id = profile_of(results, args.profile, source=args.results)
         store = BaselineStore(args.baselines_dir)
         history = HistoryStore(args.history).load(profile_id) if args.history else []
         verdicts = check_results(results, store, profile_id=profile_id, tolerance=args.tolerance, history=history)
         header = f"profile {profile_id}, baselines {store.path_for(profile_id)}"
+        facts = {"base_vs_head": False, "profile": profile_id, "baselines": str(store.path_for(profile_id))}
     if args.markdown:
         _write(args.markdown, "\n".join(["## bpsperf verdicts", ""] + verdict_markdown(verdicts)) + "\n")
-    return _verdicts_out(args, verdicts, header=[header], markdown=args.markdown)
+    return _verdicts_out(args, verdicts, header=[header], results=args.results, history=args.history,
+                         markdown=args.markdown, **facts)
 
 
 def _profile_rows(directory: str) -> "list[dict]":
@@ -109,7 +119,12 @@ def _profile_rows(directory: str) -> "list[dict]":
 
 def baselines_list(args: argparse.Namespace) -> int:
     """``bpsperf baselines list``."""
+    from .output import baselines_document, dumps
+
     rows = _profile_rows(args.baselines_dir)
+    if args.json:
+        print(dumps(baselines_document(args.baselines_dir, rows)), end="")
+        return 0
     if not rows:
         print(f"no baselines files in {args.baselines_dir}")
         return 0
@@ -133,10 +148,15 @@ def _entry_row(key: str, entry: dict) -> dict:
 
 def baselines_show(args: argparse.Namespace) -> int:
     """``bpsperf baselines show PROFILE``."""
+    from .output import dumps, entries_document
+
     data = BaselineStore(args.baselines_dir).load(args.profile)
     if not data.exists:
         raise ValueError(f"no baselines file {data.path} (bpsperf baselines list shows the profiles)")
     rows = [_entry_row(key, data.entries[key]) for key in sorted(data.entries)]
+    if args.json:
+        print(dumps(entries_document(args.baselines_dir, args.profile, data.path, rows)), end="")
+        return 0
     print(f"{data.path}: {len(data.entries)} entries")
     for r in rows:
         print(f"{r['test']} [{r['trick']}]: median {r['median_img_per_sec']:.1f} img/s, n={r['n']}, spread "
@@ -225,8 +245,13 @@ def _selected_trends(args: argparse.Namespace) -> list:
 def history_show(args: argparse.Namespace) -> int:
     """``bpsperf history [show] [--history DIR]``."""
     from ..report.pages import trend_lines
+    from .output import dumps, trends_document
 
     found = _selected_trends(args)
+    if args.json:
+        print(dumps(trends_document(found, directory=str(args.history), profile=args.profile, branch=args.branch,
+                                    test=args.test)), end="")
+        return 0
     if not found:
         print(f"no history in {args.history}" + (f" for profile {args.profile}" if args.profile else ""))
         return 0

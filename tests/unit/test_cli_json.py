@@ -1,19 +1,45 @@
-"""The ``bpsperf`` parser: the options that mirror a plugin setting named, parsed and defaulted by the
-plugin's own tables (``OPTIONS``, ``REPORT_OPTIONS``).
+"""The ``bpsperf`` parser: ``--json`` where the text output has facts to give, and the options that
+mirror a plugin setting named, parsed and defaulted by the plugin's own tables.
+
+Runs of ``--json`` on results files the plugin wrote are in ``tests/pytester/test_cli_json_output.py``.
 """
 
 from __future__ import annotations
 
+import json
+import math
+
 import pytest
+from helpers.cli import bpsperf
 
 from pytest_bpsperf.cli import _parser
 from pytest_bpsperf.config.reports import EXPORT_ALIASES, REPORT_OPTIONS, export_options
 from pytest_bpsperf.config.settings import OPTIONS_BY_NAME, flag
 from pytest_bpsperf.store.history import HISTORY_DIR
+from pytest_bpsperf.store.schema import SchemaError, load_schema, validate
 
 
 def parse(*argv: str):
     return _parser().parse_args(list(argv))
+
+
+#: The commands that print facts (verdicts, trends, profiles, entries): each takes --json.
+JSON_COMMANDS = (["check", "r.json"], ["compare", "a.json", "b.json"], ["compare", "pairs.json"], ["history"],
+                 ["history", "show"], ["baselines", "list"], ["baselines", "show", "prof"])
+
+
+@pytest.mark.parametrize("argv", JSON_COMMANDS, ids=" ".join)
+def test_the_commands_that_print_facts_take_json(argv):
+    assert parse(*argv).json is False
+    assert parse(*argv, "--json").json is True
+
+
+@pytest.mark.parametrize("argv", [["export", "r.json", "--format", "bmf", "-o", "x"], ["history", "add", "r.json"],
+                                  ["baselines", "record", "r.json"]], ids=" ".join)
+def test_commands_that_write_files_take_no_json(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        parse(*argv, "--json")
+    assert exc.value.code == 2 and "--json" in capsys.readouterr().err
 
 
 #: (command line before the option, the option, the plugin setting it mirrors, a value the setting rejects)
@@ -105,3 +131,39 @@ def test_export_formats_are_the_plugins_report_options():
         assert option.flag in _action(["export"], "--format").help
     for old, name in EXPORT_ALIASES.items():
         assert parse("export", "r.json", "--format", old, "-o", "x").format == name.replace("_", "-")
+
+
+def test_the_output_schema_is_a_valid_schema_and_refuses_what_it_should():
+    import jsonschema
+
+    schema = load_schema("cli")
+    jsonschema.validators.validator_for(schema).check_schema(schema)
+    validate({"schema_version": 1, "command": "baselines list", "directory": "b", "profiles": []}, "cli", "x")
+    with pytest.raises(SchemaError, match=r"\$\.profiles"):
+        validate({"schema_version": 1, "command": "baselines list", "directory": "b", "profiles": [{}]}, "cli", "x")
+    with pytest.raises(SchemaError, match="verdicts"):
+        validate({"schema_version": 1, "command": "check"}, "cli", "x")
+
+
+@pytest.mark.parametrize("argv, key", [(["baselines", "list", "--baselines-dir", "none"], "profiles"),
+                                       (["history", "--history", "none"], "trends")], ids=["baselines", "history"])
+def test_nothing_stored_is_an_empty_list(argv, key, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = bpsperf(capsys, *argv, "--json")
+    doc = json.loads(out)
+    validate(doc, "cli", "the output")
+    assert code == 0 and err == "" and doc[key] == []
+
+
+@pytest.mark.parametrize("argv", [["check", "missing.json"], ["compare", "missing.json", "missing.json"],
+                                  ["baselines", "show", "nope"]], ids=" ".join)
+def test_errors_stay_on_stderr_with_json(argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = bpsperf(capsys, *argv, "--json")
+    assert code == 2 and out == "" and err.startswith(f"bpsperf {argv[0]}: error: ")
+
+
+def test_numbers_that_are_not_finite_print_as_null():
+    from pytest_bpsperf.cli.output import dumps
+
+    assert json.loads(dumps({"a": math.nan, "b": [math.inf, 1.5]})) == {"a": None, "b": [None, 1.5]}
