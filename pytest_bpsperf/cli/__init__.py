@@ -58,6 +58,52 @@ def _default(name: str) -> object:
     return OPTIONS_BY_NAME[name].default
 
 
+#: ``default`` of :func:`_option` when the command takes the option table's default
+TABLE = object()
+
+
+def _option(q: argparse.ArgumentParser, name: str, help_text: str, *, metavar: "str | None" = None,
+            default: object = TABLE, aliases: Sequence[str] = ()) -> None:
+    """``--NAME`` for the plugin's setting ``name`` (``--bpsperf-NAME``): its name dashed, its parser and
+    accepted values, and its default from the option table unless ``default`` is given (None: each job's
+    recorded setting). An on/off setting is a bare switch here. ``aliases``: earlier spellings kept."""
+    from ..config.settings import OPTIONS_BY_NAME, flag
+
+    opt = OPTIONS_BY_NAME[name]
+    names = ["--" + name.replace("_", "-"), *aliases]
+    value = opt.default if default is TABLE else default
+    if opt.accepted == "on or off":
+        q.add_argument(*names, dest=name, action="store_true", default=value,
+                       help=f"{help_text} [as {flag(name)}]")
+        return
+    accepted = opt.accepted.replace("%", "%%")
+    q.add_argument(*names, dest=name, type=_setting(names[0], name), default=value, metavar=metavar,
+                   help=f"{help_text} [as {flag(name)}: {accepted}]")
+
+
+def _profile_argument(q: argparse.ArgumentParser) -> None:
+    """The ``PROFILE`` operand: a profile id, checked as the plugin's ``profile`` setting is."""
+    q.add_argument("profile", metavar="PROFILE", type=_setting("PROFILE", "profile"))
+
+
+def _baselines_dir(q: argparse.ArgumentParser, help_text: str = "baselines directory", *,
+                   aliases: Sequence[str] = ()) -> None:
+    """``--baselines-dir`` (the plugin's setting ``baselines_dir``), default ``baselines`` in the working
+    directory (the plugin's: under its rootdir)."""
+    from ..config.settings import BASELINES_DIR
+
+    _option(q, "baselines_dir", f"{help_text} (default: %(default)s)", metavar="DIR", default=BASELINES_DIR,
+            aliases=aliases)
+
+
+def _json_flag(q: argparse.ArgumentParser) -> None:
+    """``--json``: the same facts as the text, as one JSON document on stdout (errors stay on stderr)."""
+    q.add_argument("--json", action="store_true",
+                   help="print one JSON document (sorted keys, schema_version; schema "
+                        "pytest_bpsperf/schemas/cli.schema.json) instead of text; same exit status, errors on "
+                        "stderr")
+
+
 #: ``add(name, func, help, parent=None)``: a subcommand under ``parent`` (default: the top level).
 Adder = Callable[..., argparse.ArgumentParser]
 
@@ -81,39 +127,40 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _verdict_options(q: argparse.ArgumentParser) -> None:
+    """The options of the commands that decide verdicts: the plugin's ``strict`` and ``tolerance``, ``--json``."""
+    _option(q, "strict", "exit 1 on an inconclusive verdict or a missing baseline too")
+    _option(q, "tolerance", "override each test's tolerance", metavar="PCT", default=None)
+    _json_flag(q)
+
+
 def _compare_command(add: Adder, c) -> None:
     """The ``compare`` command's arguments."""
     q = add("compare", c.compare, "decide HEAD results against BASE results, or the pairs of one base-vs-head "
             "results file (exit 1 on a regression)")
     q.add_argument("base", metavar="BASE.json", help="results of the base, or of a base-vs-head session alone")
     q.add_argument("head", metavar="HEAD.json", nargs="?", help="results of the head (omit for a base-vs-head file)")
-    q.add_argument("--strict", action="store_true", help="exit 1 on an inconclusive verdict too")
-    q.add_argument("--tolerance", type=_setting("--tolerance"), help="override each test's tolerance, e.g. 10%%")
-    q.add_argument("--session-spread", type=_setting("--session-spread", "session_spread"), metavar="PCT",
-                   help="spread between the two sessions to allow for (default: HEAD's session_spread setting, "
-                        f"{100 * _default('session_spread'):.0f}%%; two pytest sessions on one machine differ by "
-                        "more than runs of one session); 0 compares as if both ran in one session")
+    _verdict_options(q)
+    _option(q, "session_spread", "spread between the two sessions to allow for (default: HEAD's session_spread "
+            f"setting, {100 * _default('session_spread'):.0f}%%; two pytest sessions on one machine differ by "
+            "more than runs of one session); 0 compares as if both ran in one session", metavar="PCT",
+            default=None)
 
 
 def _check_command(add: Adder, c) -> None:
     """The ``check`` command's arguments."""
-    from ..config.settings import BASELINES_DIR
-
     q = add("check", c.check, "verdicts of a results file against the stored baselines (exit 1 on a regression)")
     q.add_argument("results", metavar="RESULTS.json")
-    q.add_argument("--baselines-dir", default=BASELINES_DIR, help="default: %(default)s")
-    q.add_argument("--profile", help="profile id (default: the one the results record)")
-    q.add_argument("--tolerance", type=_setting("--tolerance"), help="override each test's tolerance, e.g. 10%%")
-    q.add_argument("--markdown", metavar="PATH", help="also write the verdicts as Markdown")
-    q.add_argument("--history", metavar="DIR", help="the session's --bpsperf-history directory: its sessions of one "
-                   "commit inform the spread between sessions, as in the plugin")
-    q.add_argument("--strict", action="store_true", help="exit 1 on an inconclusive verdict too")
+    _baselines_dir(q)
+    _option(q, "profile", "profile id (default: the one the results record)", metavar="PROFILE", default=None)
+    _verdict_options(q)
+    _report_option(q, "markdown", "also write the verdicts as Markdown")
+    _report_option(q, "history", "the session's history directory: its sessions of one commit inform the spread "
+                   "between sessions, as in the plugin")
 
 
 def _baselines_command(add: Adder, c) -> None:
     """The ``baselines`` command's arguments."""
-    from ..config.settings import BASELINES_DIR
-
     b = add("baselines", None, "list, show, record and prune stored baselines")
     bsub = b.add_subparsers(dest="action", metavar="ACTION", required=True)
     for name, func, text in (("list", c.baselines_list, "one line per profile file"),
@@ -121,17 +168,19 @@ def _baselines_command(add: Adder, c) -> None:
                              ("record", c.baselines_record, "record baselines from an earlier run's results"),
                              ("prune", c.baselines_prune, "delete entries (all matching the filters)")):
         q = add(name, func, text, bsub)
-        q.add_argument("--dir", default=BASELINES_DIR, help="baselines directory (default: %(default)s)")
+        _baselines_dir(q, aliases=("--dir",))
+        if name in ("list", "show"):
+            _json_flag(q)
         if name in ("show", "prune"):
-            q.add_argument("profile", metavar="PROFILE")
+            _profile_argument(q)
         if name == "record":
             q.add_argument("results", metavar="RESULTS.json")
-            q.add_argument("--profile", help="profile id (default: the one the results record)")
-            q.add_argument("--max-spread", type=_setting("--max-spread", "max_spread"),
-                           help="largest stdev/mean accepted (default: the test's)")
+            _option(q, "profile", "profile id (default: the one the results record)", metavar="PROFILE",
+                    default=None)
+            _option(q, "max_spread", "largest stdev/mean accepted (default: the test's)", metavar="PCT",
+                    default=None)
             q.add_argument("--force", action="store_true", help="record entries whose runs spread too much")
-            q.add_argument("--sessions", type=_setting("--sessions", "sessions"), default=_default("sessions"),
-                           help="recorded sessions each entry keeps (default: %(default)s)")
+            _option(q, "sessions", "recorded sessions each entry keeps (default: %(default)s)", metavar="N")
         if name == "prune":
             q.add_argument("--test", help="only entries whose test matches this glob")
             q.add_argument("--trick", help="only entries of this trick")
@@ -140,21 +189,39 @@ def _baselines_command(add: Adder, c) -> None:
             q.add_argument("--dry-run", action="store_true", help="say what would go, change nothing")
 
 
+def _report_option(q: argparse.ArgumentParser, name: str, help_text: str, *, default: "str | None" = None,
+                   aliases: Sequence[str] = ()) -> None:
+    """``--NAME PATH`` for the plugin's report option ``name`` (``--bpsperf-NAME``), named by its table."""
+    from ..config.reports import REPORT_OPTIONS_BY_NAME
+
+    opt = REPORT_OPTIONS_BY_NAME[name]
+    q.add_argument("--" + opt.cli_name, *aliases, dest=opt.name, metavar=opt.metavar, default=default,
+                   help=f"{help_text} [as {opt.flag}={opt.metavar}]")
+
+
+def _history_dir(q: argparse.ArgumentParser) -> None:
+    """``--history DIR`` (``--dir`` kept), default :data:`~pytest_bpsperf.store.history.HISTORY_DIR`."""
+    from ..store.history import HISTORY_DIR
+
+    _report_option(q, "history", "history directory (default: %(default)s)", default=HISTORY_DIR, aliases=("--dir",))
+
+
 def _history_command(add: Adder, c) -> None:
     """The ``history`` command's arguments."""
     h = add("history", c.history_show, "trend tables per test and trick across commits, with change points")
     hsub = h.add_subparsers(dest="action", metavar="ACTION")
     q = add("add", c.history_add, "save a results file into the history (one file per session)", hsub)
     q.add_argument("results", metavar="RESULTS.json")
-    q.add_argument("--dir", default="history", help="history directory (default: %(default)s)")
-    q.add_argument("--profile", help="profile id (default: the one the results record)")
+    _history_dir(q)
+    _option(q, "profile", "profile id (default: the one the results record)", metavar="PROFILE", default=None)
     q.add_argument("--commit", help="commit measured (default: the one the results record)")
     q.add_argument("--branch", help="branch measured (default: the one the results record)")
     for target in (h, add("show", c.history_show, "the trend tables (the default action)", hsub)):
-        target.add_argument("--dir", default="history", help="history directory (default: %(default)s)")
-        target.add_argument("--profile", help="only this profile")
+        _history_dir(target)
+        _option(target, "profile", "only this profile", metavar="PROFILE", default=None)
         target.add_argument("--branch", help="only records of this branch")
         target.add_argument("--test", help="only tests matching this glob")
+        _json_flag(target)
 
 
 def _report_command(add: Adder, c) -> None:
@@ -173,12 +240,26 @@ def _report_command(add: Adder, c) -> None:
                    help="an HTML page, or the Markdown the plugin writes (--bpsperf-markdown); md is markdown")
 
 
+def _export_format(text: str) -> str:
+    """A format of ``bpsperf export``: a report option's name (``github-benchmark``), or an earlier name."""
+    from ..config.reports import EXPORT_ALIASES
+
+    name = EXPORT_ALIASES.get(text.strip(), text.strip())
+    return name.replace("_", "-")
+
+
 def _export_command(add: Adder, c) -> None:
-    """The ``export`` command's arguments."""
+    """The ``export`` command's arguments: the formats are the plugin's report options of the same names."""
+    from ..config.reports import EXPORT_ALIASES, export_options
+
+    formats = export_options()
+    old = ", ".join(f"{a} for {n.replace('_', '-')}" for a, n in EXPORT_ALIASES.items())
     q = add("export", c.export, "convert a results file for another tool")
     q.add_argument("results", metavar="RESULTS.json")
-    q.add_argument("--format", required=True, choices=("bmf", "github", "pytest-benchmark"),
-                   help="bmf: Bencher Metric Format; github: github-action-benchmark customBiggerIsBetter")
+    q.add_argument("--format", required=True, type=_export_format, choices=[o.cli_name for o in formats],
+                   help="the file the plugin's option of the same name writes: "
+                        + "; ".join(f"{o.cli_name} as {o.flag}" for o in formats)
+                        + f" (earlier names still accepted: {old})")
     q.add_argument("-o", "--output", required=True, metavar="PATH")
 
 

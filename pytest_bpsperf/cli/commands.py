@@ -6,10 +6,10 @@ import argparse
 import fnmatch
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..judge.offline import baseline_sessions, check_results, compare_results, pair_verdicts, profile_of
-from ..judge.verdict import IMPROVEMENT, INCONCLUSIVE, REGRESSION, Verdict
+from ..judge.verdict import IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, REGRESSION, Verdict
 from ..remote.provenance import utc_now_iso
 from ..store.baselines import BaselineStore
 from ..store.entries import latest_date, latest_session
@@ -24,36 +24,63 @@ def _write(path: "str | Path", text: str) -> None:
     atomic_write_text(target, text)
 
 
-def _print_verdicts(verdicts: Sequence[Verdict], strict: bool = False) -> int:
-    """One line per verdict and a count; exit 1 on a regression (with ``strict``, also on inconclusive)."""
-    from ..report.text import verdict_line
+def _exit_status(verdicts: Sequence[Verdict], strict: bool) -> int:
+    """1 on a regression (with ``strict``, also on an inconclusive verdict or a missing baseline, as the
+    plugin's ``--bpsperf-strict`` fails them), else 0."""
+    failing = (REGRESSION, INCONCLUSIVE, NO_BASELINE) if strict else (REGRESSION,)
+    return 1 if any(v.status in failing for v in verdicts) else 0
 
+
+def _hints(verdicts: Sequence[Verdict], strict: bool) -> "list[str]":
+    """What the statuses ask of the reader: record new baselines, or know that inconclusive is no pass."""
+    out = []
+    if any(v.status == IMPROVEMENT for v in verdicts):
+        out.append("faster beyond noise: consider recording new baselines (bpsperf baselines record RESULTS.json)")
+    if any(v.status == INCONCLUSIVE for v in verdicts) and not strict:
+        out.append("inconclusive: the data could not tell (not a pass; --strict fails it)")
+    return out
+
+
+def _verdicts_out(args: argparse.Namespace, verdicts: Sequence[Verdict], *, header: Sequence[str] = (),
+                  notes: Sequence[str] = (), **facts: object) -> int:
+    """Print the verdicts (text: the header, one line per verdict, a count, the notes; or with ``--json``
+    one document) and return the exit status."""
+    from ..report.text import verdict_line
+    from .output import dumps, verdicts_document
+
+    status = _exit_status(verdicts, args.strict)
+    notes = [*notes, *_hints(verdicts, args.strict)]
+    if args.json:
+        print(dumps(verdicts_document(args.command, verdicts, exit_status=status, strict=args.strict,
+                                      notes=notes, **facts)), end="")
+        return status
+    for line in header:
+        print(line)
     for v in verdicts:
         print(verdict_line(v))
     counts = {s: sum(v.status == s for v in verdicts) for s in dict.fromkeys(v.status for v in verdicts)}
     print(", ".join(f"{n} {s}" for s, n in counts.items()) or "no jobs in the results")
-    if any(v.status == IMPROVEMENT for v in verdicts):
-        print("faster beyond noise: consider recording new baselines (bpsperf baselines record RESULTS.json)")
-    failing = (REGRESSION, INCONCLUSIVE) if strict else (REGRESSION,)
-    if any(v.status == INCONCLUSIVE for v in verdicts) and not strict:
-        print("inconclusive: the data could not tell (not a pass; --strict fails it)")
-    return 1 if any(v.status in failing for v in verdicts) else 0
+    for line in notes:
+        print(line)
+    if facts.get("markdown"):
+        print(f"wrote {facts['markdown']}")
+    return status
 
 
 def compare(args: argparse.Namespace) -> int:
     """``bpsperf compare BASE.json HEAD.json``, or ``bpsperf compare PAIRS.json`` (a base-vs-head session)."""
+    facts = {"base": args.base, "head": args.head}
     if args.head is None:
         results = read_document(args.base, "results")
         verdicts = pair_verdicts(results, tolerance=args.tolerance)
         if not verdicts:
             raise ValueError(f"{args.base} holds no base-vs-head session (--bpsperf-base); compare two results "
                              "files with: bpsperf compare BASE.json HEAD.json")
-        return _print_verdicts(verdicts, args.strict)
+        return _verdicts_out(args, verdicts, base_vs_head=True, missing=[], **facts)
     base, head = read_document(args.base, "results"), read_document(args.head, "results")
     verdicts, missing = compare_results(base, head, tolerance=args.tolerance, session_spread=args.session_spread)
-    for key in missing:
-        print(f"note: {args.base} has no runs of {key}")
-    return _print_verdicts(verdicts, args.strict)
+    return _verdicts_out(args, verdicts, header=[f"note: {args.base} has no runs of {key}" for key in missing],
+                         base_vs_head=False, missing=list(missing), **facts)
 
 
 def check(args: argparse.Namespace) -> int:
@@ -63,55 +90,79 @@ def check(args: argparse.Namespace) -> int:
     results = read_document(args.results, "results")
     if results.get("base_vs_head"):
         verdicts = pair_verdicts(results, tolerance=args.tolerance)
-        print(f"base vs head ({args.results}): decided from its pairs, no stored baseline")
-        status = _print_verdicts(verdicts, args.strict)
-        if args.markdown:
-            _write(args.markdown, "\n".join(["## bpsperf verdicts", ""] + verdict_markdown(verdicts)) + "\n")
-            print(f"wrote {args.markdown}")
-        return status
-    profile_id = profile_of(results, args.profile, source=args.results)
-    history = HistoryStore(args.history).load(profile_id) if args.history else []
-    verdicts = check_results(results, BaselineStore(args.baselines_dir), profile_id=profile_id,
-                             tolerance=args.tolerance, history=history)
-    print(f"profile {profile_id}, baselines {BaselineStore(args.baselines_dir).path_for(profile_id)}")
-    status = _print_verdicts(verdicts, args.strict)
+        header = f"base vs head ({args.results}): decided from its pairs, no stored baseline"
+        facts = {"base_vs_head": True, "profile": (results.get("profile") or {}).get("id"), "baselines": None}
+    else:
+        profile_id = profile_of(results, args.profile, source=args.results)
+        store = BaselineStore(args.baselines_dir)
+        history = HistoryStore(args.history).load(profile_id) if args.history else []
+        verdicts = check_results(results, store, profile_id=profile_id, tolerance=args.tolerance, history=history)
+        header = f"profile {profile_id}, baselines {store.path_for(profile_id)}"
+        facts = {"base_vs_head": False, "profile": profile_id, "baselines": str(store.path_for(profile_id))}
     if args.markdown:
         _write(args.markdown, "\n".join(["## bpsperf verdicts", ""] + verdict_markdown(verdicts)) + "\n")
-        print(f"wrote {args.markdown}")
-    return status
+    return _verdicts_out(args, verdicts, header=[header], results=args.results, history=args.history,
+                         markdown=args.markdown, **facts)
+
+
+def _profile_rows(directory: str) -> "list[dict]":
+    """A row per profile file of a baselines directory: its path, how many entries, the latest session's date."""
+    store = BaselineStore(directory)
+    rows = []
+    for f in (sorted(Path(directory).glob("*.json")) if Path(directory).is_dir() else []):
+        data = store.load(f.stem)
+        dates = sorted(str(latest_session(e).get("date") or "") for e in data.entries.values())
+        rows.append({"profile": f.stem, "path": str(f), "entries": len(data.entries),
+                     "latest": (dates[-1] or None) if dates else None})
+    return rows
 
 
 def baselines_list(args: argparse.Namespace) -> int:
     """``bpsperf baselines list``."""
-    store = BaselineStore(args.dir)
-    files = sorted(Path(args.dir).glob("*.json")) if Path(args.dir).is_dir() else []
-    if not files:
-        print(f"no baselines files in {args.dir}")
+    from .output import baselines_document, dumps
+
+    rows = _profile_rows(args.baselines_dir)
+    if args.json:
+        print(dumps(baselines_document(args.baselines_dir, rows)), end="")
+        return 0
+    if not rows:
+        print(f"no baselines files in {args.baselines_dir}")
         return 0
     print(f"{'profile':48s} {'entries':>7s}  latest")
-    for f in files:
-        data = store.load(f.stem)
-        dates = sorted(str(latest_session(e).get("date") or "") for e in data.entries.values())
-        print(f"{f.stem:48s} {len(data.entries):7d}  {dates[-1] if dates else '-'}")
+    for row in rows:
+        print(f"{row['profile']:48s} {row['entries']:7d}  {row['latest'] or '-'}")
     return 0
+
+
+def _entry_row(key: str, entry: dict) -> dict:
+    """One baseline entry as ``baselines show`` gives it: summary of its samples, sessions, the latest one."""
+    from ..stats import summarize
+    from ..store.entries import entry_samples, entry_sessions
+
+    s, last = summarize(entry_samples(entry)), latest_session(entry)
+    return {"key": key, "test": entry.get("test"), "trick": entry.get("trick"), "median_img_per_sec": s.median,
+            "n": s.n, "rel_spread": s.rel_spread, "sessions": len(entry_sessions(entry)),
+            "latest_commit": last.get("commit"), "latest_date": last.get("date"),
+            "topology": dict(entry.get("topology") or {}), "workload": dict(entry.get("workload") or {})}
 
 
 def baselines_show(args: argparse.Namespace) -> int:
     """``bpsperf baselines show PROFILE``."""
-    from ..stats import summarize
-    from ..store.entries import entry_samples, entry_sessions, latest_session
+    from .output import dumps, entries_document
 
-    data = BaselineStore(args.dir).load(args.profile)
+    data = BaselineStore(args.baselines_dir).load(args.profile)
     if not data.exists:
         raise ValueError(f"no baselines file {data.path} (bpsperf baselines list shows the profiles)")
+    rows = [_entry_row(key, data.entries[key]) for key in sorted(data.entries)]
+    if args.json:
+        print(dumps(entries_document(args.baselines_dir, args.profile, data.path, rows)), end="")
+        return 0
     print(f"{data.path}: {len(data.entries)} entries")
-    for key in sorted(data.entries):
-        e = data.entries[key]
-        s, last = summarize(entry_samples(e)), latest_session(e)
-        print(f"{e.get('test')} [{e.get('trick')}]: median {s.median:.1f} img/s, n={s.n}, spread "
-              f"{100 * s.rel_spread:.0f}%, {len(entry_sessions(e))} session(s), latest commit "
-              f"{(last.get('commit') or '-')[:12]}, {last.get('date') or '-'}")
-        print(f"    key {key}")
+    for r in rows:
+        print(f"{r['test']} [{r['trick']}]: median {r['median_img_per_sec']:.1f} img/s, n={r['n']}, spread "
+              f"{100 * r['rel_spread']:.0f}%, {r['sessions']} session(s), latest commit "
+              f"{(r['latest_commit'] or '-')[:12]}, {r['latest_date'] or '-'}")
+        print(f"    key {r['key']}")
     return 0
 
 
@@ -123,7 +174,7 @@ def baselines_record(args: argparse.Namespace) -> int:
     profile = dict(results.get("profile") or {"id": profile_id})
     profile["id"] = profile_id
     if sessions:
-        path = BaselineStore(args.dir).add_sessions(profile_id, profile, sessions, window=args.sessions)
+        path = BaselineStore(args.baselines_dir).add_sessions(profile_id, profile, sessions, window=args.sessions)
         print(f"recorded {len(sessions)} baseline entr{'y' if len(sessions) == 1 else 'ies'} in {path} "
               f"(a session each; each keeps its last {args.sessions})")
     for line in refused:
@@ -133,7 +184,7 @@ def baselines_record(args: argparse.Namespace) -> int:
 
 def baselines_prune(args: argparse.Namespace) -> int:
     """``bpsperf baselines prune PROFILE [--test GLOB] [--trick NAME] [--older-than DATE]``."""
-    store = BaselineStore(args.dir)
+    store = BaselineStore(args.baselines_dir)
     data = store.load(args.profile)
     if not data.exists:
         raise ValueError(f"no baselines file {data.path} (bpsperf baselines list shows the profiles)")
@@ -167,7 +218,7 @@ def baselines_prune(args: argparse.Namespace) -> int:
 
 
 def history_add(args: argparse.Namespace) -> int:
-    """``bpsperf history add RESULTS.json --dir DIR``."""
+    """``bpsperf history add RESULTS.json [--history DIR]``."""
     results = read_document(args.results, "results")
     profile_id = profile_of(results, args.profile, source=args.results)
     profile = dict(results.get("profile") or {})
@@ -177,13 +228,13 @@ def history_add(args: argparse.Namespace) -> int:
     record = make_record(results, profile=profile, commit=commit,
                          branch=args.branch or results.get("branch") or current_branch(),
                          date=results.get("date") or utc_now_iso(), versions=results.get("versions") or {})
-    path = HistoryStore(args.dir).save(record)
+    path = HistoryStore(args.history).save(record)
     print(f"saved {len(record['runs'])} runs of commit {(record['commit'] or '-')[:12]} in {path}")
     return 0
 
 
 def _selected_trends(args: argparse.Namespace) -> list:
-    store = HistoryStore(args.dir)
+    store = HistoryStore(args.history)
     found = trends(store.load(args.profile), profile_id=args.profile, branch=args.branch)
     if getattr(args, "test", None):
         found = [t for t in found if fnmatch.fnmatchcase(t.test, args.test)
@@ -192,12 +243,17 @@ def _selected_trends(args: argparse.Namespace) -> list:
 
 
 def history_show(args: argparse.Namespace) -> int:
-    """``bpsperf history [show] --dir DIR``."""
+    """``bpsperf history [show] [--history DIR]``."""
     from ..report.pages import trend_lines
+    from .output import dumps, trends_document
 
     found = _selected_trends(args)
+    if args.json:
+        print(dumps(trends_document(found, directory=str(args.history), profile=args.profile, branch=args.branch,
+                                    test=args.test)), end="")
+        return 0
     if not found:
-        print(f"no history in {args.dir}" + (f" for profile {args.profile}" if args.profile else ""))
+        print(f"no history in {args.history}" + (f" for profile {args.profile}" if args.profile else ""))
         return 0
     for line in trend_lines(found):
         print(line)
@@ -251,17 +307,19 @@ def report(args: argparse.Namespace) -> int:
     return 0  # a report is made whatever the verdicts; 'check' is the gate
 
 
-def export(args: argparse.Namespace) -> int:
-    """``bpsperf export RESULTS.json --format bmf|github|pytest-benchmark -o PATH``."""
+def exporters() -> "dict[str, Callable[[dict], dict]]":
+    """What ``bpsperf export`` makes of a results document, by the name of the plugin's report option
+    that writes the same file (``github_benchmark`` is ``--bpsperf-github-benchmark``)."""
     from ..report.exports import benchmark_export, bmf_export, github_benchmark_export
 
+    return {"benchmark_json": lambda results: benchmark_export(results, (results.get("profile") or {}).get("id")),
+            "bmf": bmf_export, "github_benchmark": github_benchmark_export}
+
+
+def export(args: argparse.Namespace) -> int:
+    """``bpsperf export RESULTS.json --format bmf|github-benchmark|benchmark-json -o PATH``."""
     results = read_document(args.results, "results")
-    if args.format == "bmf":
-        doc = bmf_export(results)
-    elif args.format == "github":
-        doc = github_benchmark_export(results)
-    else:
-        doc = benchmark_export(results, (results.get("profile") or {}).get("id"))
+    doc = exporters()[args.format.replace("-", "_")](results)
     _write(args.output, json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
     print(f"wrote {args.output} ({args.format})")
     return 0

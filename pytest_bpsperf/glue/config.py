@@ -10,6 +10,7 @@ import pytest
 
 from .. import backends
 from ..config.preflight import WorkloadSpecError, check_workload
+from ..config.reports import REPORT_OPTIONS, ReportOption  # noqa: F401 (the report options' one table)
 from ..config.settings import (
     OPTIONS,
     Hardware,
@@ -28,45 +29,6 @@ PERF_MARKER = "perf"
 SETTINGS_MARKER = "bpsperf"
 TRICKS_MARKER = "bpsperf_tricks"
 TRICK_DEFS_INI = "bpsperf_define_tricks"
-
-
-@dataclass(frozen=True)
-class ReportOption:
-    """A command-line option naming a file (or, with ``directory``, a directory) the session writes."""
-
-    name: str  # "json" is --bpsperf-json
-    help: str
-    directory: bool = False
-
-    @property
-    def flag(self) -> str:
-        """The option as typed: ``--bpsperf-json``."""
-        return "--bpsperf-" + self.name.replace("_", "-")
-
-    @property
-    def dest(self) -> str:
-        """The option's name for ``config.getoption``: ``bpsperf_json``."""
-        return "bpsperf_" + self.name
-
-    @property
-    def metavar(self) -> str:
-        return "DIR" if self.directory else "PATH"
-
-
-#: Every report the session writes at its end: the options, the configure-time check that each
-#: path can be written (:mod:`.guard`) and the notice of what pytest-xdist does not write.
-REPORT_OPTIONS: "tuple[ReportOption, ...]" = (
-    ReportOption("json", "write every perf result as JSON to PATH"),
-    ReportOption("markdown", "write the trick matrix and verdicts as Markdown (for a PR comment) to PATH"),
-    ReportOption("benchmark_json", "write results in pytest-benchmark's JSON format (per-step times as rounds), "
-                                   "readable by 'pytest-benchmark compare'"),
-    ReportOption("bmf", "write img/s per job in Bencher Metric Format (bencher run --adapter json)"),
-    ReportOption("github_benchmark", "write img/s per job for github-action-benchmark (tool: customBiggerIsBetter)"),
-    ReportOption("plots", "write PNG pictures (per-step img/s, trick matrix, compute/sync, history) to DIR "
-                          "(default: bpsperf-img/ next to --bpsperf-markdown, when given)", directory=True),
-    ReportOption("history", "save this session's results in the history under DIR (one file per session) and "
-                            "draw each job's trend with its change points", directory=True),
-)
 
 
 def add_options(parser: pytest.Parser) -> None:

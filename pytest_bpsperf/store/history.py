@@ -32,10 +32,14 @@ from .files import atomic_write_text
 from .results import DocumentError, jobs_of, read_document, run_key_of, step_img_per_sec
 from .schema import validate
 
-__all__ = ["SCHEMA_VERSION", "HistoryError", "HistoryStore", "Trend", "TrendPoint", "check_commit",
+__all__ = ["HISTORY_DIR", "SCHEMA_VERSION", "HistoryError", "HistoryStore", "Trend", "TrendPoint", "check_commit",
            "current_branch", "make_record", "session_groups", "trends"]
 
 SCHEMA_VERSION = 1
+
+#: The history directory where none is named: what ``bpsperf history`` reads and writes, and what the
+#: example workflows give ``--bpsperf-history`` (the plugin keeps no history unless asked).
+HISTORY_DIR = ".bpsperf-history"
 
 
 class HistoryError(ValueError):

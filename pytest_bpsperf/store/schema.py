@@ -1,8 +1,9 @@
 """JSON Schemas of the files this package reads and writes, and validation against them.
 
 The schemas ship as package data (``pytest_bpsperf/schemas/*.schema.json``):
-``baselines``, ``results`` (the ``--bpsperf-json`` document) and ``history``
-(one session's record). Other tools can validate the files with them too.
+``baselines``, ``results`` (the ``--bpsperf-json`` document), ``history``
+(one session's record) and ``cli`` (what ``bpsperf ... --json`` prints). Other
+tools can validate the files with them too.
 ``jsonschema`` (installed with Ray) is imported only when validating.
 """
 
@@ -16,7 +17,7 @@ from typing import Any, Mapping
 __all__ = ["KINDS", "SchemaError", "load_schema", "validate"]
 
 #: The documents that have a schema.
-KINDS = ("baselines", "results", "history")
+KINDS = ("baselines", "results", "history", "cli")
 
 
 class SchemaError(ValueError):

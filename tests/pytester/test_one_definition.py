@@ -127,8 +127,9 @@ def test_one_baselines_directory_for_the_plugin_and_the_command(pytester, monkey
     monkeypatch.setattr(settings, "BASELINES_DIR", "perf-baselines")
     parse = _parser().parse_args
     assert {parse(["check", "r.json"]).baselines_dir, parse(["report", "--out", "o"]).baselines_dir,
-            parse(["baselines", "list"]).dir, parse(["baselines", "record", "r.json"]).dir,
-            parse(["baselines", "show", "p"]).dir, parse(["baselines", "prune", "p"]).dir} == {"perf-baselines"}
+            parse(["baselines", "list"]).baselines_dir, parse(["baselines", "record", "r.json"]).baselines_dir,
+            parse(["baselines", "show", "p"]).baselines_dir, parse(["baselines", "prune", "p"]).baselines_dir} \
+        == {"perf-baselines"}
     for key in list(os.environ):
         if key.startswith("BPSPERF_"):
             monkeypatch.delenv(key)
@@ -234,10 +235,25 @@ def test_an_unwritable_report_path_is_refused_before_anything_runs(fed, option):
 
 
 def test_the_report_options_are_one_list():
+    from pytest_bpsperf.config import reports
     from pytest_bpsperf.glue.config import REPORT_OPTIONS
 
+    assert REPORT_OPTIONS is reports.REPORT_OPTIONS  # the plugin's flags and the command read one table
     assert [o.flag for o in REPORT_OPTIONS] == REPORTS
     assert {o.flag for o in REPORT_OPTIONS if o.directory} == {"--bpsperf-plots", "--bpsperf-history"}
+
+
+def test_one_history_directory_for_the_plugin_and_the_command(monkeypatch):
+    from pytest_bpsperf.cli import _parser
+    from pytest_bpsperf.config.reports import REPORT_OPTIONS
+    from pytest_bpsperf.store import history
+
+    [option] = [o for o in REPORT_OPTIONS if o.flag == "--bpsperf-history"]
+    assert history.HISTORY_DIR == ".bpsperf-history" and history.HISTORY_DIR in option.help
+    monkeypatch.setattr(history, "HISTORY_DIR", "perf-history")
+    parse = _parser().parse_args
+    assert {parse(argv).history for argv in (["history"], ["history", "show"], ["history", "add", "r.json"])} \
+        == {"perf-history"}
 
 
 def test_the_xdist_notice_names_every_report_it_does_not_write(fed):

@@ -136,7 +136,7 @@ def test_record_runs_on_a_schedule_into_one_rolling_pull_request_per_profile():
     # measured into a scratch directory, then added to the rolling branch's file
     assert "--bpsperf-update-baselines" in runs and '--bpsperf-baselines-dir="$RUNNER_TEMP/bpsperf-scratch"' in runs
     assert 'branch="bpsperf/baselines-$PROFILE"' in runs and 'git fetch origin "$branch"' in runs
-    assert 'bpsperf baselines record "$OUT/results.json" --dir baselines' in runs
+    assert 'bpsperf baselines record "$OUT/results.json" --baselines-dir baselines' in runs
     assert 'test "$changed" = "baselines/$PROFILE.json"' in runs
     assert 'git add "baselines/$PROFILE.json"' in runs and "gh pr create" in runs and "gh pr list --head" in runs
     assert "git add ." not in runs and "git add -A" not in runs
