@@ -49,6 +49,12 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]+", "-", text.split("::")[-1]).strip("-")[:60] or "test"
 
 
+def _file_name(kind: str, test: str) -> str:
+    """``KIND-<function>-<6 hex of the whole test id>.png``: readable, and unique per test id (two modules
+    may both hold a ``test_throughput``)."""
+    return f"{kind}-{_slug(test)}-{hashlib.sha1(test.encode()).hexdigest()[:6]}.png"
+
+
 def _save(fig: Any, path: Path) -> None:
     """Render ``fig`` to ``path`` atomically (a reader never sees half a PNG)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -123,7 +129,7 @@ def steps_picture(test: str, runs: Sequence[Mapping[str, Any]], out_dir: "str | 
     if data:
         ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
-    path = Path(out_dir) / f"steps-{_slug(test)}.png"
+    path = Path(out_dir) / _file_name("steps", test)
     _save(fig, path)
     return Picture(str(path), "steps", title, data)
 
@@ -176,7 +182,7 @@ def matrix_picture(test: str, runs: Sequence[Mapping[str, Any]], out_dir: "str |
     title = f"trick matrix: {test.split('::')[-1]}"
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    path = Path(out_dir) / f"matrix-{_slug(test)}.png"
+    path = Path(out_dir) / _file_name("matrix", test)
     _save(fig, path)
     return Picture(str(path), "matrix", title, data)
 
@@ -204,7 +210,7 @@ def split_picture(test: str, runs: Sequence[Mapping[str, Any]], out_dir: "str | 
     title = f"compute/sync split (timing=breakdown, serialized steps): {test.split('::')[-1]}"
     ax.set_title(title)
     ax.legend(fontsize="small")
-    path = Path(out_dir) / f"split-{_slug(test)}.png"
+    path = Path(out_dir) / _file_name("split", test)
     _save(fig, path)
     return Picture(str(path), "split", title, data)
 

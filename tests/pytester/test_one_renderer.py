@@ -101,8 +101,11 @@ def test_cli_markdown_of_the_results_is_the_plugins_markdown(project, capsys, mo
 
 
 def test_with_history_the_report_adds_the_trends_of_its_own_jobs(project, capsys, monkeypatch):
-    for speed in ("2.0", "2.1"):  # two sessions that differ (a record is named by its content and second)
+    # two sessions that differ (a record is named by its content and second), a second apart: sessions of
+    # one second would have no order in the trend
+    for speed, date in (("2.0", "2026-12-01T10:00:00Z"), ("2.1", "2026-12-01T10:00:01Z")):
         monkeypatch.setenv("FAKE_TRICK_SPEED", speed)
+        monkeypatch.setattr("pytest_bpsperf.glue.reporting.utc_now_iso", lambda date=date: date)
         result = session(project, "--bpsperf-history=hist")
         assert result.ret == 0 and "history NOT saved" not in result.stdout.str(), result.stdout.str()
     plugin = (project.path / "out" / "report.md").read_text()
