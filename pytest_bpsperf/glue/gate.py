@@ -10,7 +10,7 @@ from ..config.settings import baselines_directory
 from ..judge.job import Job, Ledger, RunResult, RunSpec
 from ..judge.offline import profile_prior
 from ..judge.verdict import IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, REGRESSION, Verdict, bisect_hint
-from ..remote.provenance import current_commit, software_versions, utc_now_iso
+from ..remote.provenance import current_commit, software_versions, utc_now_iso, working_tree_dirty
 from ..stats import BetweenPrior
 from ..store.baselines import BaselineError, BaselineStore, check_baseline_quality
 from ..store.entries import latest_session, make_session
@@ -189,6 +189,7 @@ class BaselineGate:
             return
         force = self.config.getoption("bpsperf_force_update")
         commit = current_commit(str(self.config.rootpath))
+        dirty = working_tree_dirty(str(self.config.rootpath)) if commit else None
         date, versions = utc_now_iso(), software_versions()
         sessions, refused = {}, []
         window = self.settings.sessions
@@ -204,7 +205,7 @@ class BaselineGate:
                     "workload": settings.workload(first.backend)}
             sessions[key] = (head, make_session(
                 samples=job.samples, commit=commit, date=date, versions=versions,
-                single_img_per_sec=job.single_img_per_sec,
+                single_img_per_sec=job.single_img_per_sec, dirty=dirty,
                 extra={"steps_per_run": settings.steps, "median_step_s": [r.measurement.step_s for r in job.runs]},
             ))
         profile = self.profile()

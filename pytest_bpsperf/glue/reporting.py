@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import platform
 from typing import TYPE_CHECKING, Callable
 
 import pytest
 
 from .. import report
 from ..judge.job import Ledger
-from ..remote.provenance import current_commit, software_versions, utc_now_iso
+from ..remote.provenance import current_commit, software_versions, utc_now_iso, working_tree_dirty
 from ..report import blocks, exports, pages, plots
 from ..store.baselines import BaselineError
 from ..store.history import HistoryError, HistoryStore, current_branch, make_record, trends
@@ -86,7 +87,8 @@ class ReportPlugin:
         profile = self.gate.known_profile
         document = report.json_document(
             ledger.runs, ledger.failures, header, self.runner.session_info(), profile=profile,
-            commit=current_commit(root), branch=current_branch(root), date=utc_now_iso(),
+            commit=current_commit(root), dirty=working_tree_dirty(root), host=platform.node(),
+            branch=current_branch(root), date=utc_now_iso(),
             versions=software_versions(), base_vs_head=self.gate.results_section(), verdicts=ledger.verdicts,
         )
         json_path = self.config.getoption("bpsperf_json")

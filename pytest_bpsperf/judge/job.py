@@ -158,6 +158,16 @@ BaselineLookup = Callable[[], "Mapping | None"]
 VerdictCallback = Callable[["Job", RunResult, "Verdict | None"], None]
 
 
+
+def this_session() -> "dict[str, object]":
+    """This session's software versions and host, as a baseline's recorded session keeps them."""
+    import platform
+
+    from ..remote.provenance import software_versions
+
+    return {"versions": software_versions(), "host": platform.node()}
+
+
 class Job:
     """Every run of one configuration; decides its verdict, running again until it is decided.
 
@@ -214,7 +224,7 @@ class Job:
         return decide_job(nodeid=last.nodeid, test=last.test, trick=last.trick.name, profile_id=self.profile_id,
                           key=self.key, samples=self.samples, baseline=self._baseline(),
                           settings=VerdictSettings.of(last.settings), single_img_per_sec=self.single_img_per_sec,
-                          prior=self._prior())
+                          prior=self._prior(), now=this_session())
 
     def assert_within_baseline(self, run: RunResult) -> None:
         """Decide once every repeat of ``run`` ran; run again until decided; report the verdict."""

@@ -42,7 +42,8 @@ def profile_of(results: Mapping[str, Any], override: Optional[str] = None, *, so
 
 def _decide(job: JobSamples, profile_id: str, baseline: "Mapping[str, Any] | None",
             tolerance: Optional[float], *, session_spread: Optional[float] = None,
-            one_session: bool = False, prior: "BetweenPrior | None" = None) -> Verdict:
+            one_session: bool = False, prior: "BetweenPrior | None" = None,
+            now: "Mapping[str, Any] | None" = None) -> Verdict:
     """The plugin's decision (:func:`~pytest_bpsperf.judge.verdict.decide_job`) with the job's own settings.
 
     ``tolerance`` and ``session_spread`` override the job's settings when given
@@ -56,7 +57,7 @@ def _decide(job: JobSamples, profile_id: str, baseline: "Mapping[str, Any] | Non
                        float(settings.session_spread if session_spread is None else session_spread))
     return decide_job(nodeid=job.nodeid, test=job.test, trick=job.trick, profile_id=profile_id, key=job.key,
                       samples=job.samples, baseline=baseline, settings=settings,
-                      single_img_per_sec=job.single_img_per_sec, prior=prior)
+                      single_img_per_sec=job.single_img_per_sec, prior=prior, now=now)
 
 
 def profile_prior(entries: Mapping[str, Any], key: str, history: "Sequence[Mapping[str, Any]]" = (), *,
@@ -92,8 +93,9 @@ def check_results(results: Mapping[str, Any], store: BaselineStore, *, profile_i
     the records of ``--bpsperf-history``, when the session had one).
     """
     stored = store.load(profile_id)
+    now = {"versions": results.get("versions") or {}, "host": results.get("host")}  # the session's, not this one's
     return [_decide(job, profile_id, stored.get(key), tolerance,
-                    prior=profile_prior(stored.entries, key, history, profile_id=profile_id))
+                    prior=profile_prior(stored.entries, key, history, profile_id=profile_id), now=now)
             for key, job in jobs_of(results).items()]
 
 
@@ -149,7 +151,8 @@ def baseline_sessions(results: Mapping[str, Any], *, max_spread: Optional[float]
         head = {"test": job.test, "trick": job.trick, "topology": dict(job.topology), "workload": dict(job.workload)}
         sessions[key] = (head, make_session(samples=job.samples, commit=results.get("commit"),
                                             date=results.get("date") or utc_now_iso(),
-                                            versions=results.get("versions") or {},
+                                            versions=results.get("versions") or {}, host=results.get("host"),
+                                            dirty=results.get("dirty"),
                                             single_img_per_sec=job.single_img_per_sec, extra=extra))
     return sessions, refused
 

@@ -16,7 +16,7 @@ regression, run again because the verdict is not decided yet, or stop.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, replace, fields
 from typing import Any, Mapping, Sequence
 
 from ..config.settings import OPTIONS_BY_NAME, Settings
@@ -50,6 +50,9 @@ class Verdict:
     single_img_per_sec: "float | None" = None
     #: why there is no comparison although an entry exists (e.g. nothing to normalize by)
     note: str = ""
+    #: what differs between the baseline's latest recorded session and this one (software, host):
+    #: ``("mxnet 1.9.0 -> 1.9.1", ...)``
+    changed: "tuple[str, ...]" = ()
 
     @property
     def runs(self) -> int:
@@ -103,6 +106,7 @@ class Verdict:
             f"smallest detectable drop {c.min_detectable_change_pct:.1f}%; verdict after {runs}"
             + ("" if c.decided else f" (inconclusive at {c.confidence:.0%}: the interval holds both no change "
                                     "and a drop of the tolerance)")
+            + (f"; since the baseline was recorded: {', '.join(self.changed)}" if self.changed else "")
         )
 
     def message(self, *, update_command: str = "", bisect: str = "") -> str:
@@ -138,6 +142,8 @@ class Verdict:
         }
         if self.note:
             out["note"] = self.note
+        if self.changed:
+            out["changed_since_baseline"] = list(self.changed)
         if self.comparison is not None:
             c = self.comparison
             out.update(
@@ -196,20 +202,51 @@ class VerdictSettings:
         return max(MIN_PAIRS, int(self.repeats))
 
 
+#: What a baseline's recorded session says about its software and machine, compared with today's.
+COMPARED_SOFTWARE = ("mxnet", "byteps", "gluoncv", "ray", "python")
+
+
+def software_changes(baseline: "Mapping[str, object] | None", now: "Mapping[str, object] | None") -> "tuple[str, ...]":
+    """``("mxnet 1.9.0 -> 1.9.1", "host a -> b")``: where the baseline's latest session and ``now`` differ.
+
+    ``now`` holds this session's ``versions`` and ``host``; a side that does not
+    record a field (older baselines, a results file without the host) says nothing about it.
+    """
+    if not baseline or not now:
+        return ()
+    session = latest_session(baseline)
+    then_versions = session.get("versions") or {}
+    now_versions = now.get("versions") or {}
+    out = []
+    for name in COMPARED_SOFTWARE:
+        a, b = then_versions.get(name), now_versions.get(name)  # type: ignore[union-attr]
+        if a and b and a != b:
+            out.append(f"{name} {a} -> {b}")
+    host_then, host_now = session.get("host"), now.get("host")
+    if host_then and host_now and host_then != host_now:
+        out.append(f"host {host_then} -> {host_now}")
+    return tuple(out)
+
+
 def decide_job(*, nodeid: str, test: str, trick: str, profile_id: str, key: str, samples: Sequence[float],
                baseline: "Mapping[str, object] | None", settings: VerdictSettings,
-               single_img_per_sec: "float | None" = None, prior: "BetweenPrior | None" = None) -> Verdict:
+               single_img_per_sec: "float | None" = None, prior: "BetweenPrior | None" = None,
+               now: "Mapping[str, object] | None" = None) -> Verdict:
     """The verdict of a job's runs against its baseline: the one decision of the plugin
     (:meth:`pytest_bpsperf.judge.job.Job.decide`) and of ``bpsperf check``/``compare``.
 
     ``single_img_per_sec`` is the session's single-process img/s (what
     ``normalize=single`` divides by); ``prior`` the spread between sessions
-    measured elsewhere on the profile. See :func:`decide`.
+    measured elsewhere on the profile; ``now`` this session's ``versions`` and
+    ``host``, which the verdict compares with the baseline's (:func:`software_changes`).
+    See :func:`decide`.
     """
-    return decide(nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key, samples=samples,
-                  baseline=baseline, tolerance=settings.tolerance, confidence=settings.confidence,
-                  session_spread=settings.session_spread, normalize=settings.normalize,
-                  single_img_per_sec=single_img_per_sec, prior=prior)
+    verdict = decide(nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key, samples=samples,
+                     baseline=baseline, tolerance=settings.tolerance, confidence=settings.confidence,
+                     session_spread=settings.session_spread, normalize=settings.normalize,
+                     single_img_per_sec=single_img_per_sec, prior=prior)
+    changed = software_changes(baseline, now)
+    return replace(verdict, changed=changed) if changed else verdict
 
 
 def decide(

@@ -54,6 +54,18 @@ def software_versions() -> Dict[str, str]:
     return versions
 
 
+def working_tree_dirty(cwd: Union[str, os.PathLike, None] = None) -> Optional[bool]:
+    """Whether tracked files differ from ``HEAD`` in ``cwd`` (``git status --porcelain``, untracked files
+    left out); None outside a repository, without git, or on timeout."""
+    try:
+        proc = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                              cwd=None if cwd is None else str(cwd), capture_output=True, text=True, timeout=5,
+                              check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(proc.stdout.strip()) if proc.returncode == 0 else None
+
+
 def current_commit(cwd: Union[str, os.PathLike, None] = None) -> Optional[str]:
     """``git rev-parse HEAD`` in ``cwd``; None outside a repository, without git, or on timeout."""
     try:

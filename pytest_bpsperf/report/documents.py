@@ -32,7 +32,8 @@ def json_document(
     info: "Mapping[str, object] | None" = None, *, profile: "Profile | None" = None,
     commit: "str | None" = None, branch: "str | None" = None, date: "str | None" = None,
     versions: "Mapping[str, str] | None" = None, base_vs_head: "Mapping[str, object] | None" = None,
-    verdicts: "Sequence[Union[Verdict, PairedVerdict]]" = (),
+    verdicts: "Sequence[Union[Verdict, PairedVerdict]]" = (), dirty: "bool | None" = None,
+    host: "str | None" = None,
 ) -> dict:
     """The ``--bpsperf-json`` document (schema ``pytest_bpsperf/schemas/results.schema.json``).
 
@@ -43,6 +44,8 @@ def json_document(
         "schema_version": JSON_SCHEMA_VERSION,
         "profile": profile.as_dict() if profile is not None else None,
         "commit": commit,
+        "dirty": dirty,
+        "host": host,
         "branch": branch,
         "date": date,
         "versions": dict(versions) if versions is not None else None,

@@ -53,6 +53,7 @@ def make_session(
     single_img_per_sec: Optional[float] = None,
     host: Optional[str] = None,
     extra: Optional[Mapping[str, object]] = None,
+    dirty: Optional[bool] = None,
 ) -> Dict[str, object]:
     """One recorded session: its runs' img/s, where and when, and its single-process reference."""
     session: Dict[str, object] = {
@@ -63,6 +64,8 @@ def make_session(
         "single_img_per_sec": None if single_img_per_sec is None else float(single_img_per_sec),
         "versions": dict(versions),
     }
+    if dirty is not None:  # recorded from a tree with uncommitted changes: the commit alone is not the code
+        session["dirty"] = bool(dirty)
     if extra:
         session["extra"] = dict(extra)
     return session

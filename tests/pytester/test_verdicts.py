@@ -659,3 +659,22 @@ def test_the_terminal_shows_one_compact_verdict_table_and_the_sentences_under_v(
     assert not any(line.startswith("REGRESSION   test_x.py") for line in lines)
     verbose = run(ourtester, "--bpsperf-repeats", "3", "-v")
     verbose.stdout.fnmatch_lines(["REGRESSION   test_x.py::test_x[[]default-r3[]]: measured * vs baseline *"])
+
+
+def test_a_baseline_recorded_from_a_modified_tree_says_so_and_verdicts_name_changed_versions(ourtester, monkeypatch):
+    for args in (("init", "-q"), ("config", "user.email", "t@example.invalid"), ("config", "user.name", "t"),
+                 ("add", "test_x.py", "conftest.py"), ("commit", "-q", "-m", "perf test")):
+        subprocess.run(["git", *args], cwd=ourtester.path, check=True, capture_output=True)
+    (ourtester.path / "test_x.py").write_text((ourtester.path / "test_x.py").read_text() + "\n# edited\n")
+    data = record(ourtester, monkeypatch, "--bpsperf-json=rec.json")
+    doc = json.loads((ourtester.path / "rec.json").read_text())
+    assert doc["dirty"] is True and doc["host"] == platform.node() and len(doc["commit"]) == 40
+    sessions = [s for e in data["entries"].values() for s in e["sessions"]]
+    assert sessions and all(s["dirty"] is True and s["commit"] == doc["commit"] for s in sessions)
+    # the baseline's software differs from today's: every verdict says what changed
+    for entry in data["entries"].values():
+        entry["sessions"][-1]["versions"]["mxnet"] = "0.0.1"
+    baselines_file(ourtester).write_text(json.dumps(data))
+    result = run(ourtester, "-v")
+    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: * since the baseline was recorded: "
+                                 "mxnet 0.0.1 -> *"])
