@@ -17,7 +17,7 @@ import pytest
 from . import hooks
 from .config.settings import Settings
 from .config.tricks import Trick
-from .glue.config import REPORT_OPTIONS, SettingsPlugin, add_markers, add_options
+from .glue.config import REPORT_OPTIONS, SettingsPlugin, add_markers, add_options, is_perf_item
 from .glue.gate import BaselineGate
 from .glue.guard import SessionGuard, under_xdist
 from .glue.pairs import PairGate
@@ -42,21 +42,46 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Nothing here resolves a setting, detects hardware or imports the user's code: a session
+    # without perf tests is untouched (see _activate, once perf tests are selected).
     add_markers(config)
     ledger = Ledger()
     settings = config.stash[settings_key] = SettingsPlugin(config)
     runner = config.stash[runner_key] = RunnerPlugin(config, settings, ledger)
-    gate_class = PairGate if settings.settings.base else BaselineGate
-    gate = config.stash[gate_key] = gate_class(config, settings, runner, ledger)
+    gate = config.stash[gate_key] = BaselineGate(config, settings, runner, ledger)
     config.stash[report_key] = ReportPlugin(config, runner, gate, ledger)
-    guard = config.stash[guard_key] = SessionGuard(config, str(gate.store().directory), gate.updating)
-    runner.before_ray = guard.install  # also before perf tests are collected: Ray up at session start
+    guard = config.stash[guard_key] = SessionGuard(config)
+    runner.before_ray = guard.install
+    settings.on_activate.append(lambda: _activate(config))
     for key in _KEYS:
         config.pluginmanager.register(config.stash[key], f"bpsperf-{type(config.stash[key]).__name__}")
     if config.getoption("bpsperf_list_tricks"):
         for name, origin, description in settings.registry.describe():
             print(f"{name:28s} {origin:24s} {description}")
         pytest.exit("bpsperf: listed tricks", returncode=0)
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k deselected what does not run
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: "list[pytest.Item]") -> None:
+    if settings_key not in config.stash or hasattr(config, "workerinput"):
+        return  # an xdist worker fails its perf tests at setup (glue/guard.py)
+    perf = [item for item in items if is_perf_item(item)]
+    if perf:
+        config.stash[settings_key].activate(perf)
+
+
+def _activate(config: pytest.Config) -> None:
+    """Perf tests are selected and the session's settings checked: what follows from them, before
+    anything runs (the recording directory, the base-vs-head gate, an existing cluster)."""
+    settings, runner, gate = config.stash[settings_key], config.stash[runner_key], config.stash[gate_key]
+    SessionGuard.check_baselines_dir(str(gate.store().directory), gate.updating)
+    if settings.settings.base:
+        # The base-vs-head gate takes the stored-baseline gate's place (its checks of the base run now).
+        pairs = PairGate(config, settings, runner, gate.ledger)
+        config.pluginmanager.unregister(gate)
+        config.stash[gate_key] = config.stash[report_key].gate = pairs
+        config.pluginmanager.register(pairs, f"bpsperf-{type(pairs).__name__}")
+    runner.connect()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -357,6 +357,27 @@ def env_source(environ: Mapping[str, str]) -> Source:
     return Source("env", "environment", values)
 
 
+def resolve_value(opt: Option, sources: Sequence[Source]) -> "tuple[Any, str] | None":
+    """``opt``'s value from the first of ``sources`` (highest precedence first) that sets it, with
+    where it came from; None when none sets it (the caller knows the default).
+
+    Raises :class:`SettingsError` naming the option, the value, where it came from and what is
+    accepted.
+    """
+    for source in sources:
+        raw = source.values.get(opt.name)
+        if raw is None:
+            continue
+        try:
+            value = opt.parse(raw)
+        except ValueError as exc:
+            raise SettingsError(
+                f"invalid value {raw!r} for setting {opt.name!r} from {source.describe(opt.name)}: {exc}"
+            ) from None
+        return value, source.describe(opt.name)
+    return None
+
+
 def resolve(sources: Sequence[Source], hardware: Hardware, defaults_for: "DefaultsFor | None" = None) -> Settings:
     """Resolve every option from ``sources`` (highest precedence first), then defaults.
 
@@ -382,19 +403,9 @@ def resolve(sources: Sequence[Source], hardware: Hardware, defaults_for: "Defaul
     origins: dict = {}
     hw_defaults: dict = {}
     for opt in OPTIONS:  # backend comes first: the workload defaults depend on it
-        for source in sources:
-            raw = source.values.get(opt.name)
-            if raw is None:
-                continue
-            try:
-                values[opt.name] = opt.parse(raw)
-            except ValueError as exc:
-                raise SettingsError(
-                    f"invalid value {raw!r} for setting {opt.name!r} from {source.describe(opt.name)}: "
-                    f"{exc}"
-                ) from None
-            origins[opt.name] = source.describe(opt.name)
-            break
+        found = resolve_value(opt, sources)
+        if found is not None:
+            values[opt.name], origins[opt.name] = found
         else:
             if not hw_defaults and "backend" in values:
                 hw_defaults = hardware_defaults(hardware, defaults_for, values["backend"])

@@ -18,6 +18,7 @@ from ..store.history import HistoryError, HistoryStore
 from ..store.profile import Profile, make_profile
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..config.settings import Settings
     from .config import SettingsPlugin
     from .runner import RunnerPlugin
 
@@ -28,7 +29,7 @@ class BaselineGate:
     def __init__(self, config: pytest.Config, settings: "SettingsPlugin", runner: "RunnerPlugin",
                  ledger: Ledger) -> None:
         self.config = config
-        self.settings = settings.settings
+        self.settings_plugin = settings
         self.runner = runner
         self.ledger = ledger
         self.updating: bool = config.getoption("bpsperf_update_baselines")
@@ -36,6 +37,11 @@ class BaselineGate:
         self._profile: "Profile | None" = None
         self._item: "pytest.Item | None" = None
         self._priors: "dict[str, BetweenPrior | None]" = {}
+
+    @property
+    def settings(self) -> "Settings":
+        """The session's settings (resolved when first read: see :class:`~.config.SettingsPlugin`)."""
+        return self.settings_plugin.settings
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:

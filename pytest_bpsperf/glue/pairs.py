@@ -53,7 +53,6 @@ class PairGate(BaselineGate):
                  ledger: "Ledger") -> None:
         super().__init__(config, settings, runner, ledger)
         s = self.settings
-        self.settings_plugin = settings
         origin = s.origins.get("base", "?")
         if self.updating:
             raise pytest.UsageError(

@@ -14,6 +14,7 @@ from ..judge.measurement import MeasurementError, measure
 from ..judge.records import RunOutput
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..config.settings import Settings
     from ..launch.session import PerfSession
     from .config import SettingsPlugin
 
@@ -24,11 +25,15 @@ class RunnerPlugin:
     def __init__(self, config: pytest.Config, settings: "SettingsPlugin", ledger: Ledger) -> None:
         self.config = config
         self.settings_plugin = settings
-        self.settings = settings.settings
         self.ledger = ledger
         self._session: "PerfSession | None" = None
         #: called once, before the Ray side is first used (the plugin installs the SIGTERM handler)
         self.before_ray: "Callable[[], None]" = lambda: None
+
+    @property
+    def settings(self) -> "Settings":
+        """The session's settings (resolved when first read: see :class:`~.config.SettingsPlugin`)."""
+        return self.settings_plugin.settings
 
     @property
     def session(self) -> "PerfSession":
@@ -92,10 +97,12 @@ class RunnerPlugin:
         if self._session is not None:
             self._session.close()
 
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """On an existing cluster, connect now: workload defaults follow its worker nodes' device kind,
-        and an unreachable cluster is one error for the session. Where there are GPUs, the backend is
-        chosen (``auto``) or checked (a GPU backend that was set) now too, before anything is collected."""
+    def connect(self) -> None:
+        """Once perf tests are selected and the session's settings checked (not with ``--collect-only``):
+        on an existing cluster, connect now, so that workload defaults follow its worker nodes' device
+        kind and an unreachable cluster is one error for the session. Where there are GPUs, the backend
+        is chosen (``auto``) or checked (a GPU backend that was set) now too, before any test's own
+        settings are checked."""
         if self.config.option.collectonly:
             return
         from ..backends import PlanError

@@ -59,6 +59,13 @@ def test_a_session_without_perf_tests_keeps_the_default_sigterm_handler(ourteste
     assert (ourtester.path / "sigterm-test_plain.txt").read_text() == repr(signal.SIG_DFL)
 
 
+def test_a_session_whose_perf_tests_are_deselected_keeps_the_default_sigterm_handler(ourtester):
+    ourtester.makepyfile(test_plain=SIGTERM_PROBE, test_perf=MATRIX_TEST)
+    result = ourtester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "not perf")
+    result.assert_outcomes(passed=1, deselected=2)
+    assert (ourtester.path / "sigterm-test_plain.txt").read_text() == repr(signal.SIG_DFL)
+
+
 def test_a_session_with_perf_tests_has_the_plugins_sigterm_handler_until_it_ends(ourtester):
     ourtester.makepyfile(test_probe=SIGTERM_PROBE + '''
 

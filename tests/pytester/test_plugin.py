@@ -141,6 +141,7 @@ def test_invalid_cli_value_is_usage_error(ourtester, args, option, value):
      ("BPSPERF_OMP_THREADS", "-2", "'omp_threads'"), ("BPSPERF_REPEATS", "0", "'repeats'")],
 )
 def test_invalid_env_value_is_usage_error(ourtester, monkeypatch, var, raw, option):
+    ourtester.makepyfile(MATRIX_TEST)  # settings are checked once perf tests are collected
     monkeypatch.setenv(var, raw)
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -150,6 +151,7 @@ def test_invalid_env_value_is_usage_error(ourtester, monkeypatch, var, raw, opti
 
 
 def test_invalid_ini_value_is_usage_error(ourtester):
+    ourtester.makepyfile(MATRIX_TEST)
     ini = ourtester.makeini("[pytest]\nbpsperf_batch_size = 0\n")
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -159,6 +161,7 @@ def test_invalid_ini_value_is_usage_error(ourtester):
 
 
 def test_invalid_pyproject_value_is_usage_error(ourtester):
+    ourtester.makepyfile(MATRIX_TEST)
     path = ourtester.makepyprojecttoml("[tool.pytest.ini_options]\nbpsperf_tolerance = '0%'\n")
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -175,6 +178,7 @@ def test_cli_value_hides_invalid_env_value(ourtester, monkeypatch):
 
 
 def test_bad_trick_definition_in_ini_is_usage_error(ourtester):
+    ourtester.makepyfile(MATRIX_TEST)
     ini = ourtester.makeini("[pytest]\nbpsperf_define_tricks =\n    broken definition\n")
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -184,6 +188,7 @@ def test_bad_trick_definition_in_ini_is_usage_error(ourtester):
 
 
 def test_user_trick_clashing_with_builtin_is_usage_error(ourtester):
+    ourtester.makepyfile(MATRIX_TEST)
     ourtester.makeini("[pytest]\nbpsperf_define_tricks =\n    omp-passive: worker:OMP_WAIT_POLICY=ACTIVE\n")
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -247,8 +252,9 @@ def test_unknown_marker_trick_is_an_error_listing_known_tricks(ourtester):
     ourtester.makepyfile(test_x="import pytest\n@pytest.mark.bpsperf_tricks('default', 'nope')\n"
                                 "def test_x(bpsperf_train):\n    bpsperf_train()\n")
     result = run(ourtester)
-    assert result.ret != 0
-    out = result.stdout.str()
+    # a usage error once the test is selected (it was a collection error while parametrizing)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    out = result.stderr.str()
     assert "unknown trick 'nope'" in out
     assert "@pytest.mark.bpsperf_tricks on test_x.py::test_x" in out
     assert "known tricks: default, extra-servers, omp-passive" in out
@@ -259,8 +265,8 @@ def test_duplicate_trick_in_marker_is_an_error(ourtester):
     ourtester.makepyfile(test_x="import pytest\n@pytest.mark.bpsperf_tricks('default', 'default')\n"
                                 "def test_x(bpsperf_train):\n    bpsperf_train()\n")
     result = run(ourtester, "--collect-only")
-    assert result.ret != 0
-    assert "names a trick twice" in result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "names a trick twice" in result.stderr.str()
 
 
 def test_repeats_give_ids_and_interleaved_order(ourtester):
@@ -379,6 +385,7 @@ from pytest_bpsperf.config.tricks import Trick
 def pytest_bpsperf_tricks(config):
     return {"alias": Trick("other")}
 ''')
+    ourtester.makepyfile(MATRIX_TEST)
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "expected a Trick named 'alias'" in result.stderr.str()
