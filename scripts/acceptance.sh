@@ -127,7 +127,7 @@ check "plain pytest with the extra runs the unit test untouched" plain_pytest_un
 
 perf_run() {
     cd "$repo" && "$venv/bin/pytest" -m perf -p no:cacheprovider -rs \
-        --bpsperf-steps=10 --bpsperf-scaling=off --bpsperf-timeout=300 \
+        --bpsperf-steps=10 --bpsperf-no-scaling --bpsperf-timeout=300 \
         --bpsperf-json=out/results.json || return 1
     "$venv/bin/bpsperf" check out/results.json || return 1
     "$py" - <<'EOF'

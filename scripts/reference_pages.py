@@ -58,7 +58,7 @@ def default_text(opt: Any, device_defaults: Any) -> str:
 
 def configuration_page() -> str:
     """docs/configuration.md: every setting of the option table, with all its spellings."""
-    from pytest_bpsperf.config.settings import DEVICE_DEFAULTS, OPTIONS, env_var, flag, ini_key
+    from pytest_bpsperf.config.settings import DEVICE_DEFAULTS, OPTIONS, env_var, flag, ini_key, no_flag
 
     lines = [
         GENERATED,
@@ -71,6 +71,8 @@ def configuration_page() -> str:
         "`bpsperf_name` > default. A setting whose *in a test* row says *session* cannot be",
         "set per test (by the marker or `bpsperf_train`). A bad value stops pytest with an",
         "error that names the setting, the value, where it came from and what is accepted.",
+        "An on/off setting is a pair of flags without a value on the command line",
+        "(`--bpsperf-strict`, `--bpsperf-no-strict`) and `on` or `off` everywhere else.",
         "",
         "Flags that are no setting (report files, recording baselines) are in the",
         "[command-line reference](cli.md#pytest-flags-that-are-no-setting).",
@@ -82,7 +84,6 @@ def configuration_page() -> str:
         lines.append(f"| [`{opt.name}`](#{opt.name}) | {_cell(default_text(opt, DEVICE_DEFAULTS))} "
                      f"| {_cell(opt.help)} |")
     for opt in OPTIONS:
-        switch = " (a bare flag means on)" if opt.accepted == "on or off" else ""
         per_test = (f"`@pytest.mark.bpsperf({opt.name}=...)`, `bpsperf_train({opt.name}=...)`" if opt.per_test
                     else "session: not per test")
         lines += [
@@ -95,7 +96,7 @@ def configuration_page() -> str:
             "|---|---|",
             f"| default | {_cell(default_text(opt, DEVICE_DEFAULTS))} |",
             f"| accepted | {_cell(opt.accepted)} |",
-            f"| command line | `{flag(opt.name)}=VALUE`{switch} |",
+            f"| command line | {f'`{flag(opt.name)}`, `{no_flag(opt.name)}`' if opt.switch else f'`{flag(opt.name)}=VALUE`'} |",
             f"| environment | `{env_var(opt.name)}` |",
             f"| ini / pyproject | `{ini_key(opt.name)}` |",
             f"| in a test | {per_test} |",
@@ -183,17 +184,18 @@ class _Recorder:
 def cli_page() -> str:
     """docs/cli.md: the ``bpsperf`` command, then the pytest flags and ini keys that are no setting."""
     from pytest_bpsperf import cli
-    from pytest_bpsperf.config.settings import OPTIONS, flag, ini_key
+    from pytest_bpsperf.config.settings import OPTIONS, flag, ini_key, no_flag
     from pytest_bpsperf.glue.config import add_options
 
     recorder = _Recorder()
     add_options(recorder)  # type: ignore[arg-type]
-    settings_flags = {flag(o.name) for o in OPTIONS}
+    settings_flags = {flag(o.name) for o in OPTIONS} | {no_flag(o.name) for o in OPTIONS if o.switch}
     settings_ini = {ini_key(o.name) for o in OPTIONS}
     doc = (cli.__doc__ or "").strip().split("\n\n")
     lines = [GENERATED, "", "# Command-line reference", "",
              "## pytest flags that are no setting", "",
-             "Every setting is also a flag (`--bpsperf-NAME=VALUE`, see the",
+             "Every setting is also a flag (`--bpsperf-NAME=VALUE`; an on/off setting is a pair of flags",
+             "without a value, `--bpsperf-NAME` and `--bpsperf-no-NAME`; see the",
              "[configuration reference](configuration.md)). These flags exist only on the command line.",
              "Write paths with `=` (`--bpsperf-json=out/r.json`): pytest takes a separate argument that",
              "names an existing file outside the project as a path to test, and then picks the wrong",

@@ -59,6 +59,11 @@ def flag(name: str) -> str:
     return "--bpsperf-" + name.replace("_", "-")
 
 
+def no_flag(name: str) -> str:
+    """Command-line spelling that turns an on/off option off (``strict`` -> ``--bpsperf-no-strict``)."""
+    return "--bpsperf-no-" + name.replace("_", "-")
+
+
 def env_var(name: str) -> str:
     """Environment spelling of an option name (``batch_size`` -> ``BPSPERF_BATCH_SIZE``)."""
     return "BPSPERF_" + name.upper()
@@ -80,6 +85,12 @@ class Option:
     default: Any
     #: read from the marker too (workload and topology knobs; not where Ray is)
     per_test: bool = True
+
+    @property
+    def switch(self) -> bool:
+        """Whether the option is on or off: a pair of flags (``--bpsperf-X``, ``--bpsperf-no-X``) on
+        the command line; ``on``/``off`` (and the like) in the environment, the ini file and markers."""
+        return self.parse is _switch
 
 
 #: The baselines directory when ``baselines_dir`` is not set: under the rootdir in pytest, under
@@ -337,7 +348,9 @@ class Source:
     def describe(self, name: str) -> str:
         """Where option ``name`` came from, in the spelling the user wrote."""
         if self.kind == "cli":
-            return f"command line option {flag(name)}"
+            option = OPTIONS_BY_NAME.get(name)
+            off = self.values.get(name) is False and option is not None and option.switch
+            return f"command line option {no_flag(name) if off else flag(name)}"
         if self.kind == "env":
             return f"environment variable {env_var(name)}"
         if self.kind == "ini":

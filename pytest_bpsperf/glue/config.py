@@ -22,6 +22,7 @@ from ..config.settings import (
     env_var,
     flag,
     ini_key,
+    no_flag,
     resolve,
     resolve_value,
 )
@@ -76,12 +77,18 @@ def add_options(parser: pytest.Parser) -> None:
     """Every setting as ``--bpsperf-NAME`` and ini key ``bpsperf_NAME``, plus the command-line-only flags."""
     group = parser.getgroup("bpsperf", "distributed-training performance tests (pytest-bpsperf)")
     for opt in OPTIONS:
-        help_text = f"{opt.help}; {opt.accepted} [env {env_var(opt.name)}, ini {ini_key(opt.name)}]"
-        help_text = help_text.replace("%", "%%")  # argparse %-formats help ('10%' in tolerance)
-        # on/off settings also work as bare flags: --bpsperf-strict means on
-        extra = {"nargs": "?", "const": "on"} if opt.accepted == "on or off" else {}
-        group.addoption(flag(opt.name), dest=ini_key(opt.name), default=None, metavar="VALUE", help=help_text,
-                        **extra)
+        where = f"[env {env_var(opt.name)}, ini {ini_key(opt.name)}]"
+        if opt.switch:
+            # A flag takes no value (pytest's convention): `--bpsperf-strict perf_tests` keeps
+            # perf_tests as a path to test. Environment and ini take on/off.
+            group.addoption(flag(opt.name), dest=ini_key(opt.name), action="store_const", const=True,
+                            default=None, help=f"{opt.help} {where}".replace("%", "%%"))
+            group.addoption(no_flag(opt.name), dest=ini_key(opt.name), action="store_const", const=False,
+                            default=None, help=f"turn {opt.name} off (see {flag(opt.name)})")
+        else:
+            help_text = f"{opt.help}; {opt.accepted} {where}"
+            help_text = help_text.replace("%", "%%")  # argparse %-formats help ('10%' in tolerance)
+            group.addoption(flag(opt.name), dest=ini_key(opt.name), default=None, metavar="VALUE", help=help_text)
         parser.addini(ini_key(opt.name), help=f"bpsperf: {opt.help} ({opt.accepted})", default="")
     parser.addini(
         TRICK_DEFS_INI,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_bpsperf.config.settings import OPTIONS, env_var, flag, ini_key
+from pytest_bpsperf.config.settings import OPTIONS, env_var, flag, ini_key, no_flag
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -47,7 +47,9 @@ def test_configuration_page_has_every_setting_with_all_its_spellings():
     text = (DOCS / "configuration.md").read_text()
     for opt in OPTIONS:
         section = text.split(f"\n## `{opt.name}`\n", 1)[1].split("\n## ", 1)[0]
-        for spelling in (f"`{flag(opt.name)}=VALUE`", f"`{env_var(opt.name)}`", f"`{ini_key(opt.name)}`"):
+        command_line = (f"`{flag(opt.name)}`, `{no_flag(opt.name)}`" if opt.switch  # flags without a value
+                        else f"`{flag(opt.name)}=VALUE`")
+        for spelling in (command_line, f"`{env_var(opt.name)}`", f"`{ini_key(opt.name)}`"):
             assert spelling in section, (opt.name, spelling)
         assert f"| accepted | {reference_pages._cell(opt.accepted)} |" in section
         assert ("session: not per test" in section) == (not opt.per_test)

@@ -75,7 +75,7 @@ def test_perf(request, bpsperf_train):
     _seen(request)
 ''')
     before = signal.getsignal(signal.SIGTERM)
-    result = ourtester.runpytest("-p", "no:cacheprovider", "--bpsperf-steps=8", "--bpsperf-scaling=off")
+    result = ourtester.runpytest("-p", "no:cacheprovider", "--bpsperf-steps=8", "--bpsperf-no-scaling")
     result.assert_outcomes(passed=2)
     for name in ("test_perf[default]", "test_plain"):
         assert (ourtester.path / f"sigterm-{name}.txt").read_text() == "SessionGuard._on_sigterm"
@@ -143,7 +143,7 @@ pytestmark = pytest.mark.perf
 def test_x(bpsperf_train):
     assert bpsperf_train(steps=10).img_per_sec > 0
 ''')
-    result = ourtester.runpytest_subprocess("-p", "no:cacheprovider", "--bpsperf-steps=12", "--bpsperf-scaling=off")
+    result = ourtester.runpytest_subprocess("-p", "no:cacheprovider", "--bpsperf-steps=12", "--bpsperf-no-scaling")
     result.assert_outcomes(passed=2)
     lines = [l for l in result.stdout.lines if "--bpsperf-steps=12 is overridden" in l]
     assert len(lines) == 1, result.stdout.str()

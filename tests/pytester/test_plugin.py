@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.fakes import MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
+from helpers.fakes import GATED_TEST, MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
 
 #: Each run writes what it was asked to calls.jsonl; the session writes the tests' order to order.txt.
 CALLS_AND_ORDER = '''
@@ -108,6 +108,57 @@ def test_list_tricks(ourtester):
     assert result.ret == 0
     result.stdout.fnmatch_lines(["default *built-in*", "omp-4 *ini key bpsperf_define_tricks*four threads",
                                  "omp-passive *built-in*OMP_WAIT_POLICY*"])
+
+
+# --- on/off settings are flags ---------------------------------------------------------------
+
+
+def _session_settings(config):
+    return config.pluginmanager.get_plugin("bpsperf-SettingsPlugin").settings
+
+
+def test_an_on_off_flag_takes_no_value(ourtester):
+    # `--bpsperf-strict perf_tests` once read perf_tests as the flag's value
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    config = ourtester.parseconfigure("--bpsperf-strict", "test_x.py", "--bpsperf-no-scaling")
+    assert config.args == ["test_x.py"]
+    settings = _session_settings(config)
+    assert (settings.strict, settings.scaling) == (True, False)
+    assert settings.origins["strict"] == "command line option --bpsperf-strict"
+    assert settings.origins["scaling"] == "command line option --bpsperf-no-scaling"
+
+
+def test_the_no_flag_wins_over_the_environment_and_the_last_flag_wins(ourtester, monkeypatch):
+    monkeypatch.setenv("BPSPERF_COLOCATE", "on")
+    ourtester.makeini("[pytest]\nbpsperf_strict = on\n")
+    config = ourtester.parseconfigure("--bpsperf-no-colocate", "--bpsperf-no-strict", "--bpsperf-strict")
+    settings = _session_settings(config)
+    assert (settings.colocate, settings.strict) == (False, True)
+    assert settings.origins["colocate"] == "command line option --bpsperf-no-colocate"
+
+
+def test_environment_and_ini_take_on_off_values(ourtester, monkeypatch):
+    monkeypatch.setenv("BPSPERF_STRICT", "on")
+    ourtester.makeini("[pytest]\nbpsperf_scaling = off\n")
+    settings = _session_settings(ourtester.parseconfigure())
+    assert (settings.strict, settings.scaling) == (True, False)
+    assert settings.origins["strict"] == "environment variable BPSPERF_STRICT"
+
+
+@pytest.mark.parametrize("arg", ["--bpsperf-strict=on", "--bpsperf-scaling=off", "--bpsperf-no-colocate=yes"])
+def test_an_on_off_flag_with_a_value_is_a_usage_error(ourtester, arg):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, arg)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*argument {arg.split('=')[0]}: ignored explicit argument*"])
+
+
+def test_a_strict_flag_before_a_path_runs_that_path(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST, test_other="def test_other():\n    pass\n")
+    ourtester.makepyfile(test_gated=GATED_TEST)
+    result = run(ourtester, "--bpsperf-strict", "test_gated.py")
+    result.assert_outcomes(failed=2)
+    assert result.stdout.str().count("(--bpsperf-strict: a missing baseline fails)") == 2
 
 
 # --- invalid settings are usage errors --------------------------------------------------------
