@@ -12,12 +12,15 @@ import pytest
 from .. import backends
 from ..config.preflight import WorkloadSpecError, check_workload
 from ..config.settings import (
+    OPTION_GROUPS,
     OPTIONS,
     OPTIONS_BY_NAME,
     Hardware,
+    Option,
     Settings,
     SettingsError,
     Source,
+    default_text,
     env_source,
     env_var,
     flag,
@@ -41,6 +44,7 @@ class ReportOption:
     name: str  # "json" is --bpsperf-json
     help: str
     directory: bool = False
+    default: str = "not written"
 
     @property
     def flag(self) -> str:
@@ -66,29 +70,31 @@ REPORT_OPTIONS: "tuple[ReportOption, ...]" = (
                                    "readable by 'pytest-benchmark compare'"),
     ReportOption("bmf", "write img/s per job in Bencher Metric Format (bencher run --adapter json)"),
     ReportOption("github_benchmark", "write img/s per job for github-action-benchmark (tool: customBiggerIsBetter)"),
-    ReportOption("plots", "write PNG pictures (per-step img/s, trick matrix, compute/sync, history) to DIR "
-                          "(default: bpsperf-img/ next to --bpsperf-markdown, when given)", directory=True),
+    ReportOption("plots", "write PNG pictures (per-step img/s, trick matrix, compute/sync, history) to DIR",
+                 directory=True, default="bpsperf-img/ next to --bpsperf-markdown when that is given, else none"),
     ReportOption("history", "save this session's results in the history under DIR (one file per session) and "
                             "draw each job's trend with its change points", directory=True),
 )
 
 
+#: ``--help`` groups of the flags that are no setting (the settings' are settings.OPTION_GROUPS).
+REPORTS_GROUP = ("reports", "report files, and what the session shows")
+
+
+def _help(text: str, default: str) -> str:
+    """A flag's help, ending with its default; %-escaped, as argparse %-formats help ('10%')."""
+    return f"{text} (default: {default})".replace("%", "%%")
+
+
 def add_options(parser: pytest.Parser) -> None:
-    """Every setting as ``--bpsperf-NAME`` and ini key ``bpsperf_NAME``, plus the command-line-only flags."""
-    group = parser.getgroup("bpsperf", "distributed-training performance tests (pytest-bpsperf)")
+    """Every setting as ``--bpsperf-NAME`` and ini key ``bpsperf_NAME``, plus the command-line-only flags,
+    in ``--help`` groups (workload, topology, gate, cluster, reports); each help ends with its default."""
+    groups = {name: parser.getgroup(f"bpsperf-{name}", f"bpsperf {name}: {title}")
+              for name, title, _names in OPTION_GROUPS + (REPORTS_GROUP + ((),),)}
+    for name, _title, names in OPTION_GROUPS:
+        for opt in (OPTIONS_BY_NAME[n] for n in names):
+            _add_setting(groups[name], opt)
     for opt in OPTIONS:
-        where = f"[env {env_var(opt.name)}, ini {ini_key(opt.name)}]"
-        if opt.switch:
-            # A flag takes no value (pytest's convention): `--bpsperf-strict perf_tests` keeps
-            # perf_tests as a path to test. Environment and ini take on/off.
-            group.addoption(flag(opt.name), dest=ini_key(opt.name), action="store_const", const=True,
-                            default=None, help=f"{opt.help} {where}".replace("%", "%%"))
-            group.addoption(no_flag(opt.name), dest=ini_key(opt.name), action="store_const", const=False,
-                            default=None, help=f"turn {opt.name} off (see {flag(opt.name)})")
-        else:
-            help_text = f"{opt.help}; {opt.accepted} {where}"
-            help_text = help_text.replace("%", "%%")  # argparse %-formats help ('10%' in tolerance)
-            group.addoption(flag(opt.name), dest=ini_key(opt.name), default=None, metavar="VALUE", help=help_text)
         parser.addini(ini_key(opt.name), help=f"bpsperf: {opt.help} ({opt.accepted})", default="")
     parser.addini(
         TRICK_DEFS_INI,
@@ -96,17 +102,34 @@ def add_options(parser: pytest.Parser) -> None:
         default=[],
         help="bpsperf: user-defined tricks, one per line: 'NAME: ROLES:VAR=VALUE ... [extra_servers=N] [-- DESCRIPTION]'",
     )
+    reports = groups[REPORTS_GROUP[0]]
     for report in REPORT_OPTIONS:
-        group.addoption(report.flag, dest=report.dest, metavar=report.metavar, default=None, help=report.help)
-    group.addoption("--bpsperf-update-baselines", action="store_true", default=False,
-                    help="record baselines for this hardware profile from what runs (entries of tests that do "
-                         "not run are kept)")
-    group.addoption("--bpsperf-force-update", action="store_true", default=False,
-                    help="with --bpsperf-update-baselines: also record entries whose spread exceeds max_spread")
-    group.addoption("--bpsperf-ps-verbose", action="store_true", default=False,
-                    help="PS_VERBOSE=1 for every role (ps-lite connection logs)")
-    group.addoption("--bpsperf-list-tricks", action="store_true", default=False,
-                    help="show the known tricks and exit")
+        reports.addoption(report.flag, dest=report.dest, metavar=report.metavar, default=None,
+                          help=_help(report.help, report.default))
+    groups["gate"].addoption("--bpsperf-update-baselines", action="store_true", default=False,
+                             help=_help("record baselines for this hardware profile from what runs (entries of tests "
+                                        "that do not run are kept)", "off"))
+    groups["gate"].addoption("--bpsperf-force-update", action="store_true", default=False,
+                             help=_help("with --bpsperf-update-baselines: also record entries whose spread exceeds "
+                                        "max_spread", "off"))
+    groups["cluster"].addoption("--bpsperf-ps-verbose", action="store_true", default=False,
+                                help=_help("PS_VERBOSE=1 for every role (ps-lite connection logs)", "off"))
+    groups["workload"].addoption("--bpsperf-list-tricks", action="store_true", default=False,
+                                 help=_help("show the known tricks and exit", "off"))
+
+
+def _add_setting(group: "pytest.OptionGroup", opt: Option) -> None:
+    where = f"[env {env_var(opt.name)}, ini {ini_key(opt.name)}]"
+    if opt.switch:
+        # A flag takes no value (pytest's convention): `--bpsperf-strict perf_tests` keeps
+        # perf_tests as a path to test. Environment and ini take on/off.
+        group.addoption(flag(opt.name), dest=ini_key(opt.name), action="store_const", const=True,
+                        default=None, help=_help(f"{opt.help} {where}", default_text(opt)))
+        group.addoption(no_flag(opt.name), dest=ini_key(opt.name), action="store_const", const=False,
+                        default=None, help=_help(f"turn {opt.name} off (see {flag(opt.name)})", default_text(opt)))
+    else:
+        group.addoption(flag(opt.name), dest=ini_key(opt.name), default=None, metavar="VALUE",
+                        help=_help(f"{opt.help}; {opt.accepted} {where}", default_text(opt)))
 
 
 def add_markers(config: pytest.Config) -> None:

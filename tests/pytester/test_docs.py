@@ -56,7 +56,7 @@ def test_configuration_page_has_every_setting_with_all_its_spellings():
 
 
 def test_configuration_page_is_written_from_the_option_table_only():
-    source = inspect.getsource(reference_pages.configuration_page) + inspect.getsource(reference_pages.default_text)
+    source = inspect.getsource(reference_pages.configuration_page)
     imported = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert [getattr(n, "module", None) for n in imported] == ["pytest_bpsperf.config.settings"]
     assert "open(" not in source and "read_text" not in source
@@ -64,9 +64,9 @@ def test_configuration_page_is_written_from_the_option_table_only():
 
 @pytest.mark.parametrize("opt", OPTIONS, ids=[o.name for o in OPTIONS])
 def test_every_default_reads_as_a_value(opt):
-    from pytest_bpsperf.config.settings import DEVICE_DEFAULTS
+    from pytest_bpsperf.config.settings import default_text
 
-    text = reference_pages.default_text(opt, DEVICE_DEFAULTS)
+    text = default_text(opt)
     assert text and text not in ("None", "0.0", "True", "False"), text
     assert not (text == "0" and "'auto'" in opt.accepted), "0 stands for auto here"
 

@@ -13,6 +13,8 @@ import json
 import pytest
 from helpers.fakes import GATED_TEST, MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
 
+from pytest_bpsperf.config.settings import OPTION_GROUPS, OPTIONS_BY_NAME, default_text, flag
+
 #: Each run writes what it was asked to calls.jsonl; the session writes the tests' order to order.txt.
 CALLS_AND_ORDER = '''
 import json
@@ -65,23 +67,46 @@ def order(pytester: pytest.Pytester) -> list:
 # --- help and markers -----------------------------------------------------------------------
 
 
-def test_help_shows_group_options_and_ini_keys(ourtester):
+def _help_groups(text: str) -> "dict[str, dict[str, str]]":
+    """pytest --help's bpsperf groups: heading -> {flag: its help, unwrapped}."""
+    groups: "dict[str, dict[str, str]]" = {}
+    flags: "dict[str, str]" = {}
+    name = None
+    for line in text.splitlines():
+        if line.startswith("bpsperf ") and line.endswith(":"):
+            flags = groups.setdefault(line[:-1], {})
+        elif not line.strip() or not line.startswith(" "):
+            flags, name = {}, None
+        elif line.startswith("  --"):
+            name, _, rest = line.strip().partition(" ")
+            flags[name.split("=")[0]] = rest.strip()
+        elif name is not None:
+            flags[name.split("=")[0]] = (flags[name.split("=")[0]] + " " + line.strip()).strip()
+    return groups
+
+
+def test_help_groups_settings_by_what_they_are_about_each_ending_with_its_default(ourtester):
     result = run(ourtester, "--help")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(
-        [
-            "*distributed-training performance tests (pytest-bpsperf)*",
-            "*--bpsperf-backend=VALUE*",
-            "*--bpsperf-steps=VALUE*",
-            "*--bpsperf-tolerance=VALUE*",
-            "*--bpsperf-json=PATH*",
-            "*--bpsperf-markdown=PATH*",
-        ]
-    )
+    groups = _help_groups(result.stdout.str())
+    headings = {h.split(":")[0]: h for h in groups}
+    assert list(headings) == ["bpsperf workload", "bpsperf topology", "bpsperf gate", "bpsperf cluster",
+                              "bpsperf reports"]
+    for group, _title, names in OPTION_GROUPS:
+        shown = groups[headings[f"bpsperf {group}"]]
+        for name in names:
+            opt = OPTIONS_BY_NAME[name]
+            assert shown[flag(name)].endswith(f"(default: {default_text(opt)})"), (name, shown[flag(name)])
+    gate, reports = groups[headings["bpsperf gate"]], groups[headings["bpsperf reports"]]
+    assert gate["--bpsperf-tolerance"].endswith("(default: 15%)")
+    assert gate["--bpsperf-no-strict"].endswith("(default: off)")
+    assert "--bpsperf-update-baselines" in gate and "--bpsperf-ps-verbose" in groups[headings["bpsperf cluster"]]
+    assert set(reports) >= {"--bpsperf-json", "--bpsperf-markdown", "--bpsperf-plots", "--bpsperf-history"}
+    every = [h for flags in groups.values() for h in flags.values()]
+    assert all(h.rstrip().endswith(")") and "(default: " in h for h in every), every
     out = " ".join(result.stdout.str().split())  # argparse wraps the help
-    for text in ("--bpsperf-tricks", "--bpsperf-repeats", "--bpsperf-ray-address", "BPSPERF_STEPS",
-                 "a percentage with % such as 10%, or a bare fraction below 1 such as 0.1", "bpsperf_steps",
-                 "bpsperf_define_tricks"):
+    for text in ("BPSPERF_STEPS", "a percentage with % such as 10%, or a bare fraction below 1 such as 0.1",
+                 "bpsperf_steps", "bpsperf_define_tricks"):
         assert text in out
 
 

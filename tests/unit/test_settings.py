@@ -422,3 +422,10 @@ def test_verdict_settings_defaults_and_spellings():
     s = resolve([Source("cli", "command line", {"max_repeats": "6", "confidence": "95%", "session_spread": "5%",
                                                 "sessions": "3", "normalize": "Single"})], Hardware(gpus=0, cores=2))
     assert (s.max_repeats, s.confidence, s.session_spread, s.sessions, s.normalize) == (6, 0.95, 0.05, 3, "single")
+
+
+def test_every_option_is_in_one_help_group():
+    from pytest_bpsperf.config.settings import OPTION_GROUPS
+
+    names = [name for _group, _title, names in OPTION_GROUPS for name in names]
+    assert sorted(names) == sorted(o.name for o in OPTIONS) and len(names) == len(set(names))
