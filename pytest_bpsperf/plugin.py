@@ -41,6 +41,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> "int | None":
+    if config.getoption("bpsperf_show_settings") and not config.option.help:
+        # The session pytest's own show-and-exit commands run in (--fixtures, --cache-show): configured,
+        # so that plugins' backends and tricks are registered; a bad value is its usage error (exit 4).
+        from _pytest.main import wrap_session
+
+        return wrap_session(config, _show_settings)
+    return None
+
+
+def _show_settings(config: pytest.Config, session: pytest.Session) -> int:
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    write = tr.write_line if tr is not None else print
+    settings = config.stash[settings_key]
+    write("bpsperf settings: value, and where it came from (marker > command line > environment > ini > "
+          "default; a test's marker or bpsperf_train arguments win over these)")
+    for line in settings.describe():
+        write(line)
+    return 0
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Nothing here resolves a setting, detects hardware or imports the user's code: a session
     # without perf tests is untouched (see _activate, once perf tests are selected).

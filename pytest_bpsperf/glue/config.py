@@ -22,6 +22,7 @@ from ..config.settings import (
     Source,
     default_text,
     env_source,
+    format_value,
     env_var,
     flag,
     ini_key,
@@ -116,6 +117,9 @@ def add_options(parser: pytest.Parser) -> None:
                                 help=_help("PS_VERBOSE=1 for every role (ps-lite connection logs)", "off"))
     groups["workload"].addoption("--bpsperf-list-tricks", action="store_true", default=False,
                                  help=_help("show the known tricks and exit", "off"))
+    reports.addoption("--bpsperf-show-settings", action="store_true", default=False,
+                      help=_help("show every setting of the session with its value and where it came from, "
+                                 "and exit", "off"))
 
 
 def _add_setting(group: "pytest.OptionGroup", opt: Option) -> None:
@@ -284,6 +288,19 @@ class SettingsPlugin:
             hook()
         for item in items:
             self.check_item(item)
+
+    def describe(self) -> "list[str]":
+        """Every setting of the session (no marker) with its value and where it came from, one line each:
+        what ``--bpsperf-show-settings`` prints."""
+        settings = self.settings
+        rows = []
+        for opt in OPTIONS:
+            value, origin = getattr(settings, opt.name), settings.origins.get(opt.name, "default")
+            unset = origin == "default" and value == opt.default and opt.shown_default is not None
+            rows.append((opt.name, opt.shown_default if unset else format_value(opt, value), origin))
+        names = max(len(name) for name, _value, _origin in rows)
+        values = min(32, max(len(value) for _name, value, _origin in rows))
+        return [f"{name:{names}s}  {value:{values}s}  {origin}" for name, value, origin in rows]
 
     def check_item(self, item: pytest.Item) -> None:
         """A selected perf test's own settings (marker included) and tricks, once per test function."""

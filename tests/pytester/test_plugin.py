@@ -664,3 +664,40 @@ def pytest_bpsperf_run(config, spec):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["bpsperf: test_x.py::test_x[[]default[]]: cannot measure: the run has no worker records"])
     assert "During handling" not in result.stdout.str()
+
+
+# --- --bpsperf-show-settings ------------------------------------------------------------------------
+
+
+def _setting_lines(result) -> "dict[str, str]":
+    out = {}
+    for line in result.stdout.lines:
+        name = line.split(" ", 1)[0]
+        if name in OPTIONS_BY_NAME and line.startswith(name + " "):
+            out[name] = " ".join(line.split()[1:])
+    return out
+
+
+def test_show_settings_prints_every_setting_with_its_value_and_origin_and_exits(ourtester, monkeypatch):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    ini = ourtester.makeini("[pytest]\nbpsperf_repeats = 3\n")
+    monkeypatch.setenv("BPSPERF_STEPS", "8")
+    result = run(ourtester, "--bpsperf-show-settings", "--bpsperf-tolerance=10%", "--bpsperf-no-scaling")
+    assert result.ret == 0, result.stderr.str()
+    shown = _setting_lines(result)
+    assert set(shown) == set(OPTIONS_BY_NAME)
+    assert shown["tolerance"] == "10% command line option --bpsperf-tolerance"
+    assert shown["scaling"] == "off command line option --bpsperf-no-scaling"
+    assert shown["steps"] == "8 environment variable BPSPERF_STEPS"
+    assert shown["repeats"] == f"3 ini key bpsperf_repeats in {ini}"
+    assert shown["confidence"] == "99% default"
+    assert shown["profile"] == "detected from the hardware default"
+    assert calls(ourtester) == []  # nothing collected, nothing run
+    result.stdout.no_fnmatch_line("*test_x*")
+
+
+def test_show_settings_of_a_bad_value_is_its_usage_error(ourtester, monkeypatch):
+    monkeypatch.setenv("BPSPERF_STEPS", "abc")
+    result = run(ourtester, "--bpsperf-show-settings")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "invalid value 'abc' for setting 'steps' from environment variable BPSPERF_STEPS" in result.stderr.str()
