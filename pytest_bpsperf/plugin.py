@@ -22,7 +22,7 @@ from .glue.gate import BaselineGate
 from .glue.guard import SessionGuard, under_xdist
 from .glue.pairs import PairGate
 from .glue.reporting import ReportPlugin
-from .glue.runner import RunnerPlugin
+from .glue.runner import RunnerPlugin, report_header
 from .judge.job import Ledger, RunResult, RunSpec, job_dir_name
 
 settings_key = pytest.StashKey[SettingsPlugin]()
@@ -56,6 +56,8 @@ def _show_settings(config: pytest.Config, session: pytest.Session) -> int:
     tr = config.pluginmanager.get_plugin("terminalreporter")
     write = tr.write_line if tr is not None else print
     settings = config.stash[settings_key]
+    for line in _header(config):
+        write(line)
     write("bpsperf settings: value, and where it came from (marker > command line > environment > ini > "
           "default; a test's marker or bpsperf_train arguments win over these)")
     for line in settings.describe():
@@ -92,6 +94,28 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         config.stash[settings_key].activate(perf)
 
 
+def pytest_report_collectionfinish(config: pytest.Config, start_path: object, items: list) -> "list[str]":
+    # The header of a session that runs perf tests. pytest_report_header comes before collection,
+    # when no one knows yet whether any perf test will run (and nothing is resolved then).
+    if settings_key not in config.stash or not config.stash[settings_key].active or config.option.collectonly:
+        return []
+    if config.option.verbose < 0 or getattr(config.option, "no_header", False):
+        return []  # as pytest's own header
+    return _header(config)
+
+
+#: The profile id the header named before Ray was up (checked against the run's at the end).
+header_profile_key = pytest.StashKey[str]()
+
+
+def _header(config: pytest.Config) -> "list[str]":
+    gate = config.stash[gate_key]
+    profile = gate.expected_profile()
+    if profile is not None:
+        config.stash[header_profile_key] = profile.id
+    return report_header(gate.settings, profile, gate.baselines_text(profile), updating=gate.updating)
+
+
 def _activate(config: pytest.Config) -> None:
     """Perf tests are selected and the session's settings checked: what follows from them, before
     anything runs (the recording directory, the base-vs-head gate, an existing cluster)."""
@@ -112,7 +136,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     gate, reports = config.stash[gate_key], config.stash[report_key]
     if gate.ledger.runs:
-        gate.profile()  # while Ray is up: the cluster is part of the profile
+        profile = gate.profile()  # while Ray is up: the cluster is part of the profile
+        said = config.stash.get(header_profile_key, None)
+        if said is not None and profile.id != said:
+            gate.ledger.note(f"the runs' profile is {profile.id}, not {said} as the header said before Ray was up "
+                             "(Ray counted this machine's cores or GPUs otherwise)")
     config.stash[runner_key].close()  # before the summary, so that Ray's stop time is reported
     # Each file on its own: an I/O error names its file and loses neither the summary nor the others.
     gate.write_baselines(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)

@@ -64,6 +64,7 @@ def configuration_page() -> str:
         lines.append(f"| [`{opt.name}`](#{opt.name}) | {_cell(default_text(opt))} "
                      f"| {_cell(opt.help)} |")
     for opt in OPTIONS:
+        command_line = f"`{flag(opt.name)}`, `{no_flag(opt.name)}`" if opt.switch else f"`{flag(opt.name)}=VALUE`"
         per_test = (f"`@pytest.mark.bpsperf({opt.name}=...)`, `bpsperf_train({opt.name}=...)`" if opt.per_test
                     else "session: not per test")
         lines += [
@@ -76,7 +77,7 @@ def configuration_page() -> str:
             "|---|---|",
             f"| default | {_cell(default_text(opt))} |",
             f"| accepted | {_cell(opt.accepted)} |",
-            f"| command line | {f'`{flag(opt.name)}`, `{no_flag(opt.name)}`' if opt.switch else f'`{flag(opt.name)}=VALUE`'} |",
+            f"| command line | {command_line} |",
             f"| environment | `{env_var(opt.name)}` |",
             f"| ini / pyproject | `{ini_key(opt.name)}` |",
             f"| in a test | {per_test} |",

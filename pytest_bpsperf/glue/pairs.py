@@ -188,6 +188,10 @@ class PairGate(BaselineGate):
 
         return replace(arm, entry_path=TREE if rel == "." else f"{TREE}/{rel.replace(os.sep, '/')}")
 
+    def baselines_text(self, profile: object) -> str:
+        """Base against head uses no stored baseline (the report header says so)."""
+        return f"not used: base vs head in one session (base {self.source.describe()})"
+
     def header_lines(self) -> "list[str]":
         """What the report header says about the arms."""
         if not self.arms:

@@ -701,3 +701,92 @@ def test_show_settings_of_a_bad_value_is_its_usage_error(ourtester, monkeypatch)
     result = run(ourtester, "--bpsperf-show-settings")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "invalid value 'abc' for setting 'steps' from environment variable BPSPERF_STEPS" in result.stderr.str()
+
+
+# --- the report header -----------------------------------------------------------------------------
+
+
+def _header(result) -> "list[str]":
+    return [line for line in result.stdout.lines if line.startswith("bpsperf")]
+
+
+def test_header_of_a_perf_session_names_version_profile_baselines_ray_and_gate(ourtester):
+    from pytest_bpsperf import __version__
+
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    ourtester.makeini("[pytest]\nbpsperf_profile = testprof\n")
+    result = run(ourtester, "--bpsperf-tolerance=10%", "--bpsperf-strict")
+    assert _header(result)[:4] == [
+        f"bpsperf: {__version__}, profile testprof (from ini key bpsperf_profile in {ourtester.path / 'tox.ini'})",
+        "bpsperf baselines: none for this profile: no file baselines/testprof.json (pytest -m perf "
+        "--bpsperf-update-baselines records them)",
+        "bpsperf Ray: embedded on 127.0.0.1 (started by the first run)",
+        "bpsperf gate: tolerance 10%, confidence 99%, strict on",
+    ]
+    result.stdout.fnmatch_lines(["collected 2 items", "bpsperf: *", "*", "*", "bpsperf gate: *", "", "test_x.py *"])
+    # recorded, the file is named with its entries, sessions and latest date
+    result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats=3")
+    assert "bpsperf gate: tolerance 15%, confidence 99%, strict off, recording baselines " \
+           "(--bpsperf-update-baselines)" in _header(result)
+    date = json.loads((ourtester.path / "baselines" / "testprof.json").read_text())
+    date = next(iter(date["entries"].values()))["sessions"][0]["date"]
+    result = run(ourtester)
+    assert f"bpsperf baselines: baselines/testprof.json: 2 entries, 1 session, latest {date}" in _header(result)
+
+
+def test_header_names_other_profiles_when_this_one_has_none(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    for name in ("other-a", "other-b"):
+        run(ourtester, f"--bpsperf-profile={name}", "--bpsperf-update-baselines", "--bpsperf-repeats=3")
+    result = run(ourtester, "--bpsperf-profile=mine")
+    assert ("bpsperf baselines: none for this profile: no file baselines/mine.json; baselines holds 2 other "
+            "profile(s): other-a, other-b (pytest -m perf --bpsperf-update-baselines records them)") in _header(result)
+
+
+def test_detected_profile_in_the_header_is_the_one_the_runs_get(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, "--bpsperf-json=out.json")
+    said = _header(result)[0].split("profile ", 1)[1]
+    assert said.endswith(" (this machine)")
+    assert json.loads((ourtester.path / "out.json").read_text())["profile"]["id"] == said[:-len(" (this machine)")]
+    result.stdout.no_fnmatch_line("*not * as the header said*")
+
+
+@pytest.mark.parametrize("args", [[], ["-m", "not perf"], ["-q"], ["--no-header"], ["--collect-only"]])
+def test_no_header_without_perf_tests_to_run_or_when_headers_are_off(ourtester, args):
+    ourtester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    if args:
+        ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, *args)
+    assert not _header(result)
+
+
+def test_show_settings_shows_the_header_too_with_a_cluster_and_a_base(ourtester):
+    from pytest_bpsperf import __version__
+
+    result = run(ourtester, "--bpsperf-show-settings", "--bpsperf-ray-address=10.0.0.1:6379", "--bpsperf-base=HEAD")
+    assert result.ret == 0, result.stderr.str()
+    assert _header(result)[:4] == [
+        f"bpsperf: {__version__}, profile of the nodes that host roles (known after the first run)",
+        "bpsperf baselines: not used: base vs head in one session (base HEAD)",
+        "bpsperf Ray: existing cluster at 10.0.0.1:6379",
+        "bpsperf gate: tolerance 15%, confidence 99%, strict off, base HEAD",
+    ]
+
+
+def test_a_profile_other_than_the_headers_is_said_at_the_end(ourtester):
+    # Facts that change between the header and the runs (here a hook's counter; for real, Ray counting
+    # this machine's cores otherwise) give another profile: the summary says so.
+    ourtester.makeconftest(CONFTEST + '''
+
+CALLS = []
+
+
+def pytest_bpsperf_profile_facts(config, facts):
+    CALLS.append(1)
+    facts["seen"] = len(CALLS)
+''')
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester)
+    said = _header(result)[0].split("profile ", 1)[1].split(" ")[0]
+    result.stdout.fnmatch_lines([f"bpsperf: the runs' profile is *, not {said} as the header said before Ray was up*"])
