@@ -13,8 +13,9 @@ from ..store.profile import Profile
 from .exports import benchmark_export
 from .matrix import head_runs, matrix_tables
 
-#: 2: runs carry ``arm`` and ``pair``; base-vs-head sessions add ``base_vs_head`` (arms, seed, pair tables)
-JSON_SCHEMA_VERSION = 2
+#: 2: runs carry ``arm`` and ``pair``; base-vs-head sessions add ``base_vs_head`` (arms, seed, pair tables).
+#: 3: runs carry ``settings_origins``, where each of their settings came from.
+JSON_SCHEMA_VERSION = 3
 
 __all__ = ["JSON_SCHEMA_VERSION", "benchmark_document", "json_document", "write_json", "write_text"]
 

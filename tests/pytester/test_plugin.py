@@ -471,13 +471,46 @@ def pytest_bpsperf_tricks(config):
 # --- reports ---------------------------------------------------------------------------------------
 
 
+def test_json_report_says_where_each_setting_of_each_run_came_from(ourtester, monkeypatch):
+    from pytest_bpsperf.store.results import read_document
+
+    ourtester.makepyfile(test_x=MATRIX_TEST, test_y='''
+import pytest
+
+pytestmark = pytest.mark.perf
+
+
+@pytest.mark.bpsperf(batch_size=4)
+def test_y(bpsperf_train):
+    bpsperf_train(steps=12)
+''')
+    ini = ourtester.makeini("[pytest]\nbpsperf_confirm = 1\n")
+    monkeypatch.setenv("BPSPERF_STEPS", "8")
+    result = run(ourtester, "--bpsperf-json=perf.json", "--bpsperf-tolerance=10%", "--bpsperf-no-scaling")
+    result.assert_outcomes(passed=3)
+    doc = read_document(ourtester.path / "perf.json", "results")  # valid against the schema
+    assert doc["schema_version"] == 3
+    runs = {t["nodeid"]: t for t in doc["tests"]}
+    origins = runs["test_x.py::test_x[default]"]["settings_origins"]
+    assert set(origins) == set(OPTIONS_BY_NAME)
+    assert origins["tolerance"] == "command line option --bpsperf-tolerance"
+    assert origins["scaling"] == "command line option --bpsperf-no-scaling"
+    assert origins["steps"] == "environment variable BPSPERF_STEPS"
+    assert origins["confirm"] == f"ini key bpsperf_confirm in {ini}"
+    assert origins["confidence"] == "default"
+    mine = runs["test_y.py::test_y[default]"]["settings_origins"]
+    assert mine["batch_size"] == "batch_size= of @pytest.mark.bpsperf(...) on test_y.py::test_y[default]"
+    assert mine["steps"] == "steps= of bpsperf_train(...) in test_y.py::test_y[default]"
+
+
+
 def test_json_report(ourtester):
     ourtester.makepyfile(test_x=MATRIX_TEST)
     result = run(ourtester, "--bpsperf-json", "out/perf.json")
     result.assert_outcomes(passed=2)
     path = ourtester.path / "out" / "perf.json"
     doc = json.loads(path.read_text())
-    assert doc["schema_version"] == 2
+    assert doc["schema_version"] == 3
     assert [t["nodeid"] for t in doc["tests"]] == ["test_x.py::test_x[default]", "test_x.py::test_x[omp-passive]"]
     for entry in doc["tests"]:
         assert entry["img_per_sec"] > 0
