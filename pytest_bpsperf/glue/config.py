@@ -219,7 +219,8 @@ class SettingsPlugin:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self._hardware: "Hardware | None" = None
-        #: what ``backend=auto`` resolved to, once known (before collection): its workload sizes are the defaults
+        #: what ``backend=auto`` resolved to, once known (when perf tests are selected): its workload sizes are
+        #: the defaults
         self.auto_backend: "str | None" = None
         self.sources = [_cli_source(config), env_source(os.environ), _ini_source(config)]
         self._settings: "Settings | None" = None
@@ -251,8 +252,8 @@ class SettingsPlugin:
             try:
                 self._check_runtime({role: {var: value} for role, var, value in settings.role_env or ()},
                                     f"setting 'role_env' from {settings.origins.get('role_env')}")
-                # Names from the command line, environment or ini are known now: a typo is a
-                # usage error here rather than a collection error in every perf module.
+                # Names from the command line, environment or ini are known now: a typo is one
+                # usage error for the session rather than one per perf test.
                 for name in settings.tricks or ():
                     where = settings.origins["tricks"]
                     self._check_runtime(dict(self.registry.get(name, where).env), f"trick {name!r} (from {where})")
@@ -265,11 +266,6 @@ class SettingsPlugin:
         return self._settings
 
     @property
-    def resolved(self) -> bool:
-        """Whether the session's settings were resolved (never resolves them)."""
-        return self._settings is not None
-
-    @property
     def registry(self) -> TrickRegistry:
         """The known tricks: built in, ``bpsperf_define_tricks``, ``pytest_bpsperf_tricks`` (built when first read)."""
         if self._registry is None:
@@ -278,8 +274,8 @@ class SettingsPlugin:
 
     def activate(self, items: "list[pytest.Item]") -> None:
         """Perf tests are selected to run (``items``): resolve and check the session's settings, let
-        :attr:`on_activate` follow them, then check each test's own settings and tricks. Once; before
-        anything is timed or Ray starts. Raises ``pytest.UsageError``."""
+        :attr:`on_activate` follow them, then check each test's own settings and tricks. Once, before
+        anything is timed (the session's settings also before Ray starts). Raises ``pytest.UsageError``."""
         if self.active:
             return
         self.active = True
