@@ -17,12 +17,12 @@ import pytest
 from . import hooks
 from .config.settings import Settings
 from .config.tricks import Trick
-from .glue.config import REPORT_OPTIONS, SettingsPlugin, add_markers, add_options
+from .glue.config import REPORT_OPTIONS, SettingsPlugin, add_markers, add_options, is_perf_item
 from .glue.gate import BaselineGate
 from .glue.guard import SessionGuard, under_xdist
 from .glue.pairs import PairGate
 from .glue.reporting import ReportPlugin
-from .glue.runner import RunnerPlugin
+from .glue.runner import RunnerPlugin, report_header
 from .judge.job import Ledger, RunResult, RunSpec, job_dir_name
 
 settings_key = pytest.StashKey[SettingsPlugin]()
@@ -41,16 +41,42 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> "int | None":
+    if config.getoption("bpsperf_show_settings") and not config.option.help:
+        # The session pytest's own show-and-exit commands run in (--fixtures, --cache-show): configured,
+        # so that plugins' backends and tricks are registered; a bad value is its usage error (exit 4).
+        from _pytest.main import wrap_session
+
+        return wrap_session(config, _show_settings)
+    return None
+
+
+def _show_settings(config: pytest.Config, session: pytest.Session) -> int:
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    write = tr.write_line if tr is not None else print
+    settings = config.stash[settings_key]
+    for line in _header(config):
+        write(line)
+    write("bpsperf settings: value, and where it came from (marker > command line > environment > ini > "
+          "default; a test's marker or bpsperf_train arguments win over these)")
+    for line in settings.describe():
+        write(line)
+    return 0
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # Nothing here resolves a setting, detects hardware or imports the user's code: a session
+    # without perf tests is untouched (see _activate, once perf tests are selected).
     add_markers(config)
     ledger = Ledger()
     settings = config.stash[settings_key] = SettingsPlugin(config)
     runner = config.stash[runner_key] = RunnerPlugin(config, settings, ledger)
-    gate_class = PairGate if settings.settings.base else BaselineGate
-    gate = config.stash[gate_key] = gate_class(config, settings, runner, ledger)
+    gate = config.stash[gate_key] = BaselineGate(config, settings, runner, ledger)
     config.stash[report_key] = ReportPlugin(config, runner, gate, ledger)
-    guard = config.stash[guard_key] = SessionGuard(config, str(gate.store().directory), gate.updating)
-    runner.before_ray = guard.install  # also before perf tests are collected: Ray up at session start
+    guard = config.stash[guard_key] = SessionGuard(config)
+    runner.before_ray = guard.install
+    settings.on_activate.append(lambda: _activate(config))
     for key in _KEYS:
         config.pluginmanager.register(config.stash[key], f"bpsperf-{type(config.stash[key]).__name__}")
     if config.getoption("bpsperf_list_tricks"):
@@ -59,13 +85,62 @@ def pytest_configure(config: pytest.Config) -> None:
         pytest.exit("bpsperf: listed tricks", returncode=0)
 
 
+@pytest.hookimpl(trylast=True)  # after -m and -k deselected what does not run
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: "list[pytest.Item]") -> None:
+    if settings_key not in config.stash or hasattr(config, "workerinput"):
+        return  # an xdist worker fails its perf tests at setup (glue/guard.py)
+    perf = [item for item in items if is_perf_item(item)]
+    if perf:
+        config.stash[settings_key].activate(perf)
+
+
+def pytest_report_collectionfinish(config: pytest.Config, start_path: object, items: list) -> "list[str]":
+    # The header of a session that runs perf tests. pytest_report_header comes before collection,
+    # when no one knows yet whether any perf test will run (and nothing is resolved then).
+    if settings_key not in config.stash or not config.stash[settings_key].active or config.option.collectonly:
+        return []
+    if config.option.verbose < 0 or getattr(config.option, "no_header", False):
+        return []  # as pytest's own header
+    return _header(config)
+
+
+#: The profile id the header named before Ray was up (checked against the run's at the end).
+header_profile_key = pytest.StashKey[str]()
+
+
+def _header(config: pytest.Config) -> "list[str]":
+    gate = config.stash[gate_key]
+    profile = gate.expected_profile()
+    if profile is not None:
+        config.stash[header_profile_key] = profile.id
+    return report_header(gate.settings, profile, gate.baselines_text(profile), updating=gate.updating)
+
+
+def _activate(config: pytest.Config) -> None:
+    """Perf tests are selected and the session's settings checked: what follows from them, before
+    anything runs (the recording directory, the base-vs-head gate, an existing cluster)."""
+    settings, runner, gate = config.stash[settings_key], config.stash[runner_key], config.stash[gate_key]
+    SessionGuard.check_baselines_dir(str(gate.store().directory), gate.updating)
+    if settings.settings.base:
+        # The base-vs-head gate takes the stored-baseline gate's place (its checks of the base run now).
+        pairs = PairGate(config, settings, runner, gate.ledger)
+        config.pluginmanager.unregister(gate)
+        config.stash[gate_key] = config.stash[report_key].gate = pairs
+        config.pluginmanager.register(pairs, f"bpsperf-{type(pairs).__name__}")
+    runner.connect()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if runner_key not in config.stash:
         return
     gate, reports = config.stash[gate_key], config.stash[report_key]
     if gate.ledger.runs:
-        gate.profile()  # while Ray is up: the cluster is part of the profile
+        profile = gate.profile()  # while Ray is up: the cluster is part of the profile
+        said = config.stash.get(header_profile_key, None)
+        if said is not None and profile.id != said:
+            gate.ledger.note(f"the runs' profile is {profile.id}, not {said} as the header said before Ray was up "
+                             "(Ray counted this machine's cores or GPUs otherwise)")
     config.stash[runner_key].close()  # before the summary, so that Ray's stop time is reported
     # Each file on its own: an I/O error names its file and loses neither the summary nor the others.
     gate.write_baselines(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)

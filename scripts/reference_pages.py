@@ -6,9 +6,9 @@
 
 - docs/configuration.md comes from the option table alone,
   ``pytest_bpsperf.config.settings.OPTIONS`` (name, help, accepted values,
-  default, whether a test may set it), with the spellings the same module
-  derives (``flag``, ``env_var``, ``ini_key``) and, for the workload sizes
-  whose default is the device kind's, its ``DEVICE_DEFAULTS``.
+  default, whether a test may set it), with the spellings and the defaults in
+  words that the same module derives (``flag``, ``no_flag``, ``env_var``,
+  ``ini_key``, ``default_text``, which ``--help`` shows too).
 - docs/cli.md comes from the ``bpsperf`` command's argparse parser
   (``pytest_bpsperf.cli._parser``) and from the pytest flags that are no
   setting (``pytest_bpsperf.glue.config.add_options``, recorded by a stand-in
@@ -36,29 +36,9 @@ def _cell(text: str) -> str:
 # --- configuration: from the option table -------------------------------------------
 
 
-def default_text(opt: Any, device_defaults: Any) -> str:
-    """How an option's default reads: its value in the spelling it is written in, or what it stands for."""
-    value = opt.default
-    if value is None and opt.name in device_defaults.get("cpu", {}):
-        return ", ".join(f"{device_defaults[kind][opt.name]} on {kind.upper()}" for kind in ("cpu", "gpu"))
-    if value in (0, 0.0) and not isinstance(value, bool) and "'auto'" in opt.accepted:
-        return "auto"
-    if value is None:
-        return "random" if "'random'" in opt.accepted else "not set"
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if value == "":
-        return "empty"
-    if isinstance(value, float) and "percentage" in opt.accepted:
-        return f"{value * 100:g}%"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
-
-
 def configuration_page() -> str:
     """docs/configuration.md: every setting of the option table, with all its spellings."""
-    from pytest_bpsperf.config.settings import DEVICE_DEFAULTS, OPTIONS, env_var, flag, ini_key
+    from pytest_bpsperf.config.settings import OPTIONS, default_text, env_var, flag, ini_key, no_flag
 
     lines = [
         GENERATED,
@@ -71,6 +51,8 @@ def configuration_page() -> str:
         "`bpsperf_name` > default. A setting whose *in a test* row says *session* cannot be",
         "set per test (by the marker or `bpsperf_train`). A bad value stops pytest with an",
         "error that names the setting, the value, where it came from and what is accepted.",
+        "An on/off setting is a pair of flags without a value on the command line",
+        "(`--bpsperf-strict`, `--bpsperf-no-strict`) and `on` or `off` everywhere else.",
         "",
         "Flags that are no setting (report files, recording baselines) are in the",
         "[command-line reference](cli.md#pytest-flags-that-are-no-setting).",
@@ -79,10 +61,10 @@ def configuration_page() -> str:
         "|---|---|---|",
     ]
     for opt in OPTIONS:
-        lines.append(f"| [`{opt.name}`](#{opt.name}) | {_cell(default_text(opt, DEVICE_DEFAULTS))} "
+        lines.append(f"| [`{opt.name}`](#{opt.name}) | {_cell(default_text(opt))} "
                      f"| {_cell(opt.help)} |")
     for opt in OPTIONS:
-        switch = " (a bare flag means on)" if opt.accepted == "on or off" else ""
+        command_line = f"`{flag(opt.name)}`, `{no_flag(opt.name)}`" if opt.switch else f"`{flag(opt.name)}=VALUE`"
         per_test = (f"`@pytest.mark.bpsperf({opt.name}=...)`, `bpsperf_train({opt.name}=...)`" if opt.per_test
                     else "session: not per test")
         lines += [
@@ -93,9 +75,9 @@ def configuration_page() -> str:
             "",
             "| | |",
             "|---|---|",
-            f"| default | {_cell(default_text(opt, DEVICE_DEFAULTS))} |",
+            f"| default | {_cell(default_text(opt))} |",
             f"| accepted | {_cell(opt.accepted)} |",
-            f"| command line | `{flag(opt.name)}=VALUE`{switch} |",
+            f"| command line | {command_line} |",
             f"| environment | `{env_var(opt.name)}` |",
             f"| ini / pyproject | `{ini_key(opt.name)}` |",
             f"| in a test | {per_test} |",
@@ -183,17 +165,18 @@ class _Recorder:
 def cli_page() -> str:
     """docs/cli.md: the ``bpsperf`` command, then the pytest flags and ini keys that are no setting."""
     from pytest_bpsperf import cli
-    from pytest_bpsperf.config.settings import OPTIONS, flag, ini_key
+    from pytest_bpsperf.config.settings import OPTIONS, flag, ini_key, no_flag
     from pytest_bpsperf.glue.config import add_options
 
     recorder = _Recorder()
     add_options(recorder)  # type: ignore[arg-type]
-    settings_flags = {flag(o.name) for o in OPTIONS}
+    settings_flags = {flag(o.name) for o in OPTIONS} | {no_flag(o.name) for o in OPTIONS if o.switch}
     settings_ini = {ini_key(o.name) for o in OPTIONS}
     doc = (cli.__doc__ or "").strip().split("\n\n")
     lines = [GENERATED, "", "# Command-line reference", "",
              "## pytest flags that are no setting", "",
-             "Every setting is also a flag (`--bpsperf-NAME=VALUE`, see the",
+             "Every setting is also a flag (`--bpsperf-NAME=VALUE`; an on/off setting is a pair of flags",
+             "without a value, `--bpsperf-NAME` and `--bpsperf-no-NAME`; see the",
              "[configuration reference](configuration.md)). These flags exist only on the command line.",
              "Write paths with `=` (`--bpsperf-json=out/r.json`): pytest takes a separate argument that",
              "names an existing file outside the project as a path to test, and then picks the wrong",
@@ -203,7 +186,7 @@ def cli_page() -> str:
         if set(names) & settings_flags:
             continue
         metavar = f"={kwargs['metavar']}" if kwargs.get("metavar") and kwargs.get("action") != "store_true" else ""
-        lines.append(f"| `{names[0]}{metavar}` | {_cell(kwargs.get('help', ''))} |")
+        lines.append(f"| `{names[0]}{metavar}` | {_cell(kwargs.get('help', '').replace('%%', '%'))} |")
     extra_ini = [(n, h) for n, h in recorder.ini if n not in settings_ini]
     if extra_ini:
         lines += ["", "ini keys that are no setting:", "", "| ini key | what it holds |", "|---|---|"]

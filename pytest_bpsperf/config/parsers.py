@@ -43,20 +43,26 @@ def _positive_float(raw: Any) -> float:
     return value
 
 
+#: What a percentage setting accepts: one rule, never ambiguous (``1`` is not 1%, nor 100%).
+PERCENT_ACCEPTED = "a percentage with % such as 10%, or a bare fraction below 1 such as 0.1"
+
+
 def _percent(raw: Any) -> float:
-    """Tolerance: ``10%``, ``10`` (percent) or ``0.1`` (fraction); stored as a fraction."""
+    """A percentage: ``10%`` (with the sign) or a bare fraction below 1 (``0.1``); stored as a fraction.
+
+    A bare number is always a fraction, so ``10`` or ``1`` (10 or 1 times the whole) is refused
+    with the spelling that was likely meant, rather than read as 10% or 1%.
+    """
     text = str(raw).strip()
     try:
-        if text.endswith("%"):
-            value = float(text[:-1]) / 100.0
-        else:
-            value = float(text)
-            if value >= 1.0:
-                value /= 100.0
+        value = float(text[:-1]) / 100.0 if text.endswith("%") else float(text)
     except ValueError:
-        raise ValueError("expected a percentage such as 10% or 0.1") from None
+        raise ValueError(f"expected {PERCENT_ACCEPTED}") from None
+    if not text.endswith("%") and value >= 1.0:
+        raise ValueError(f"a bare number is a fraction of 1, so {text} would be {value * 100:g}%; expected "
+                         f"{PERCENT_ACCEPTED} (write {text}% for {text} percent)")
     if not 0.0 < value < 1.0:
-        raise ValueError("expected a percentage between 0% and 100% (exclusive), such as 10%")
+        raise ValueError(f"expected more than 0% and less than 100%: {PERCENT_ACCEPTED}")
     return value
 
 

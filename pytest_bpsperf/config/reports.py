@@ -24,6 +24,8 @@ class ReportOption:
     directory: bool = False
     #: a format of ``bpsperf export`` too (a file made from the results document alone)
     export: bool = False
+    #: what ``--help`` says when the option is not given
+    default: str = "not written"
 
     @property
     def flag(self) -> str:
@@ -56,8 +58,8 @@ REPORT_OPTIONS: "tuple[ReportOption, ...]" = (
     ReportOption("bmf", "write img/s per job in Bencher Metric Format (bencher run --adapter json)", export=True),
     ReportOption("github_benchmark", "write img/s per job for github-action-benchmark (tool: customBiggerIsBetter)",
                  export=True),
-    ReportOption("plots", "write PNG pictures (per-step img/s, trick matrix, compute/sync, history) to DIR "
-                          "(default: bpsperf-img/ next to --bpsperf-markdown, when given)", directory=True),
+    ReportOption("plots", "write PNG pictures (per-step img/s, trick matrix, compute/sync, history) to DIR",
+                 directory=True, default="bpsperf-img/ next to --bpsperf-markdown when that is given, else none"),
     ReportOption("history", "save this session's results in the history under DIR (one file per session) and "
                             f"draw each job's trend with its change points (bpsperf history reads {HISTORY_DIR} "
                             "unless told)", directory=True),

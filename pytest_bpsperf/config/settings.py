@@ -19,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..store.profile import core_count, local_gpus
 from .parsers import (
     BACKENDS,
+    PERCENT_ACCEPTED,
     SYNTHETIC,
     EntryPoint,
     _backend,
@@ -59,6 +60,11 @@ def flag(name: str) -> str:
     return "--bpsperf-" + name.replace("_", "-")
 
 
+def no_flag(name: str) -> str:
+    """Command-line spelling that turns an on/off option off (``strict`` -> ``--bpsperf-no-strict``)."""
+    return "--bpsperf-no-" + name.replace("_", "-")
+
+
 def env_var(name: str) -> str:
     """Environment spelling of an option name (``batch_size`` -> ``BPSPERF_BATCH_SIZE``)."""
     return "BPSPERF_" + name.upper()
@@ -80,6 +86,14 @@ class Option:
     default: Any
     #: read from the marker too (workload and topology knobs; not where Ray is)
     per_test: bool = True
+    #: the default in words, where its value says nothing (None: :func:`format_value` of the default)
+    shown_default: "str | None" = None
+
+    @property
+    def switch(self) -> bool:
+        """Whether the option is on or off: a pair of flags (``--bpsperf-X``, ``--bpsperf-no-X``) on
+        the command line; ``on``/``off`` (and the like) in the environment, the ini file and markers."""
+        return self.parse is _switch
 
 
 #: The baselines directory when ``baselines_dir`` is not set: under the rootdir in pytest, under
@@ -104,27 +118,27 @@ OPTIONS: tuple = (
     Option("repeats", "runs per configuration; runs of different tricks are interleaved", _int_at_least(1),
            "an integer >= 1", 1),
     Option("tricks", "comma-separated tricks to run (overrides the bpsperf_tricks marker)", _tricks,
-           "a comma-separated list of trick names", None),
+           "a comma-separated list of trick names", None, shown_default="the bpsperf_tricks marker, else default"),
     Option("confirm", "extra runs that must confirm a regression before the test fails", _int_at_least(0),
            "an integer >= 0", 2),
     Option("tolerance", "allowed throughput drop against the baseline", _percent,
-           "a percentage such as 10% or 0.1", 0.15),
+           PERCENT_ACCEPTED, 0.15),
     Option("scaling", "also time one process without a parameter server, for scaling efficiency", _switch,
            "on or off", True),
     Option("trace", "BytePS timeline: trace push/pull of training steps START:END (backend byteps)",
-           _trace_window, "START:END with 1 <= START < END", None),
+           _trace_window, "START:END with 1 <= START < END", None, shown_default="off"),
     Option("ray_address", "Ray cluster to use; empty starts an embedded Ray on this machine", _ray_address,
-           "empty/'local', 'auto', HOST:PORT or ray://HOST:PORT", "", False),
-    Option("profile", "hardware profile name (default: detected from the hardware)", _profile_id,
-           "letters, digits, '.', '_' and '-'", None, False),
-    Option("baselines_dir", f"directory of the baseline files (default: {BASELINES_DIR}/ under the rootdir)", _path,
-           "a directory path", None, False),
+           "empty/'local', 'auto', HOST:PORT or ray://HOST:PORT", "", False, shown_default="empty: an embedded Ray"),
+    Option("profile", "hardware profile name", _profile_id, "letters, digits, '.', '_' and '-'", None, False,
+           shown_default="detected from the hardware"),
+    Option("baselines_dir", "directory of the baseline files", _path, "a directory path", None, False,
+           shown_default=f"{BASELINES_DIR}/ under the rootdir"),
     Option("strict", "fail (rather than skip) tests that have no baseline or an inconclusive verdict", _switch,
            "on or off", False, False),
     Option("max_spread", "largest spread (stdev/mean of the runs) a new baseline may have", _percent,
-           "a percentage such as 20%", 0.2, False),
-    Option("log_dir", "directory for role logs (default: under pytest's basetemp)", _path, "a directory path",
-           None, False),
+           PERCENT_ACCEPTED, 0.2, False),
+    Option("log_dir", "directory for role logs", _path, "a directory path", None, False,
+           shown_default="under pytest's basetemp"),
     Option("server_resource", "custom Ray resource that marks server nodes (when no node has it: CPU-only nodes)",
            _resource, "the name of a custom Ray resource", "bpsperf_server", False),
     Option("colocate", "let servers and the scheduler share nodes with workers on a multi-node cluster", _switch,
@@ -132,15 +146,16 @@ OPTIONS: tuple = (
     Option("gpus_per_worker", "GPUs each worker node uses ('auto': all of them, the same count on every node)",
            _gpus_per_worker, "an integer >= 1 or 'auto'", 0),
     Option("role_env", "variables per role kind, e.g. network settings: 'server,scheduler:DMLC_INTERFACE=eth0 "
-           "worker:DMLC_ENABLE_RDMA=1'", _role_env, "space-separated ROLES:VAR=VALUE items", None),
+           "worker:DMLC_ENABLE_RDMA=1'", _role_env, "space-separated ROLES:VAR=VALUE items", None,
+           shown_default="none"),
     Option("placement_timeout", "seconds to wait for Ray to reserve a run's nodes", _positive_float,
            "a number of seconds > 0", 60.0, False),
     Option("max_repeats", "most runs a job may take to decide its verdict (repeats is the minimum)",
            _int_at_least(1), "an integer >= 1", 4),
     Option("confidence", "two-sided confidence of the verdict's interval (false alarms: half the rest)", _percent,
-           "a percentage such as 99%", 0.99),
+           PERCENT_ACCEPTED, 0.99),
     Option("session_spread", "spread between sessions assumed while a baseline has one recorded session",
-           _percent, "a percentage such as 25%", 0.25),
+           _percent, PERCENT_ACCEPTED, 0.25),
     Option("sessions", "recorded sessions a baseline entry keeps (--bpsperf-update-baselines adds one)",
            _int_at_least(1), "an integer >= 1", 10, False),
     Option("normalize", "judge img/s as measured (off) or relative to this session's single-process img/s",
@@ -154,7 +169,7 @@ OPTIONS: tuple = (
     Option("dtype", "training precision (float16: GPU workers, multi-precision SGD)", parse_dtype,
            "float32 or float16", "float32"),
     Option("entry", "your own training code, module:function returning a step callable (instead of model)",
-           parse_entry, "module:function", None),
+           parse_entry, "module:function", None, shown_default="none: the model"),
     Option("launch", "byteps workers: direct (one process per GPU, started here) or bpslaunch (bpslaunch per node)",
            parse_launch, "direct or bpslaunch", "direct"),
     Option("stall_timeout", "seconds a worker may go without a new step before the run fails ('auto': "
@@ -165,9 +180,10 @@ OPTIONS: tuple = (
            "step); fewer syncs leave less host gap between steps", _int_at_least(1), "an integer >= 1", 1),
     Option("base", "measure the working tree (head) against this base in one session, in pairs of runs: a git "
            "revision of the tests' repository (checked out as a temporary worktree) or a directory of the base's "
-           "code", _base, "a git revision (origin/main, HEAD~1, a commit) or a directory", None, False),
+           "code", _base, "a git revision (origin/main, HEAD~1, a commit) or a directory", None, False,
+           shown_default="none: the stored baselines"),
     Option("base_python", "interpreter of the base arm's roles (a venv with other builds of MXNet, BytePS, gluoncv)",
-           _interpreter, "the path of a Python interpreter", None, False),
+           _interpreter, "the path of a Python interpreter", None, False, shown_default="the nodes' own"),
     Option("max_pairs", "most pairs of base and head runs a job takes to decide (it stops once decided)",
            _int_at_least(3), "an integer >= 3", 12),
     Option("seed", "seed of the order of the arms in each job's pairs ('random': a new one per session; the "
@@ -175,6 +191,54 @@ OPTIONS: tuple = (
 )
 
 OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
+
+#: The settings by what they are about, in ``--help``'s order: (group, title, option names).
+#: Every option is in one group.
+OPTION_GROUPS: "tuple[tuple[str, str, tuple[str, ...]], ...]" = (
+    ("workload", "what the workers train, under which tricks",
+     ("backend", "model", "entry", "steps", "batch_size", "image_size", "dtype", "data", "data_threads",
+      "omp_threads", "timing", "sync_every", "trace", "launch", "tricks", "scaling")),
+    ("topology", "how many roles, and where they run",
+     ("workers", "server_nodes", "servers_per_node", "gpus_per_worker", "colocate", "role_env", "server_resource")),
+    ("gate", "verdicts, baselines, base against head",
+     ("tolerance", "confidence", "repeats", "max_repeats", "confirm", "session_spread", "normalize", "strict",
+      "profile", "baselines_dir", "sessions", "max_spread", "base", "base_python", "max_pairs", "seed")),
+    ("cluster", "Ray, the runs and their limits",
+     ("ray_address", "connect_timeout", "placement_timeout", "timeout", "stall_timeout", "log_dir")),
+)
+
+
+def format_value(opt: Option, value: Any) -> str:
+    """A value of ``opt`` as it would be written (``15%``, ``on``, ``auto``, ``default,omp-passive``):
+    what ``--help``, the reference page, ``--bpsperf-show-settings`` and the report header show."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (int, float)) and value == 0 and "'auto'" in opt.accepted:
+        return "auto"
+    if value is None:
+        return "random" if "'random'" in opt.accepted else "not set"
+    if value == "":
+        return "empty"
+    if isinstance(value, float) and opt.parse is _percent:
+        return f"{value * 100:g}%"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if opt.name == "trace":
+        return f"{value[0]}:{value[1]}"
+    if opt.name == "role_env":
+        return " ".join(f"{role}:{var}={val}" for role, var, val in value)
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(str, value))
+    return str(value)
+
+
+def default_text(opt: Option) -> str:
+    """How ``opt``'s default reads: in words where set, the device kinds' sizes, else its value."""
+    if opt.shown_default is not None:
+        return opt.shown_default
+    if opt.default is None and opt.name in DEVICE_DEFAULTS["cpu"]:
+        return ", ".join(f"{DEVICE_DEFAULTS[kind][opt.name]} on {kind.upper()}" for kind in ("cpu", "gpu"))
+    return format_value(opt, opt.default)
 
 
 def baselines_directory(setting: "str | None", root: str) -> str:
@@ -337,7 +401,9 @@ class Source:
     def describe(self, name: str) -> str:
         """Where option ``name`` came from, in the spelling the user wrote."""
         if self.kind == "cli":
-            return f"command line option {flag(name)}"
+            option = OPTIONS_BY_NAME.get(name)
+            off = self.values.get(name) is False and option is not None and option.switch
+            return f"command line option {no_flag(name) if off else flag(name)}"
         if self.kind == "env":
             return f"environment variable {env_var(name)}"
         if self.kind == "ini":
@@ -355,6 +421,27 @@ def env_source(environ: Mapping[str, str]) -> Source:
         if raw is not None and raw.strip() != "":
             values[opt.name] = raw
     return Source("env", "environment", values)
+
+
+def resolve_value(opt: Option, sources: Sequence[Source]) -> "tuple[Any, str] | None":
+    """``opt``'s value from the first of ``sources`` (highest precedence first) that sets it, with
+    where it came from; None when none sets it (the caller knows the default).
+
+    Raises :class:`SettingsError` naming the option, the value, where it came from and what is
+    accepted.
+    """
+    for source in sources:
+        raw = source.values.get(opt.name)
+        if raw is None:
+            continue
+        try:
+            value = opt.parse(raw)
+        except ValueError as exc:
+            raise SettingsError(
+                f"invalid value {raw!r} for setting {opt.name!r} from {source.describe(opt.name)}: {exc}"
+            ) from None
+        return value, source.describe(opt.name)
+    return None
 
 
 def resolve(sources: Sequence[Source], hardware: Hardware, defaults_for: "DefaultsFor | None" = None) -> Settings:
@@ -382,19 +469,9 @@ def resolve(sources: Sequence[Source], hardware: Hardware, defaults_for: "Defaul
     origins: dict = {}
     hw_defaults: dict = {}
     for opt in OPTIONS:  # backend comes first: the workload defaults depend on it
-        for source in sources:
-            raw = source.values.get(opt.name)
-            if raw is None:
-                continue
-            try:
-                values[opt.name] = opt.parse(raw)
-            except ValueError as exc:
-                raise SettingsError(
-                    f"invalid value {raw!r} for setting {opt.name!r} from {source.describe(opt.name)}: "
-                    f"{exc}"
-                ) from None
-            origins[opt.name] = source.describe(opt.name)
-            break
+        found = resolve_value(opt, sources)
+        if found is not None:
+            values[opt.name], origins[opt.name] = found
         else:
             if not hw_defaults and "backend" in values:
                 hw_defaults = hardware_defaults(hardware, defaults_for, values["backend"])

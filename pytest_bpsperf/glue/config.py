@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
+from typing import Callable
 
 import pytest
 
@@ -12,16 +13,23 @@ from .. import backends
 from ..config.preflight import WorkloadSpecError, check_workload
 from ..config.reports import REPORT_OPTIONS, ReportOption  # noqa: F401 (the report options' one table)
 from ..config.settings import (
+    OPTION_GROUPS,
     OPTIONS,
+    OPTIONS_BY_NAME,
     Hardware,
+    Option,
     Settings,
     SettingsError,
     Source,
+    default_text,
     env_source,
+    format_value,
     env_var,
     flag,
     ini_key,
+    no_flag,
     resolve,
+    resolve_value,
 )
 from ..config.tricks import REFERENCE_TRICK, TrickError, TrickRegistry, parse_definition, runtime_problems
 
@@ -31,16 +39,24 @@ TRICKS_MARKER = "bpsperf_tricks"
 TRICK_DEFS_INI = "bpsperf_define_tricks"
 
 
+#: ``--help`` groups of the flags that are no setting (the settings' are settings.OPTION_GROUPS).
+REPORTS_GROUP = ("reports", "report files, and what the session shows")
+
+
+def _help(text: str, default: str) -> str:
+    """A flag's help, ending with its default; %-escaped, as argparse %-formats help ('10%')."""
+    return f"{text} (default: {default})".replace("%", "%%")
+
+
 def add_options(parser: pytest.Parser) -> None:
-    """Every setting as ``--bpsperf-NAME`` and ini key ``bpsperf_NAME``, plus the command-line-only flags."""
-    group = parser.getgroup("bpsperf", "distributed-training performance tests (pytest-bpsperf)")
+    """Every setting as ``--bpsperf-NAME`` and ini key ``bpsperf_NAME``, plus the command-line-only flags,
+    in ``--help`` groups (workload, topology, gate, cluster, reports); each help ends with its default."""
+    groups = {name: parser.getgroup(f"bpsperf-{name}", f"bpsperf {name}: {title}")
+              for name, title, _names in OPTION_GROUPS + (REPORTS_GROUP + ((),),)}
+    for name, _title, names in OPTION_GROUPS:
+        for opt in (OPTIONS_BY_NAME[n] for n in names):
+            _add_setting(groups[name], opt)
     for opt in OPTIONS:
-        help_text = f"{opt.help}; {opt.accepted} [env {env_var(opt.name)}, ini {ini_key(opt.name)}]"
-        help_text = help_text.replace("%", "%%")  # argparse %-formats help ('10%' in tolerance)
-        # on/off settings also work as bare flags: --bpsperf-strict means on
-        extra = {"nargs": "?", "const": "on"} if opt.accepted == "on or off" else {}
-        group.addoption(flag(opt.name), dest=ini_key(opt.name), default=None, metavar="VALUE", help=help_text,
-                        **extra)
         parser.addini(ini_key(opt.name), help=f"bpsperf: {opt.help} ({opt.accepted})", default="")
     parser.addini(
         TRICK_DEFS_INI,
@@ -48,17 +64,37 @@ def add_options(parser: pytest.Parser) -> None:
         default=[],
         help="bpsperf: user-defined tricks, one per line: 'NAME: ROLES:VAR=VALUE ... [extra_servers=N] [-- DESCRIPTION]'",
     )
+    reports = groups[REPORTS_GROUP[0]]
     for report in REPORT_OPTIONS:
-        group.addoption(report.flag, dest=report.dest, metavar=report.metavar, default=None, help=report.help)
-    group.addoption("--bpsperf-update-baselines", action="store_true", default=False,
-                    help="record baselines for this hardware profile from what runs (entries of tests that do "
-                         "not run are kept)")
-    group.addoption("--bpsperf-force-update", action="store_true", default=False,
-                    help="with --bpsperf-update-baselines: also record entries whose spread exceeds max_spread")
-    group.addoption("--bpsperf-ps-verbose", action="store_true", default=False,
-                    help="PS_VERBOSE=1 for every role (ps-lite connection logs)")
-    group.addoption("--bpsperf-list-tricks", action="store_true", default=False,
-                    help="show the known tricks and exit")
+        reports.addoption(report.flag, dest=report.dest, metavar=report.metavar, default=None,
+                          help=_help(report.help, report.default))
+    groups["gate"].addoption("--bpsperf-update-baselines", action="store_true", default=False,
+                             help=_help("record baselines for this hardware profile from what runs (entries of tests "
+                                        "that do not run are kept)", "off"))
+    groups["gate"].addoption("--bpsperf-force-update", action="store_true", default=False,
+                             help=_help("with --bpsperf-update-baselines: also record entries whose spread exceeds "
+                                        "max_spread", "off"))
+    groups["cluster"].addoption("--bpsperf-ps-verbose", action="store_true", default=False,
+                                help=_help("PS_VERBOSE=1 for every role (ps-lite connection logs)", "off"))
+    groups["workload"].addoption("--bpsperf-list-tricks", action="store_true", default=False,
+                                 help=_help("show the known tricks and exit", "off"))
+    reports.addoption("--bpsperf-show-settings", action="store_true", default=False,
+                      help=_help("show every setting of the session with its value and where it came from, "
+                                 "and exit", "off"))
+
+
+def _add_setting(group: "pytest.OptionGroup", opt: Option) -> None:
+    where = f"[env {env_var(opt.name)}, ini {ini_key(opt.name)}]"
+    if opt.switch:
+        # A flag takes no value (pytest's convention): `--bpsperf-strict perf_tests` keeps
+        # perf_tests as a path to test. Environment and ini take on/off.
+        group.addoption(flag(opt.name), dest=ini_key(opt.name), action="store_const", const=True,
+                        default=None, help=_help(f"{opt.help} {where}", default_text(opt)))
+        group.addoption(no_flag(opt.name), dest=ini_key(opt.name), action="store_const", const=False,
+                        default=None, help=_help(f"turn {opt.name} off (see {flag(opt.name)})", default_text(opt)))
+    else:
+        group.addoption(flag(opt.name), dest=ini_key(opt.name), default=None, metavar="VALUE",
+                        help=_help(f"{opt.help}; {opt.accepted} {where}", default_text(opt)))
 
 
 def add_markers(config: pytest.Config) -> None:
@@ -101,6 +137,19 @@ def _marker_source(item_name: str, marker: "pytest.Mark | None") -> "Source | No
     return Source("marker", f"@pytest.mark.{SETTINGS_MARKER}(...) on {item_name}", values)
 
 
+def trick_names(item_name: str, marker: "pytest.Mark | None", setting: "tuple | None",
+                origin: str) -> "tuple[list[str], str]":
+    """Trick names for a test and where they came from: --bpsperf-tricks/env override > marker > ini >
+    the reference trick (``setting`` is the ``tricks`` setting, ``origin`` where it came from)."""
+    if setting is not None and not origin.startswith("ini"):
+        return list(setting), origin
+    if marker is not None and marker.args:
+        return [str(a) for a in marker.args], f"@pytest.mark.{TRICKS_MARKER} on {item_name}"
+    if setting is not None:
+        return list(setting), origin
+    return [REFERENCE_TRICK], "default"
+
+
 @dataclass(frozen=True)
 class TrickCase:
     """Parameter of a perf test: which trick, which repeat, its place in the marker."""
@@ -110,28 +159,117 @@ class TrickCase:
     index: int
 
 
+def is_perf_item(item: pytest.Item) -> bool:
+    """Whether ``item`` is a perf test: marked ``perf``, or using the plugin's fixtures (``bpsperf_train``,
+    ``bpsperf_trick``, ``bpsperf_settings``). Only sessions that select one resolve and check the settings."""
+    if item.get_closest_marker(PERF_MARKER) is not None:
+        return True
+    names = getattr(item, "fixturenames", ())
+    return "bpsperf_trick" in names or "bpsperf_settings" in names
+
+
 class SettingsPlugin:
-    """Session settings, the trick registry, settings per test, parametrization and run order."""
+    """Session settings, the trick registry, settings per test, parametrization and run order.
+
+    Nothing is resolved, detected or imported when the plugin is configured: the session's
+    settings are resolved and checked by :meth:`activate`, once perf tests are selected to run
+    (or by the first reader of :attr:`settings`, e.g. ``--bpsperf-show-settings``), so that a
+    session without perf tests never fails on them.
+    """
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.hardware = Hardware.detect()
-        #: what ``backend=auto`` resolved to, once known (before collection): its workload sizes are the defaults
+        self._hardware: "Hardware | None" = None
+        #: what ``backend=auto`` resolved to, once known (when perf tests are selected): its workload sizes are
+        #: the defaults
         self.auto_backend: "str | None" = None
         self.sources = [_cli_source(config), env_source(os.environ), _ini_source(config)]
-        self.settings = self._resolve(self.sources)
+        self._settings: "Settings | None" = None
+        self._registry: "TrickRegistry | None" = None
         self._overridden: "set[str]" = set()  # settings whose override by a test was already told
-        self.registry = self._build_registry()
-        self._check_runtime({role: {var: value} for role, var, value in self.settings.role_env or ()},
-                            f"setting 'role_env' from {self.settings.origins.get('role_env')}")
-        # Names from the command line, environment or ini are known now: a typo is a
-        # usage error here rather than a collection error in every perf module.
-        try:
-            for name in self.settings.tricks or ():
-                where = self.settings.origins["tricks"]
-                self._check_runtime(dict(self.registry.get(name, where).env), f"trick {name!r} (from {where})")
-        except TrickError as exc:
-            raise pytest.UsageError(f"bpsperf: {exc}") from None
+        #: what could not parametrize a perf test, by its function's id: an error only if it is selected
+        self._deferred: "dict[str, pytest.UsageError]" = {}
+        self._checked: "set[str]" = set()  # perf test functions whose own settings and tricks were checked
+        #: whether perf tests were selected and :meth:`activate` ran
+        self.active = False
+        #: called once by :meth:`activate`, after the session's settings are checked and before each
+        #: test's own are (plugin.py connects to an existing cluster there)
+        self.on_activate: "list[Callable[[], None]]" = []
+
+    @property
+    def hardware(self) -> Hardware:
+        """What the defaults depend on: this machine (detected when first needed), or the cluster's nodes."""
+        if self._hardware is None:
+            self._hardware = Hardware.detect()
+        return self._hardware
+
+    @property
+    def settings(self) -> Settings:
+        """The session's settings (no marker): resolved and checked when first read; a bad value is a
+        ``pytest.UsageError`` naming the value and where it came from."""
+        if self._settings is None:
+            settings = self._resolve(self.sources)
+            self._settings = settings
+            try:
+                self._check_runtime({role: {var: value} for role, var, value in settings.role_env or ()},
+                                    f"setting 'role_env' from {settings.origins.get('role_env')}")
+                # Names from the command line, environment or ini are known now: a typo is one
+                # usage error for the session rather than one per perf test.
+                for name in settings.tricks or ():
+                    where = settings.origins["tricks"]
+                    self._check_runtime(dict(self.registry.get(name, where).env), f"trick {name!r} (from {where})")
+            except TrickError as exc:
+                self._settings = None
+                raise pytest.UsageError(f"bpsperf: {exc}") from None
+            except pytest.UsageError:
+                self._settings = None
+                raise
+        return self._settings
+
+    @property
+    def registry(self) -> TrickRegistry:
+        """The known tricks: built in, ``bpsperf_define_tricks``, ``pytest_bpsperf_tricks`` (built when first read)."""
+        if self._registry is None:
+            self._registry = self._build_registry()
+        return self._registry
+
+    def activate(self, items: "list[pytest.Item]") -> None:
+        """Perf tests are selected to run (``items``): resolve and check the session's settings, let
+        :attr:`on_activate` follow them, then check each test's own settings and tricks. Once, before
+        anything is timed (the session's settings also before Ray starts). Raises ``pytest.UsageError``."""
+        if self.active:
+            return
+        self.active = True
+        _ = self.settings
+        for hook in self.on_activate:
+            hook()
+        for item in items:
+            self.check_item(item)
+
+    def describe(self) -> "list[str]":
+        """Every setting of the session (no marker) with its value and where it came from, one line each:
+        what ``--bpsperf-show-settings`` prints."""
+        settings = self.settings
+        rows = []
+        for opt in OPTIONS:
+            value, origin = getattr(settings, opt.name), settings.origins.get(opt.name, "default")
+            unset = origin == "default" and value == opt.default and opt.shown_default is not None
+            rows.append((opt.name, opt.shown_default if unset else format_value(opt, value), origin))
+        names = max(len(name) for name, _value, _origin in rows)
+        values = min(32, max(len(value) for _name, value, _origin in rows))
+        return [f"{name:{names}s}  {value:{values}s}  {origin}" for name, value, origin in rows]
+
+    def check_item(self, item: pytest.Item) -> None:
+        """A selected perf test's own settings (marker included) and tricks, once per test function."""
+        function = item.nodeid.split("[")[0]
+        if function in self._deferred:
+            raise self._deferred[function]
+        if function in self._checked:
+            return
+        self._checked.add(function)
+        settings = self.settings_for(item)
+        if "bpsperf_trick" in getattr(item, "fixturenames", ()):
+            self.tricks_for(function, item.get_closest_marker(TRICKS_MARKER), settings)
 
     def _defaults_for(self, backend: str, device: str):
         """Workload sizes of ``backend`` on ``device``; ``auto`` as resolved (a fallback trains on CPUs)."""
@@ -140,12 +278,12 @@ class SettingsPlugin:
 
     def use_hardware(self, hardware: Hardware) -> None:
         """The settings of tests resolved from now on follow ``hardware`` (an existing cluster's nodes)."""
-        self.hardware = hardware
+        self._hardware = hardware
 
     def resolved_auto(self, backend: str) -> None:
         """``auto`` is ``backend`` for this session: the session's settings follow its workload defaults."""
         self.auto_backend = backend
-        self.settings = self._resolve(self.sources)
+        self._settings = self._resolve(self.sources)
 
     def _resolve(self, sources: "list[Source]") -> Settings:
         try:
@@ -248,16 +386,8 @@ class SettingsPlugin:
                 "and the run would measure something else); expected paths of existing shared objects")
 
     def tricks_for(self, item_name: str, marker: "pytest.Mark | None", settings: Settings) -> "list[str]":
-        """Trick names for a test: --bpsperf-tricks/env override > marker > ini > the reference trick."""
-        origin = settings.origins.get("tricks", "default")
-        if settings.tricks is not None and not origin.startswith("ini"):
-            names, where = list(settings.tricks), origin
-        elif marker is not None and marker.args:
-            names, where = [str(a) for a in marker.args], f"@pytest.mark.{TRICKS_MARKER} on {item_name}"
-        elif settings.tricks is not None:
-            names, where = list(settings.tricks), origin
-        else:
-            names, where = [REFERENCE_TRICK], "default"
+        """Trick names for a test, each known and none twice (see :func:`trick_names`)."""
+        names, where = trick_names(item_name, marker, settings.tricks, settings.origins.get("tricks", "default"))
         try:
             for name in names:
                 self._check_runtime(dict(self.registry.get(name, where).env), f"trick {name!r} (from {where})")
@@ -273,17 +403,37 @@ class SettingsPlugin:
         callspec = getattr(item, "callspec", None)
         return callspec.params.get("bpsperf_trick") if callspec else None
 
+    def parametrization(self, definition: pytest.Item) -> "tuple[int, list[str]]":
+        """Repeats and trick names of a perf test function: the two settings its ids need, and nothing
+        else (no hardware, no checks: those wait until it is selected to run)."""
+        sources = list(self.sources)
+        marker = _marker_source(definition.nodeid, definition.get_closest_marker(SETTINGS_MARKER))
+        if marker is not None:
+            sources.insert(0, marker)
+        try:
+            repeats = resolve_value(OPTIONS_BY_NAME["repeats"], sources)
+            tricks = resolve_value(OPTIONS_BY_NAME["tricks"], sources)
+        except SettingsError as exc:
+            raise pytest.UsageError(f"bpsperf: {exc}") from None
+        names, _where = trick_names(definition.nodeid, definition.get_closest_marker(TRICKS_MARKER),
+                                    tricks[0] if tricks else None, tricks[1] if tricks else "default")
+        return (repeats[0] if repeats else OPTIONS_BY_NAME["repeats"].default), names
+
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "bpsperf_trick" not in metafunc.fixturenames:
             return
         definition = metafunc.definition
-        settings = self.settings_for(definition)
-        names = self.tricks_for(definition.nodeid, definition.get_closest_marker(TRICKS_MARKER), settings)
+        try:
+            repeats, names = self.parametrization(definition)
+        except pytest.UsageError as exc:
+            # Raised only if this test is selected to run (activate): a deselected perf test stops nothing.
+            self._deferred[definition.nodeid] = exc
+            return
         cases, ids = [], []
-        for repeat in range(settings.repeats):
+        for repeat in range(repeats):
             for index, trick in enumerate(names):
                 cases.append(TrickCase(trick, repeat, index))
-                ids.append(trick if settings.repeats == 1 else f"{trick}-r{repeat + 1}")
+                ids.append(trick if repeats == 1 else f"{trick}-r{repeat + 1}")
         metafunc.parametrize("bpsperf_trick", cases, ids=ids, indirect=True)
 
     def pytest_collection_modifyitems(self, session: pytest.Session, config: pytest.Config, items: list) -> None:

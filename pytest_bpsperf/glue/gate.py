@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import pytest
@@ -13,11 +14,12 @@ from ..judge.verdict import IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, REGRESSION, 
 from ..remote.provenance import current_commit, software_versions, utc_now_iso, working_tree_dirty
 from ..stats import BetweenPrior
 from ..store.baselines import BaselineError, BaselineStore, check_baseline_quality
-from ..store.entries import latest_session, make_session
+from ..store.entries import latest_session, make_session, recorded_sessions
 from ..store.history import HistoryError, HistoryStore
 from ..store.profile import Profile, make_profile
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..config.settings import Settings
     from .config import SettingsPlugin
     from .runner import RunnerPlugin
 
@@ -28,7 +30,7 @@ class BaselineGate:
     def __init__(self, config: pytest.Config, settings: "SettingsPlugin", runner: "RunnerPlugin",
                  ledger: Ledger) -> None:
         self.config = config
-        self.settings = settings.settings
+        self.settings_plugin = settings
         self.runner = runner
         self.ledger = ledger
         self.updating: bool = config.getoption("bpsperf_update_baselines")
@@ -36,6 +38,11 @@ class BaselineGate:
         self._profile: "Profile | None" = None
         self._item: "pytest.Item | None" = None
         self._priors: "dict[str, BetweenPrior | None]" = {}
+
+    @property
+    def settings(self) -> "Settings":
+        """The session's settings (resolved when first read: see :class:`~.config.SettingsPlugin`)."""
+        return self.settings_plugin.settings
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> None:
@@ -58,6 +65,47 @@ class BaselineGate:
     def known_profile(self) -> "Profile | None":
         """The profile if it was derived (never derives it)."""
         return self._profile
+
+    def expected_profile(self) -> "Profile | None":
+        """The profile this session will have, before any run (for the report header; never kept): the
+        one derived, else a forced ``profile``, else on the embedded Ray this machine's as its one node.
+        None on an existing cluster: the nodes that host roles decide it."""
+        if self._profile is not None:
+            return self._profile
+        facts = self.runner.expected_profile_facts()
+        if facts is None and self.settings.profile is None:
+            return None
+        facts = facts or {}
+        self.config.hook.pytest_bpsperf_profile_facts(config=self.config, facts=facts)
+        return make_profile(facts, override=self.settings.profile)
+
+    def baselines_text(self, profile: "Profile | None") -> str:
+        """What the stored baselines hold for ``profile`` (the report header)."""
+        if self.settings.base:
+            return f"not used: base vs head in one session (base {self.settings.base})"
+        store = self.store()
+        if profile is None:
+            return f"in {self.shown(store.directory)}, the file of the profile the first run finds"
+        try:
+            data = store.load(profile.id)
+        except BaselineError as exc:
+            return str(exc)
+        path = self.shown(data.path)
+        if not data.entries:
+            others = [p for p in store.profiles() if p != profile.id]
+            held = (f"; {self.shown(store.directory)} holds {len(others)} other profile(s): {', '.join(others[:3])}"
+                    + (", ..." if len(others) > 3 else "")) if others else ""
+            return (f"none for this profile: no {'entry in' if data.exists else 'file'} {path}{held} "
+                    "(pytest -m perf --bpsperf-update-baselines records them)")
+        sessions, latest = recorded_sessions(data.entries)
+        n = len(data.entries)
+        return (f"{path}: {n} entr{'y' if n == 1 else 'ies'}, {sessions} session{'' if sessions == 1 else 's'}, "
+                f"latest {latest or 'undated'}")
+
+    def shown(self, path: "str | os.PathLike") -> str:
+        """``path`` as the header shows it: relative to the rootdir when under it."""
+        full, root = os.path.abspath(path), str(self.config.rootpath)
+        return os.path.relpath(full, root) if full.startswith(root + os.sep) else full
 
     def store(self) -> BaselineStore:
         """The baseline store (--bpsperf-baselines-dir, else baselines/ under the rootdir)."""

@@ -4,8 +4,9 @@
   normal non-zero exit) instead of killing pytest mid-run, once perf tests are
   collected or the Ray side is first used (roles, Ray and the measurement lock
   must be torn down); a session that does neither keeps the handler it had.
-- Report files and, when recording, the baselines directory must be writable:
-  checked at configure time, before anything runs.
+- Report files must be writable: checked at configure time, before anything
+  runs; when recording, the baselines directory too, once perf tests are
+  selected (where it is depends on the settings, resolved then).
 - Under pytest-xdist, each perf test fails at once with how to run perf tests
   (alone, in one process: ``-p no:xdist`` or ``-n 0``), other tests run in
   parallel, and no process writes a report file (none of them saw every run).
@@ -64,16 +65,15 @@ def under_xdist(config: pytest.Config) -> bool:
 class SessionGuard:
     """Checks what must hold before the first test runs; installs the SIGTERM handler once the session measures."""
 
-    def __init__(self, config: pytest.Config, baselines_dir: str, updating: bool) -> None:
+    def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self._previous = None
         self._installed = False
         self._refused: "set[str]" = set()
-        self._check_paths(baselines_dir, updating)
+        self._check_reports()
 
-    def _check_paths(self, baselines_dir: str, updating: bool) -> None:
-        """Report files and (when recording) the baselines directory; other configure-time checks of the
-        session's inputs (e.g. model names, data files) go beside this one."""
+    def _check_reports(self) -> None:
+        """Report files asked for on the command line (written at the session's end, perf tests or not)."""
         for option in REPORT_OPTIONS:
             path = self.config.getoption(option.dest)
             problem = path and unwritable(path, directory=option.directory)
@@ -82,6 +82,11 @@ class SessionGuard:
                     "a file path in a writable directory"
                 raise pytest.UsageError(f"bpsperf: cannot write the report {option.flag}={path}: {problem}; "
                                         f"expected {expected}")
+
+    @staticmethod
+    def check_baselines_dir(baselines_dir: str, updating: bool) -> None:
+        """When recording (``updating``), the baselines directory must be writable: checked once perf
+        tests are selected, before anything runs."""
         problem = updating and unwritable(baselines_dir, directory=True)
         if problem:
             raise pytest.UsageError(f"bpsperf: --bpsperf-update-baselines cannot write the baselines directory "

@@ -53,7 +53,6 @@ class PairGate(BaselineGate):
                  ledger: "Ledger") -> None:
         super().__init__(config, settings, runner, ledger)
         s = self.settings
-        self.settings_plugin = settings
         origin = s.origins.get("base", "?")
         if self.updating:
             raise pytest.UsageError(
@@ -188,6 +187,10 @@ class PairGate(BaselineGate):
         from ..remote.environ import TREE
 
         return replace(arm, entry_path=TREE if rel == "." else f"{TREE}/{rel.replace(os.sep, '/')}")
+
+    def baselines_text(self, profile: object) -> str:
+        """Base against head uses no stored baseline (the report header says so)."""
+        return f"not used: base vs head in one session (base {self.source.describe()})"
 
     def header_lines(self) -> "list[str]":
         """What the report header says about the arms."""

@@ -14,7 +14,9 @@ from ..judge.measurement import MeasurementError, measure
 from ..judge.records import RunOutput
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..config.settings import Settings
     from ..launch.session import PerfSession
+    from ..store.profile import Profile
     from .config import SettingsPlugin
 
 
@@ -24,11 +26,15 @@ class RunnerPlugin:
     def __init__(self, config: pytest.Config, settings: "SettingsPlugin", ledger: Ledger) -> None:
         self.config = config
         self.settings_plugin = settings
-        self.settings = settings.settings
         self.ledger = ledger
         self._session: "PerfSession | None" = None
         #: called once, before the Ray side is first used (the plugin installs the SIGTERM handler)
         self.before_ray: "Callable[[], None]" = lambda: None
+
+    @property
+    def settings(self) -> "Settings":
+        """The session's settings (resolved when first read: see :class:`~.config.SettingsPlugin`)."""
+        return self.settings_plugin.settings
 
     @property
     def session(self) -> "PerfSession":
@@ -92,10 +98,12 @@ class RunnerPlugin:
         if self._session is not None:
             self._session.close()
 
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """On an existing cluster, connect now: workload defaults follow its worker nodes' device kind,
-        and an unreachable cluster is one error for the session. Where there are GPUs, the backend is
-        chosen (``auto``) or checked (a GPU backend that was set) now too, before anything is collected."""
+    def connect(self) -> None:
+        """Once perf tests are selected and the session's settings checked (not with ``--collect-only``):
+        on an existing cluster, connect now, so that workload defaults follow its worker nodes' device
+        kind and an unreachable cluster is one error for the session. Where there are GPUs, the backend
+        is chosen (``auto``) or checked (a GPU backend that was set) now too, before any test's own
+        settings are checked."""
         if self.config.option.collectonly:
             return
         from ..backends import PlanError
@@ -138,7 +146,7 @@ class RunnerPlugin:
         if not items or self.config.option.collectonly or self.settings.base:
             return
         spec = spec_of(items[0], self.settings_plugin, self.base_log_dir())
-        if any(impl.plugin is not self for impl in self.config.pluginmanager.hook.pytest_bpsperf_run.get_hookimpls()):
+        if self.runs_elsewhere():
             return  # runs come from another implementation of the hook: no roles of ours to check
         from ..backends import AUTO, PlanError
         from ..launch.cluster import ClusterError
@@ -220,6 +228,26 @@ class RunnerPlugin:
             return collect_facts(cluster=None)
         return self._session.profile_facts()
 
+    def expected_profile_facts(self) -> "dict | None":
+        """The profile's facts before any run: on the embedded Ray, this machine's with the cluster of
+        one node that it will be (the cores and GPUs the settings count); None on an existing cluster,
+        where the nodes that host roles decide."""
+        if self.settings.ray_address:
+            return None
+        if self._session is not None and self._session.cluster.started:
+            return self.profile_facts()
+        from ..store.profile import collect_facts
+
+        if self.runs_elsewhere():
+            return collect_facts(cluster=None)  # as profile_facts says while no run started Ray
+        hardware = self.settings_plugin.hardware
+        return collect_facts(cluster={"nodes": [{"gpus": hardware.gpus, "cpus": hardware.cores}]})
+
+    def runs_elsewhere(self) -> bool:
+        """Whether another implementation of ``pytest_bpsperf_run`` may answer first (no roles of ours)."""
+        impls = self.config.pluginmanager.hook.pytest_bpsperf_run.get_hookimpls()
+        return any(impl.plugin is not self for impl in impls)
+
     def session_info(self) -> "dict[str, object]":
         """Machine-readable facts of the session (run id, Ray start/stop seconds, nodes)."""
         if self._session is None:
@@ -250,6 +278,29 @@ class RunnerPlugin:
                          "import on the GPU nodes")
         return lines
 
+
+
+def report_header(s: "Settings", profile: "Profile | None", baselines: str, *, updating: bool) -> "list[str]":
+    """The report header of a session that runs perf tests (or shows its settings): the plugin's version
+    and the ``profile`` expected (:meth:`~.gate.BaselineGate.expected_profile`), what the stored
+    ``baselines`` hold for it, where Ray runs, the gate's settings (and whether it is ``updating``)."""
+    from .. import __version__
+    from ..config.settings import OPTIONS_BY_NAME, format_value
+
+    if profile is None:
+        what = "profile of the nodes that host roles (known after the first run)"
+    else:
+        what = f"profile {profile.id} " + (f"(from {s.origins.get('profile')})" if s.profile else "(this machine)")
+    ray = (f"existing cluster at {s.ray_address}" if s.ray_address
+           else "embedded on 127.0.0.1 (started by the first run)")
+    rules = [f"{name} {format_value(OPTIONS_BY_NAME[name], getattr(s, name))}"
+             for name in ("tolerance", "confidence", "strict")]
+    if s.base:
+        rules.append(f"base {s.base}")
+    if updating:
+        rules.append("recording baselines (--bpsperf-update-baselines)")
+    return [f"bpsperf: {__version__}, {what}", f"bpsperf baselines: {baselines}",
+            f"bpsperf Ray: {ray}", f"bpsperf gate: {', '.join(rules)}"]
 
 
 def spec_of(item: pytest.Item, settings_plugin: "SettingsPlugin", base_log_dir: Path) -> RunSpec:

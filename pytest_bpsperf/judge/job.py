@@ -125,6 +125,8 @@ class RunResult:
             "pair": self.spec.pair,
             "backend": self.backend,
             "settings": self.spec.settings.as_dict(),
+            # where each setting came from: "command line option --bpsperf-tolerance", "default", ...
+            "settings_origins": dict(self.spec.settings.origins),
             "topology": dict(self.output.topology),
             "log_dir": self.output.log_dir,
             "roles": [r.as_dict() for r in self.output.roles],

@@ -16,7 +16,8 @@ from .exports import benchmark_export
 from .matrix import head_runs, matrix_tables
 
 #: 2: runs carry ``arm`` and ``pair``; base-vs-head sessions add ``base_vs_head`` (arms, seed, pair tables).
-#: 3: ``verdicts``, every verdict of the session in the order its jobs started (what the reports show).
+#: 3: ``verdicts``, every verdict of the session in the order its jobs started (what the reports show),
+#:    and runs' ``settings_origins``, where each of their settings came from.
 JSON_SCHEMA_VERSION = 3
 
 __all__ = ["JSON_SCHEMA_VERSION", "benchmark_document", "json_document", "verdict_entry", "write_json", "write_text"]

@@ -23,7 +23,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterator, Mapping, Optional, Sequence, Union
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from ..remote.provenance import current_commit, software_versions, utc_now_iso  # noqa: F401 - part of this API
 from ..stats import summarize
@@ -241,6 +241,12 @@ class BaselineStore:
     def path_for(self, profile_id: str) -> Path:
         """The file that holds the baselines of ``profile_id``."""
         return self.directory / f"{validate_profile_id(profile_id)}.json"
+
+    def profiles(self) -> "List[str]":
+        """The profile ids that have a file here, sorted (none when the directory does not exist)."""
+        if not self.directory.is_dir():
+            return []
+        return sorted(p.stem for p in self.directory.glob("*.json") if p.is_file())
 
     def load(self, profile_id: str) -> BaselineFile:
         """Read the file of ``profile_id``; a missing file is an empty one.

@@ -37,6 +37,7 @@ __all__ = [
     "latest_session",
     "make_session",
     "migrate_entry",
+    "recorded_sessions",
     "session_samples",
 ]
 
@@ -121,6 +122,16 @@ def latest_date(entry: "Mapping[str, object] | None") -> Optional[str]:
     """
     dates = [str(s["date"]) for s in entry_sessions(entry) if s.get("date")]
     return max(dates) if dates else None
+
+
+def recorded_sessions(entries: "Mapping[str, Mapping[str, object]]") -> "tuple[int, Optional[str]]":
+    """How many recording sessions the ``entries`` of one file hold together, and the latest date.
+
+    One session adds to every entry it measured: it is counted once, by its commit and date.
+    """
+    seen = {(s.get("commit"), s.get("date")) for e in entries.values() for s in entry_sessions(e)}
+    dates = [str(d) for _c, d in seen if d]
+    return len(seen), (max(dates) if dates else None)
 
 
 def add_session(

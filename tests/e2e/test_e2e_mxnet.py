@@ -58,7 +58,7 @@ def test_two_workers_one_server_end_to_end(perf_project, tmp_path):
     project = perf_project()
     out = tmp_path / "result.json"
     result = project.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf", "--bpsperf-json", str(out),
-                                          "--bpsperf-scaling=on")
+                                          "--bpsperf-scaling")
     result.assert_outcomes(passed=2)
     # Live progress without -v: the roles of each run are up.
     result.stdout.fnmatch_lines(["bpsperf: test_train*(trick default, repeat 1/1): 4 roles up in *s, training 6 steps",

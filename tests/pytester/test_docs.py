@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_bpsperf.config.settings import OPTIONS, env_var, flag, ini_key
+from pytest_bpsperf.config.settings import OPTIONS, env_var, flag, ini_key, no_flag
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -47,14 +47,16 @@ def test_configuration_page_has_every_setting_with_all_its_spellings():
     text = (DOCS / "configuration.md").read_text()
     for opt in OPTIONS:
         section = text.split(f"\n## `{opt.name}`\n", 1)[1].split("\n## ", 1)[0]
-        for spelling in (f"`{flag(opt.name)}=VALUE`", f"`{env_var(opt.name)}`", f"`{ini_key(opt.name)}`"):
+        command_line = (f"`{flag(opt.name)}`, `{no_flag(opt.name)}`" if opt.switch  # flags without a value
+                        else f"`{flag(opt.name)}=VALUE`")
+        for spelling in (command_line, f"`{env_var(opt.name)}`", f"`{ini_key(opt.name)}`"):
             assert spelling in section, (opt.name, spelling)
         assert f"| accepted | {reference_pages._cell(opt.accepted)} |" in section
         assert ("session: not per test" in section) == (not opt.per_test)
 
 
 def test_configuration_page_is_written_from_the_option_table_only():
-    source = inspect.getsource(reference_pages.configuration_page) + inspect.getsource(reference_pages.default_text)
+    source = inspect.getsource(reference_pages.configuration_page)
     imported = [n for n in ast.walk(ast.parse(source)) if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert [getattr(n, "module", None) for n in imported] == ["pytest_bpsperf.config.settings"]
     assert "open(" not in source and "read_text" not in source
@@ -62,9 +64,9 @@ def test_configuration_page_is_written_from_the_option_table_only():
 
 @pytest.mark.parametrize("opt", OPTIONS, ids=[o.name for o in OPTIONS])
 def test_every_default_reads_as_a_value(opt):
-    from pytest_bpsperf.config.settings import DEVICE_DEFAULTS
+    from pytest_bpsperf.config.settings import default_text
 
-    text = reference_pages.default_text(opt, DEVICE_DEFAULTS)
+    text = default_text(opt)
     assert text and text not in ("None", "0.0", "True", "False"), text
     assert not (text == "0" and "'auto'" in opt.accepted), "0 stands for auto here"
 

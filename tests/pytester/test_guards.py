@@ -59,6 +59,13 @@ def test_a_session_without_perf_tests_keeps_the_default_sigterm_handler(ourteste
     assert (ourtester.path / "sigterm-test_plain.txt").read_text() == repr(signal.SIG_DFL)
 
 
+def test_a_session_whose_perf_tests_are_deselected_keeps_the_default_sigterm_handler(ourtester):
+    ourtester.makepyfile(test_plain=SIGTERM_PROBE, test_perf=MATRIX_TEST)
+    result = ourtester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "not perf")
+    result.assert_outcomes(passed=1, deselected=2)
+    assert (ourtester.path / "sigterm-test_plain.txt").read_text() == repr(signal.SIG_DFL)
+
+
 def test_a_session_with_perf_tests_has_the_plugins_sigterm_handler_until_it_ends(ourtester):
     ourtester.makepyfile(test_probe=SIGTERM_PROBE + '''
 
@@ -68,7 +75,7 @@ def test_perf(request, bpsperf_train):
     _seen(request)
 ''')
     before = signal.getsignal(signal.SIGTERM)
-    result = ourtester.runpytest("-p", "no:cacheprovider", "--bpsperf-steps=8", "--bpsperf-scaling=off")
+    result = ourtester.runpytest("-p", "no:cacheprovider", "--bpsperf-steps=8", "--bpsperf-no-scaling")
     result.assert_outcomes(passed=2)
     for name in ("test_perf[default]", "test_plain"):
         assert (ourtester.path / f"sigterm-{name}.txt").read_text() == "SessionGuard._on_sigterm"
@@ -136,7 +143,7 @@ pytestmark = pytest.mark.perf
 def test_x(bpsperf_train):
     assert bpsperf_train(steps=10).img_per_sec > 0
 ''')
-    result = ourtester.runpytest_subprocess("-p", "no:cacheprovider", "--bpsperf-steps=12", "--bpsperf-scaling=off")
+    result = ourtester.runpytest_subprocess("-p", "no:cacheprovider", "--bpsperf-steps=12", "--bpsperf-no-scaling")
     result.assert_outcomes(passed=2)
     lines = [l for l in result.stdout.lines if "--bpsperf-steps=12 is overridden" in l]
     assert len(lines) == 1, result.stdout.str()

@@ -165,7 +165,7 @@ def test_x(bpsperf_train):
 
 #: the workload is pinned (a GPU machine's defaults would differ); the fake has no session effect
 PINNED = ("-p", "no:cacheprovider", "--bpsperf-profile=testprof", "--bpsperf-baselines-dir=bl", "--bpsperf-steps=12",
-          "--bpsperf-batch-size=8", "--bpsperf-image-size=32", "--bpsperf-omp-threads=2", "--bpsperf-scaling=on",
+          "--bpsperf-batch-size=8", "--bpsperf-image-size=32", "--bpsperf-omp-threads=2", "--bpsperf-scaling",
           "--bpsperf-session-spread=1%")
 
 

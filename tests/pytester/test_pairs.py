@@ -61,7 +61,7 @@ CONFTEST = fake_run_conftest(step_s=0.25, warmup=1.0, wobble=0.0, extra=ARMS)
 PERF_TEST = GATED_TEST
 
 PINNED = ("-p", "no:cacheprovider", "--bpsperf-steps=8", "--bpsperf-batch-size=8", "--bpsperf-image-size=32",
-          "--bpsperf-omp-threads=2", "--bpsperf-scaling=off")
+          "--bpsperf-omp-threads=2", "--bpsperf-no-scaling")
 
 
 def git(path, *args):

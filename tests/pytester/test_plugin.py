@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.fakes import MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
+from helpers.fakes import GATED_TEST, MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
+
+from pytest_bpsperf.config.settings import OPTION_GROUPS, OPTIONS_BY_NAME, default_text, flag
 
 #: Each run writes what it was asked to calls.jsonl; the session writes the tests' order to order.txt.
 CALLS_AND_ORDER = '''
@@ -65,22 +67,46 @@ def order(pytester: pytest.Pytester) -> list:
 # --- help and markers -----------------------------------------------------------------------
 
 
-def test_help_shows_group_options_and_ini_keys(ourtester):
+def _help_groups(text: str) -> "dict[str, dict[str, str]]":
+    """pytest --help's bpsperf groups: heading -> {flag: its help, unwrapped}."""
+    groups: "dict[str, dict[str, str]]" = {}
+    flags: "dict[str, str]" = {}
+    name = None
+    for line in text.splitlines():
+        if line.startswith("bpsperf ") and line.endswith(":"):
+            flags = groups.setdefault(line[:-1], {})
+        elif not line.strip() or not line.startswith(" "):
+            flags, name = {}, None
+        elif line.startswith("  --"):
+            name, _, rest = line.strip().partition(" ")
+            flags[name.split("=")[0]] = rest.strip()
+        elif name is not None:
+            flags[name.split("=")[0]] = (flags[name.split("=")[0]] + " " + line.strip()).strip()
+    return groups
+
+
+def test_help_groups_settings_by_what_they_are_about_each_ending_with_its_default(ourtester):
     result = run(ourtester, "--help")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(
-        [
-            "*distributed-training performance tests (pytest-bpsperf)*",
-            "*--bpsperf-backend=VALUE*",
-            "*--bpsperf-steps=VALUE*",
-            "*--bpsperf-tolerance=VALUE*",
-            "*--bpsperf-json=PATH*",
-            "*--bpsperf-markdown=PATH*",
-        ]
-    )
-    out = result.stdout.str()
-    for text in ("--bpsperf-tricks", "--bpsperf-repeats", "--bpsperf-ray-address", "BPSPERF_STEPS",
-                 "10% or 0.1", "bpsperf_steps", "bpsperf_define_tricks"):
+    groups = _help_groups(result.stdout.str())
+    headings = {h.split(":")[0]: h for h in groups}
+    assert list(headings) == ["bpsperf workload", "bpsperf topology", "bpsperf gate", "bpsperf cluster",
+                              "bpsperf reports"]
+    for group, _title, names in OPTION_GROUPS:
+        shown = groups[headings[f"bpsperf {group}"]]
+        for name in names:
+            opt = OPTIONS_BY_NAME[name]
+            assert shown[flag(name)].endswith(f"(default: {default_text(opt)})"), (name, shown[flag(name)])
+    gate, reports = groups[headings["bpsperf gate"]], groups[headings["bpsperf reports"]]
+    assert gate["--bpsperf-tolerance"].endswith("(default: 15%)")
+    assert gate["--bpsperf-no-strict"].endswith("(default: off)")
+    assert "--bpsperf-update-baselines" in gate and "--bpsperf-ps-verbose" in groups[headings["bpsperf cluster"]]
+    assert set(reports) >= {"--bpsperf-json", "--bpsperf-markdown", "--bpsperf-plots", "--bpsperf-history"}
+    every = [h for flags in groups.values() for h in flags.values()]
+    assert all(h.rstrip().endswith(")") and "(default: " in h for h in every), every
+    out = " ".join(result.stdout.str().split())  # argparse wraps the help
+    for text in ("BPSPERF_STEPS", "a percentage with % such as 10%, or a bare fraction below 1 such as 0.1",
+                 "bpsperf_steps", "bpsperf_define_tricks"):
         assert text in out
 
 
@@ -108,6 +134,57 @@ def test_list_tricks(ourtester):
     assert result.ret == 0
     result.stdout.fnmatch_lines(["default *built-in*", "omp-4 *ini key bpsperf_define_tricks*four threads",
                                  "omp-passive *built-in*OMP_WAIT_POLICY*"])
+
+
+# --- on/off settings are flags ---------------------------------------------------------------
+
+
+def _session_settings(config):
+    return config.pluginmanager.get_plugin("bpsperf-SettingsPlugin").settings
+
+
+def test_an_on_off_flag_takes_no_value(ourtester):
+    # `--bpsperf-strict perf_tests` once read perf_tests as the flag's value
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    config = ourtester.parseconfigure("--bpsperf-strict", "test_x.py", "--bpsperf-no-scaling")
+    assert config.args == ["test_x.py"]
+    settings = _session_settings(config)
+    assert (settings.strict, settings.scaling) == (True, False)
+    assert settings.origins["strict"] == "command line option --bpsperf-strict"
+    assert settings.origins["scaling"] == "command line option --bpsperf-no-scaling"
+
+
+def test_the_no_flag_wins_over_the_environment_and_the_last_flag_wins(ourtester, monkeypatch):
+    monkeypatch.setenv("BPSPERF_COLOCATE", "on")
+    ourtester.makeini("[pytest]\nbpsperf_strict = on\n")
+    config = ourtester.parseconfigure("--bpsperf-no-colocate", "--bpsperf-no-strict", "--bpsperf-strict")
+    settings = _session_settings(config)
+    assert (settings.colocate, settings.strict) == (False, True)
+    assert settings.origins["colocate"] == "command line option --bpsperf-no-colocate"
+
+
+def test_environment_and_ini_take_on_off_values(ourtester, monkeypatch):
+    monkeypatch.setenv("BPSPERF_STRICT", "on")
+    ourtester.makeini("[pytest]\nbpsperf_scaling = off\n")
+    settings = _session_settings(ourtester.parseconfigure())
+    assert (settings.strict, settings.scaling) == (True, False)
+    assert settings.origins["strict"] == "environment variable BPSPERF_STRICT"
+
+
+@pytest.mark.parametrize("arg", ["--bpsperf-strict=on", "--bpsperf-scaling=off", "--bpsperf-no-colocate=yes"])
+def test_an_on_off_flag_with_a_value_is_a_usage_error(ourtester, arg):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, arg)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*argument {arg.split('=')[0]}: ignored explicit argument*"])
+
+
+def test_a_strict_flag_before_a_path_runs_that_path(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST, test_other="def test_other():\n    pass\n")
+    ourtester.makepyfile(test_gated=GATED_TEST)
+    result = run(ourtester, "--bpsperf-strict", "test_gated.py")
+    result.assert_outcomes(failed=2)
+    assert result.stdout.str().count("(--bpsperf-strict: a missing baseline fails)") == 2
 
 
 # --- invalid settings are usage errors --------------------------------------------------------
@@ -141,6 +218,7 @@ def test_invalid_cli_value_is_usage_error(ourtester, args, option, value):
      ("BPSPERF_OMP_THREADS", "-2", "'omp_threads'"), ("BPSPERF_REPEATS", "0", "'repeats'")],
 )
 def test_invalid_env_value_is_usage_error(ourtester, monkeypatch, var, raw, option):
+    ourtester.makepyfile(MATRIX_TEST)  # settings are checked once perf tests are collected
     monkeypatch.setenv(var, raw)
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -150,6 +228,7 @@ def test_invalid_env_value_is_usage_error(ourtester, monkeypatch, var, raw, opti
 
 
 def test_invalid_ini_value_is_usage_error(ourtester):
+    ourtester.makepyfile(MATRIX_TEST)
     ini = ourtester.makeini("[pytest]\nbpsperf_batch_size = 0\n")
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -159,6 +238,7 @@ def test_invalid_ini_value_is_usage_error(ourtester):
 
 
 def test_invalid_pyproject_value_is_usage_error(ourtester):
+    ourtester.makepyfile(MATRIX_TEST)
     path = ourtester.makepyprojecttoml("[tool.pytest.ini_options]\nbpsperf_tolerance = '0%'\n")
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -175,6 +255,7 @@ def test_cli_value_hides_invalid_env_value(ourtester, monkeypatch):
 
 
 def test_bad_trick_definition_in_ini_is_usage_error(ourtester):
+    ourtester.makepyfile(MATRIX_TEST)
     ini = ourtester.makeini("[pytest]\nbpsperf_define_tricks =\n    broken definition\n")
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -184,6 +265,7 @@ def test_bad_trick_definition_in_ini_is_usage_error(ourtester):
 
 
 def test_user_trick_clashing_with_builtin_is_usage_error(ourtester):
+    ourtester.makepyfile(MATRIX_TEST)
     ourtester.makeini("[pytest]\nbpsperf_define_tricks =\n    omp-passive: worker:OMP_WAIT_POLICY=ACTIVE\n")
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -247,8 +329,9 @@ def test_unknown_marker_trick_is_an_error_listing_known_tricks(ourtester):
     ourtester.makepyfile(test_x="import pytest\n@pytest.mark.bpsperf_tricks('default', 'nope')\n"
                                 "def test_x(bpsperf_train):\n    bpsperf_train()\n")
     result = run(ourtester)
-    assert result.ret != 0
-    out = result.stdout.str()
+    # a usage error once the test is selected (it was a collection error while parametrizing)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    out = result.stderr.str()
     assert "unknown trick 'nope'" in out
     assert "@pytest.mark.bpsperf_tricks on test_x.py::test_x" in out
     assert "known tricks: default, extra-servers, omp-passive" in out
@@ -259,8 +342,8 @@ def test_duplicate_trick_in_marker_is_an_error(ourtester):
     ourtester.makepyfile(test_x="import pytest\n@pytest.mark.bpsperf_tricks('default', 'default')\n"
                                 "def test_x(bpsperf_train):\n    bpsperf_train()\n")
     result = run(ourtester, "--collect-only")
-    assert result.ret != 0
-    assert "names a trick twice" in result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "names a trick twice" in result.stderr.str()
 
 
 def test_repeats_give_ids_and_interleaved_order(ourtester):
@@ -379,12 +462,46 @@ from pytest_bpsperf.config.tricks import Trick
 def pytest_bpsperf_tricks(config):
     return {"alias": Trick("other")}
 ''')
+    ourtester.makepyfile(MATRIX_TEST)
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "expected a Trick named 'alias'" in result.stderr.str()
 
 
 # --- reports ---------------------------------------------------------------------------------------
+
+
+def test_json_report_says_where_each_setting_of_each_run_came_from(ourtester, monkeypatch):
+    from pytest_bpsperf.store.results import read_document
+
+    ourtester.makepyfile(test_x=MATRIX_TEST, test_y='''
+import pytest
+
+pytestmark = pytest.mark.perf
+
+
+@pytest.mark.bpsperf(batch_size=4)
+def test_y(bpsperf_train):
+    bpsperf_train(steps=12)
+''')
+    ini = ourtester.makeini("[pytest]\nbpsperf_confirm = 1\n")
+    monkeypatch.setenv("BPSPERF_STEPS", "8")
+    result = run(ourtester, "--bpsperf-json=perf.json", "--bpsperf-tolerance=10%", "--bpsperf-no-scaling")
+    result.assert_outcomes(passed=3)
+    doc = read_document(ourtester.path / "perf.json", "results")  # valid against the schema
+    assert doc["schema_version"] == 3
+    runs = {t["nodeid"]: t for t in doc["tests"]}
+    origins = runs["test_x.py::test_x[default]"]["settings_origins"]
+    assert set(origins) == set(OPTIONS_BY_NAME)
+    assert origins["tolerance"] == "command line option --bpsperf-tolerance"
+    assert origins["scaling"] == "command line option --bpsperf-no-scaling"
+    assert origins["steps"] == "environment variable BPSPERF_STEPS"
+    assert origins["confirm"] == f"ini key bpsperf_confirm in {ini}"
+    assert origins["confidence"] == "default"
+    mine = runs["test_y.py::test_y[default]"]["settings_origins"]
+    assert mine["batch_size"] == "batch_size= of @pytest.mark.bpsperf(...) on test_y.py::test_y[default]"
+    assert mine["steps"] == "steps= of bpsperf_train(...) in test_y.py::test_y[default]"
+
 
 
 def test_json_report(ourtester):
@@ -580,3 +697,129 @@ def pytest_bpsperf_run(config, spec):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["bpsperf: test_x.py::test_x[[]default[]]: cannot measure: the run has no worker records"])
     assert "During handling" not in result.stdout.str()
+
+
+# --- --bpsperf-show-settings ------------------------------------------------------------------------
+
+
+def _setting_lines(result) -> "dict[str, str]":
+    out = {}
+    for line in result.stdout.lines:
+        name = line.split(" ", 1)[0]
+        if name in OPTIONS_BY_NAME and line.startswith(name + " "):
+            out[name] = " ".join(line.split()[1:])
+    return out
+
+
+def test_show_settings_prints_every_setting_with_its_value_and_origin_and_exits(ourtester, monkeypatch):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    ini = ourtester.makeini("[pytest]\nbpsperf_repeats = 3\n")
+    monkeypatch.setenv("BPSPERF_STEPS", "8")
+    result = run(ourtester, "--bpsperf-show-settings", "--bpsperf-tolerance=10%", "--bpsperf-no-scaling")
+    assert result.ret == 0, result.stderr.str()
+    shown = _setting_lines(result)
+    assert set(shown) == set(OPTIONS_BY_NAME)
+    assert shown["tolerance"] == "10% command line option --bpsperf-tolerance"
+    assert shown["scaling"] == "off command line option --bpsperf-no-scaling"
+    assert shown["steps"] == "8 environment variable BPSPERF_STEPS"
+    assert shown["repeats"] == f"3 ini key bpsperf_repeats in {ini}"
+    assert shown["confidence"] == "99% default"
+    assert shown["profile"] == "detected from the hardware default"
+    assert calls(ourtester) == []  # nothing collected, nothing run
+    result.stdout.no_fnmatch_line("*test_x*")
+
+
+def test_show_settings_of_a_bad_value_is_its_usage_error(ourtester, monkeypatch):
+    monkeypatch.setenv("BPSPERF_STEPS", "abc")
+    result = run(ourtester, "--bpsperf-show-settings")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "invalid value 'abc' for setting 'steps' from environment variable BPSPERF_STEPS" in result.stderr.str()
+
+
+# --- the report header -----------------------------------------------------------------------------
+
+
+def _header(result) -> "list[str]":
+    return [line for line in result.stdout.lines if line.startswith("bpsperf")]
+
+
+def test_header_of_a_perf_session_names_version_profile_baselines_ray_and_gate(ourtester):
+    from pytest_bpsperf import __version__
+
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    ourtester.makeini("[pytest]\nbpsperf_profile = testprof\n")
+    result = run(ourtester, "--bpsperf-tolerance=10%", "--bpsperf-strict")
+    assert _header(result)[:4] == [
+        f"bpsperf: {__version__}, profile testprof (from ini key bpsperf_profile in {ourtester.path / 'tox.ini'})",
+        "bpsperf baselines: none for this profile: no file baselines/testprof.json (pytest -m perf "
+        "--bpsperf-update-baselines records them)",
+        "bpsperf Ray: embedded on 127.0.0.1 (started by the first run)",
+        "bpsperf gate: tolerance 10%, confidence 99%, strict on",
+    ]
+    result.stdout.fnmatch_lines(["collected 2 items", "bpsperf: *", "*", "*", "bpsperf gate: *", "", "test_x.py *"])
+    # recorded, the file is named with its entries, sessions and latest date
+    result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats=3")
+    assert "bpsperf gate: tolerance 15%, confidence 99%, strict off, recording baselines " \
+           "(--bpsperf-update-baselines)" in _header(result)
+    date = json.loads((ourtester.path / "baselines" / "testprof.json").read_text())
+    date = next(iter(date["entries"].values()))["sessions"][0]["date"]
+    result = run(ourtester)
+    assert f"bpsperf baselines: baselines/testprof.json: 2 entries, 1 session, latest {date}" in _header(result)
+
+
+def test_header_names_other_profiles_when_this_one_has_none(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    for name in ("other-a", "other-b"):
+        run(ourtester, f"--bpsperf-profile={name}", "--bpsperf-update-baselines", "--bpsperf-repeats=3")
+    result = run(ourtester, "--bpsperf-profile=mine")
+    assert ("bpsperf baselines: none for this profile: no file baselines/mine.json; baselines holds 2 other "
+            "profile(s): other-a, other-b (pytest -m perf --bpsperf-update-baselines records them)") in _header(result)
+
+
+def test_detected_profile_in_the_header_is_the_one_the_runs_get(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, "--bpsperf-json=out.json")
+    said = _header(result)[0].split("profile ", 1)[1]
+    assert said.endswith(" (this machine)")
+    assert json.loads((ourtester.path / "out.json").read_text())["profile"]["id"] == said[:-len(" (this machine)")]
+    result.stdout.no_fnmatch_line("*not * as the header said*")
+
+
+@pytest.mark.parametrize("args", [[], ["-m", "not perf"], ["-q"], ["--no-header"], ["--collect-only"]])
+def test_no_header_without_perf_tests_to_run_or_when_headers_are_off(ourtester, args):
+    ourtester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    if args:
+        ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester, *args)
+    assert not _header(result)
+
+
+def test_show_settings_shows_the_header_too_with_a_cluster_and_a_base(ourtester):
+    from pytest_bpsperf import __version__
+
+    result = run(ourtester, "--bpsperf-show-settings", "--bpsperf-ray-address=10.0.0.1:6379", "--bpsperf-base=HEAD")
+    assert result.ret == 0, result.stderr.str()
+    assert _header(result)[:4] == [
+        f"bpsperf: {__version__}, profile of the nodes that host roles (known after the first run)",
+        "bpsperf baselines: not used: base vs head in one session (base HEAD)",
+        "bpsperf Ray: existing cluster at 10.0.0.1:6379",
+        "bpsperf gate: tolerance 15%, confidence 99%, strict off, base HEAD",
+    ]
+
+
+def test_a_profile_other_than_the_headers_is_said_at_the_end(ourtester):
+    # Facts that change between the header and the runs (here a hook's counter; for real, Ray counting
+    # this machine's cores otherwise) give another profile: the summary says so.
+    ourtester.makeconftest(CONFTEST + '''
+
+CALLS = []
+
+
+def pytest_bpsperf_profile_facts(config, facts):
+    CALLS.append(1)
+    facts["seen"] = len(CALLS)
+''')
+    ourtester.makepyfile(test_x=MATRIX_TEST)
+    result = run(ourtester)
+    said = _header(result)[0].split("profile ", 1)[1].split(" ")[0]
+    result.stdout.fnmatch_lines([f"bpsperf: the runs' profile is *, not {said} as the header said before Ray was up*"])

@@ -68,7 +68,7 @@ WORKLOAD = ("backend=mxnet,batch_size=8,data=synthetic,dtype=float32,image_size=
             "steps=12,timing=overlapped")
 # The workload is pinned: on a GPU machine the defaults (and so the keys) would differ.
 PINNED = ("--bpsperf-steps=12", "--bpsperf-batch-size=8", "--bpsperf-image-size=32", "--bpsperf-omp-threads=2",
-          "--bpsperf-scaling=off", "--bpsperf-session-spread=1%")
+          "--bpsperf-no-scaling", "--bpsperf-session-spread=1%")
 
 
 @pytest.fixture
@@ -557,15 +557,15 @@ def test_clear_result_stops_after_one_run(ourtester, monkeypatch):
 
 def test_normalize_single_takes_the_machine_speed_out(ourtester, monkeypatch):
     monkeypatch.setenv("FAKE_SINGLE", "10.0")
-    record(ourtester, monkeypatch, "--bpsperf-scaling=on")
+    record(ourtester, monkeypatch, "--bpsperf-scaling")
     entry = json.loads(baselines_file(ourtester).read_text())["entries"][key("default")]
     assert entry["sessions"][0]["single_img_per_sec"] == 10.0
     # A day 30% slower for everything, the single process too: raw img/s fails, normalized passes.
     monkeypatch.setenv("FAKE_SPEED", "0.7")
     monkeypatch.setenv("FAKE_SINGLE", "7.0")
-    result = run(ourtester, "-v", "--bpsperf-scaling=on")
+    result = run(ourtester, "-v", "--bpsperf-scaling")
     result.assert_outcomes(failed=2)
-    result = run(ourtester, "-v", "--bpsperf-scaling=on", "--bpsperf-normalize=single", "--bpsperf-json=perf.json")
+    result = run(ourtester, "-v", "--bpsperf-scaling", "--bpsperf-normalize=single", "--bpsperf-json=perf.json")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: measured * img/s (1 run) vs baseline *: "
                                  "relative to single-process img/s (7.0 this session) +0.0%*"])
@@ -574,7 +574,7 @@ def test_normalize_single_takes_the_machine_speed_out(ourtester, monkeypatch):
     assert verdict["normalized_samples"] == [pytest.approx(verdict["samples"][0] / 7.0)]
     # The code got slower, the machine did not: normalized, it still fails.
     monkeypatch.setenv("FAKE_SINGLE", "10.0")
-    result = run(ourtester, "-v", "--bpsperf-scaling=on", "--bpsperf-normalize=single")
+    result = run(ourtester, "-v", "--bpsperf-scaling", "--bpsperf-normalize=single")
     result.assert_outcomes(failed=2)
 
 
@@ -587,7 +587,7 @@ def test_normalize_single_needs_scaling(ourtester):
 def test_normalize_single_without_a_recorded_reference_is_no_baseline(ourtester, monkeypatch):
     record(ourtester, monkeypatch)  # scaling off: no single-process figure recorded
     monkeypatch.setenv("FAKE_SINGLE", "10.0")
-    result = run(ourtester, "--bpsperf-scaling=on", "--bpsperf-normalize=single", "-rs")
+    result = run(ourtester, "--bpsperf-scaling", "--bpsperf-normalize=single", "-rs")
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*no recorded session has a single-process img/s*"])
 

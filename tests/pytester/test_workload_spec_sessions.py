@@ -55,11 +55,19 @@ def test_marker_entry_imports_from_the_rootdir(pytester):
         def test_x(bpsperf_settings):
             print("ENTRY", bpsperf_settings.entry.spec, bpsperf_settings.entry.path)
 
+    """))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    result.stdout.fnmatch_lines([f"*ENTRY team.nets:build {pytester.path}"])
+    result.assert_outcomes(passed=1)
+    # A test's own bad entry is a usage error before anything runs (it was an error of that test's setup).
+    pytester.makepyfile(test_other=textwrap.dedent("""
+        import pytest
+
         @pytest.mark.bpsperf(entry="team.nets:missing")
         def test_y(bpsperf_settings):
             pass
     """))
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
-    result.stdout.fnmatch_lines([f"*ENTRY team.nets:build {pytester.path}"])
-    result.stdout.fnmatch_lines(["*has no function 'missing'*"])
-    result.assert_outcomes(passed=1, errors=1)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*entry= of @pytest.mark.bpsperf(...) on test_other.py::test_y*has no function "
+                                 "'missing'*"])

@@ -379,3 +379,17 @@ def test_session_with_bad_samples_is_an_error_naming_the_file(tmp_path):
         BaselineStore(tmp_path).add_sessions(PROFILE_ID, PROFILE, {"k": (_HEAD, _session([1.0, 2.0], 1))}, window=3)
     assert str(path) in str(info.value)
     assert path.read_bytes() == content
+
+
+def test_recorded_sessions_count_one_session_once_across_entries_and_give_the_latest_date(tmp_path):
+    from pytest_bpsperf.store.entries import recorded_sessions
+
+    store = BaselineStore(tmp_path)
+    assert recorded_sessions({}) == (0, None) and store.profiles() == []
+    for day in (3, 1):  # one session measures both tricks; a later file may bring an older session
+        store.add_sessions(PROFILE_ID, PROFILE, {_key(trick): (dict(_HEAD, trick=trick), _session([100.0, 99.0], day))
+                                                 for trick in ("default", "omp-passive")}, window=3)
+    entries = store.load(PROFILE_ID).entries
+    assert recorded_sessions(entries) == (2, "2024-05-03T12:00:00Z")
+    (tmp_path / "notes.txt").write_text("not a profile")
+    assert store.profiles() == [PROFILE_ID]

@@ -34,3 +34,32 @@ def test_bad_tolerance_is_a_usage_error(capsys):
         main(["compare", "a.json", "b.json", "--tolerance", "150%"])
     assert info.value.code == 2
     assert "--tolerance '150%'" in capsys.readouterr().err
+
+
+def _run(**extra):
+    return {"nodeid": "a", "test": "a", "trick": "default", "repeat": 0, "backend": "mxnet",
+            "settings": {"tolerance": 0.1}, "img_per_sec": 10.0, **extra}
+
+
+@pytest.mark.parametrize("version, run, valid", [
+    (2, _run(), True),  # older versions stay readable
+    (3, _run(settings_origins={"tolerance": "command line option --bpsperf-tolerance"}), True),
+    (3, _run(settings_origins={"tolerance": 0.1}), False),
+    (4, _run(), False),
+])
+def test_results_schema_versions_and_settings_origins(version, run, valid):
+    from pytest_bpsperf.store.schema import SchemaError, validate
+
+    document = {"schema_version": version, "tests": [run]}
+    if valid:
+        validate(document, "results", "a results file")
+    else:
+        with pytest.raises(SchemaError):
+            validate(document, "results", "a results file")
+
+
+def test_bpsperf_tolerance_is_a_percentage_with_the_plugins_rule(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["compare", "a.json", "b.json", "--tolerance", "10"])
+    assert info.value.code == 2
+    assert "--tolerance '10': a bare number is a fraction of 1, so 10 would be 1000%" in capsys.readouterr().err

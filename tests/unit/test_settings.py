@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_bpsperf.config.parsers import PERCENT_ACCEPTED
 from pytest_bpsperf.config.settings import (
     OPTIONS,
     OPTIONS_BY_NAME,
@@ -153,14 +154,34 @@ def test_settings_views():
 # --- value parsing ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("raw", ["10%", "10", "0.1", " 10% ", 0.1, 10])
+@pytest.mark.parametrize("raw", ["10%", "0.1", " 10% ", "10.0%", 0.1, ".1"])
 def test_tolerance_forms(raw):
     assert resolve([cli(tolerance=raw)], CPU).tolerance == pytest.approx(0.1)
 
 
-@pytest.mark.parametrize("raw, expected", [("2.5%", 0.025), ("50", 0.5), ("0.5", 0.5), ("99%", 0.99)])
+@pytest.mark.parametrize("raw, expected", [("2.5%", 0.025), ("50%", 0.5), ("0.5", 0.5), ("99%", 0.99),
+                                           ("1%", 0.01), ("0.5%", 0.005)])
 def test_tolerance_values(raw, expected):
     assert resolve([env(tolerance=raw)], CPU).tolerance == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("name, raw", [("tolerance", "10"), ("tolerance", "1"), ("confidence", "99"),
+                                       ("max_spread", "20"), ("session_spread", "1.0")])
+def test_a_bare_number_of_one_or_more_is_never_read_as_a_percentage(name, raw):
+    # 1 once meant 1% and 0.9 meant 90%: a bare number is a fraction now, so 1 or more is refused.
+    with pytest.raises(SettingsError) as info:
+        resolve([env(**{name: raw})], CPU)
+    message = str(info.value)
+    assert f"invalid value {raw!r} for setting {name!r} from environment variable {env_var(name)}: " in message
+    assert f"a bare number is a fraction of 1, so {raw} would be {float(raw) * 100:g}%" in message
+    assert f"expected {PERCENT_ACCEPTED} (write {raw}% for {raw} percent)" in message
+
+
+def test_a_markers_number_follows_the_same_rule():
+    assert resolve([marker(tolerance=0.1)], CPU).tolerance == pytest.approx(0.1)
+    with pytest.raises(SettingsError, match=r"invalid value 10 for setting 'tolerance' from tolerance= of .*"
+                                            r"a bare number is a fraction of 1, so 10 would be 1000%"):
+        resolve([marker(tolerance=10)], CPU)
 
 
 @pytest.mark.parametrize(
@@ -241,6 +262,8 @@ INVALID = [
     ("tolerance", "0"),
     ("tolerance", "100%"),
     ("tolerance", "150"),
+    ("tolerance", "10"),
+    ("tolerance", "-5%"),
     ("tolerance", "lots"),
     ("scaling", "maybe"),
     ("ray_address", "headnode"),
@@ -268,6 +291,7 @@ INVALID = [
     ("max_repeats", "0"),
     ("max_repeats", "many"),
     ("confidence", "100%"),
+    ("confidence", "99"),
     ("confidence", "sure"),
     ("session_spread", "0"),
     ("session_spread", "wide"),
@@ -395,6 +419,13 @@ def test_role_env_items_and_planner_owned_variables():
 def test_verdict_settings_defaults_and_spellings():
     s = resolve([], Hardware(gpus=0, cores=2))
     assert (s.max_repeats, s.confidence, s.session_spread, s.sessions, s.normalize) == (4, 0.99, 0.25, 10, "off")
-    s = resolve([Source("cli", "command line", {"max_repeats": "6", "confidence": "95%", "session_spread": "5",
+    s = resolve([Source("cli", "command line", {"max_repeats": "6", "confidence": "95%", "session_spread": "5%",
                                                 "sessions": "3", "normalize": "Single"})], Hardware(gpus=0, cores=2))
     assert (s.max_repeats, s.confidence, s.session_spread, s.sessions, s.normalize) == (6, 0.95, 0.05, 3, "single")
+
+
+def test_every_option_is_in_one_help_group():
+    from pytest_bpsperf.config.settings import OPTION_GROUPS
+
+    names = [name for _group, _title, names in OPTION_GROUPS for name in names]
+    assert sorted(names) == sorted(o.name for o in OPTIONS) and len(names) == len(set(names))
