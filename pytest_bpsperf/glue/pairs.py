@@ -37,6 +37,7 @@ from ..config.arms import (
 from ..judge.job import RunFailure, RunResult, RunSpec, run_key
 from ..judge.pairs import INCONCLUSIVE, Pair, PairedJob, PairedVerdict
 from ..judge.verdict import IMPROVEMENT, REGRESSION
+from . import junit
 from .gate import BaselineGate
 from .runner import spec_of
 
@@ -270,15 +271,14 @@ class PairGate(BaselineGate):
 
     def _on_pair_verdict(self, job: PairedJob, run: "RunResult | None", verdict: "PairedVerdict | None") -> None:
         item = self._item
-        props = item.user_properties if item is not None else []
         if verdict is None:
-            props.append(("bpsperf_verdict", f"pending: pair {len(job.pairs)} of {run.spec.settings.repeats}"
-                          if run is not None else "pending"))
+            junit.record(item, "bpsperf_verdict", f"pending: pair {len(job.pairs)} of {run.spec.settings.repeats}"
+                         if run is not None else "pending")
             return
         for name, value in verdict.as_dict().items():
             if name not in ("comparison", "pair_table", "key", "note"):
-                props.append((f"bpsperf_{name}", value))
-        props.append(("bpsperf_adaptive_pairs", job.adaptive_pairs))
+                junit.record(item, f"bpsperf_{name}", value)
+        junit.record(item, "bpsperf_adaptive_pairs", job.adaptive_pairs)
         text = verdict.message()
         settings = run.spec.settings if run is not None else self.settings
         if verdict.status == REGRESSION:
