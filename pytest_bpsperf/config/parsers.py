@@ -80,15 +80,28 @@ def _workers(raw: Any) -> int:
     return _int_at_least(1)(raw)
 
 
+#: Why a Ray Client address (``ray://``) is refused, and what to do instead.
+RAY_CLIENT_REFUSED = (
+    "Ray Client (ray://) is not supported: the plugin drives its runs with driver-side Ray APIs (the "
+    "runtime_env uploads that ship trees and entry modules, ray._private.state for the node listing) made "
+    "for a driver connected to the cluster's GCS, not for a Ray Client proxy, and Ray's documentation "
+    "recommends Ray Jobs over Ray Client for ML workloads; run pytest on the cluster as a Ray job instead: "
+    "ray job submit --address http://HEAD:8265 --working-dir . -- pytest -m perf --bpsperf-ray-address=auto"
+)
+
+
 def _ray_address(raw: Any) -> str:
     text = str(raw).strip()
     if text in ("", "local", "embedded"):
         return ""
-    if text == "auto" or text.startswith("ray://") or ":" in text:
+    if text.startswith("ray://"):
+        raise ValueError(RAY_CLIENT_REFUSED)
+    if text == "auto" or ":" in text:
         return text
     raise ValueError(
         "expected empty/'local' (embedded Ray on this machine), 'auto' (the cluster "
-        "'ray start' runs here), HOST:PORT of a head node, or ray://HOST:PORT"
+        "'ray start' runs here, or RAY_ADDRESS) or HOST:PORT of a head node (GCS); "
+        "for ray://, use Ray Jobs (ray job submit)"
     )
 
 

@@ -114,7 +114,7 @@ OPTIONS: tuple = (
     Option("trace", "BytePS timeline: trace push/pull of training steps START:END (backend byteps)",
            _trace_window, "START:END with 1 <= START < END", None),
     Option("ray_address", "Ray cluster to use; empty starts an embedded Ray on this machine", _ray_address,
-           "empty/'local', 'auto', HOST:PORT or ray://HOST:PORT", "", False),
+           "empty/'local', 'auto' or HOST:PORT (not ray://: use Ray Jobs)", "", False),
     Option("profile", "hardware profile name (default: detected from the hardware)", _profile_id,
            "letters, digits, '.', '_' and '-'", None, False),
     Option("baselines_dir", f"directory of the baseline files (default: {BASELINES_DIR}/ under the rootdir)", _path,

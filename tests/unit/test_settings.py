@@ -172,7 +172,6 @@ def test_tolerance_values(raw, expected):
         ("auto", "auto"),
         ("10.0.0.1:6379", "10.0.0.1:6379"),
         ("head.example:6379", "head.example:6379"),
-        ("ray://10.0.0.1:10001", "ray://10.0.0.1:10001"),
     ],
 )
 def test_ray_address_forms(raw, expected):
