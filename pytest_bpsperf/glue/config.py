@@ -10,6 +10,7 @@ import pytest
 
 from .. import backends
 from ..config.preflight import WorkloadSpecError, check_workload
+from ..config.ray_env import ray_job_source
 from ..config.settings import (
     OPTIONS,
     Hardware,
@@ -156,7 +157,8 @@ class SettingsPlugin:
         self.hardware = Hardware.detect()
         #: what ``backend=auto`` resolved to, once known (before collection): its workload sizes are the defaults
         self.auto_backend: "str | None" = None
-        self.sources = [_cli_source(config), env_source(os.environ), _ini_source(config)]
+        # inside a Ray job (ray job submit), ray_address defaults to the job's cluster
+        self.sources = [_cli_source(config), env_source(os.environ), _ini_source(config), *ray_job_source(os.environ)]
         self.settings = self._resolve(self.sources)
         self._overridden: "set[str]" = set()  # settings whose override by a test was already told
         self.registry = self._build_registry()

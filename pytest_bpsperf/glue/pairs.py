@@ -118,6 +118,7 @@ class PairGate(BaselineGate):
 
     def _preflight(self, items: list) -> None:
         """Each arm's interpreter imports what its roles need, on every node that hosts roles."""
+        from ..config.ray_env import RuntimeEnvError
         from ..remote.preflight import PreflightError
 
         seen, specs = set(), []
@@ -147,6 +148,8 @@ class PairGate(BaselineGate):
             raise ArmError(f"{exc} (setting 'base' {self.source.describe()}"
                            + (f", 'base_python' {self.settings.base_python}" if self.settings.base_python else "")
                            + ")") from None
+        except RuntimeEnvError as exc:  # what an arm ships against the runtime_env of the job or the setting
+            raise ArmError(str(exc)) from None
         self.arms = {name: replace(arm, facts=facts.get(name, {})) for name, arm in self.arms.items()}
 
     def _local_preflight(self, arm: Arm, spec: RunSpec) -> dict:

@@ -292,6 +292,8 @@ INVALID = [
     ("seed", "lucky"),
     ("sync_every", "0"),
     ("workers", "some"),
+    ("runtime_env", "{not json"),
+    ("runtime_env", "/no/such/runtime_env.yaml"),
 ]
 
 
