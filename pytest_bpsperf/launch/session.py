@@ -261,9 +261,14 @@ class PerfSession:
                 from ray._private.runtime_env.py_modules import upload_py_modules_if_needed
             except ImportError as exc:  # pragma: no cover - other Ray versions
                 raise ClusterError(f"this Ray cannot ship the entry point's module {path}: {exc}") from None
+            import inspect
+
+            # .gitignore honoured where this Ray can (older ones have no such parameter)
+            ignore = ({"include_gitignore": True}
+                      if "include_gitignore" in inspect.signature(upload_py_modules_if_needed).parameters else {})
             try:
-                env = upload_py_modules_if_needed({"py_modules": [path]}, include_gitignore=True,
-                                                  scratch_dir=tempfile.gettempdir())
+                env = upload_py_modules_if_needed({"py_modules": [path]}, scratch_dir=tempfile.gettempdir(),
+                                                  **ignore)
             except Exception as exc:  # noqa: BLE001 - Ray raises many kinds (too large, unreadable)
                 raise ClusterError(f"cannot ship the entry point's module {path} to the cluster: {exc}") from None
             self._modules[path] = env["py_modules"][0]
