@@ -176,7 +176,8 @@ def test_session_layers_embedded_and_existing():
     assert session_layers(existing=False, job=None, setting=None, setting_origin="default", package=PACKAGE) == []
 
 
-def test_the_drivers_runtime_env_and_environment_for_ray_init():
+def test_the_drivers_runtime_env_and_environment_for_ray_init(monkeypatch):
+    monkeypatch.delenv(JOB_CONFIG_VAR, raising=False)  # not inside a job unless a test says so
     job = RayJob("raysubmit_1", "127.0.0.1:6379", '{"py_modules": ["gcs://_ray_pkg_m.zip"]}')
     value = parse_runtime_env('{"env_vars": {"A": "1"}}')
     # today's behaviour without anything set: the plugin ships itself, the embedded Ray gets nothing
