@@ -113,7 +113,11 @@ def _header(config: pytest.Config) -> "list[str]":
     profile = gate.expected_profile()
     if profile is not None:
         config.stash[header_profile_key] = profile.id
-    return report_header(gate.settings, profile, gate.baselines_text(profile), updating=gate.updating)
+    from .config.ray_env import ray_notices
+
+    lines = report_header(gate.settings, profile, gate.baselines_text(profile), updating=gate.updating)
+    # what the session does about a Ray job, RAY_ADDRESS or RAY_JOB_ID, before anything runs
+    return lines + [f"bpsperf: {line}" for line in ray_notices(os.environ, gate.settings)]
 
 
 def _activate(config: pytest.Config) -> None:

@@ -86,15 +86,28 @@ def _workers(raw: Any) -> int:
     return _int_at_least(1)(raw)
 
 
+#: Why a Ray Client address (``ray://``) is refused, and what to do instead.
+RAY_CLIENT_REFUSED = (
+    "Ray Client (ray://) is not supported: the plugin drives its runs with driver-side Ray APIs (the "
+    "runtime_env uploads that ship trees and entry modules, ray._private.state for the node listing) made "
+    "for a driver connected to the cluster's GCS, not for a Ray Client proxy, and Ray's documentation "
+    "recommends Ray Jobs over Ray Client for ML workloads; run pytest on the cluster as a Ray job instead: "
+    "ray job submit --address http://HEAD:8265 --working-dir . -- pytest -m perf --bpsperf-ray-address=auto"
+)
+
+
 def _ray_address(raw: Any) -> str:
     text = str(raw).strip()
     if text in ("", "local", "embedded"):
         return ""
-    if text == "auto" or text.startswith("ray://") or ":" in text:
+    if text.startswith("ray://"):
+        raise ValueError(RAY_CLIENT_REFUSED)
+    if text == "auto" or ":" in text:
         return text
     raise ValueError(
         "expected empty/'local' (embedded Ray on this machine), 'auto' (the cluster "
-        "'ray start' runs here), HOST:PORT of a head node, or ray://HOST:PORT"
+        "'ray start' runs here, or RAY_ADDRESS) or HOST:PORT of a head node (GCS); "
+        "for ray://, use Ray Jobs (ray job submit)"
     )
 
 
@@ -334,3 +347,120 @@ def parse_entry(raw: Any) -> "EntryPoint | None":
     if not sep or not function.isidentifier() or not all(p.isidentifier() for p in parts):
         raise ValueError("expected module:function, e.g. examples.custom_model:build")
     return EntryPoint(module, function)
+
+
+
+#: runtime_env keys whose value names local paths (made absolute here: Ray resolves them against the
+#: driver's working directory, and the merge compares them).
+_PATH_KEYS = ("working_dir", "py_modules")
+
+
+@dataclass(frozen=True)
+class RuntimeEnvSetting:
+    """The ``runtime_env`` setting: a Ray runtime_env (a JSON object) and where its text was read.
+
+    ``text`` is the object as canonical JSON (sorted keys), so that two settings
+    compare and hash by content; :meth:`env` gives it back as a dict. Local
+    paths in ``working_dir`` and ``py_modules`` are absolute.
+    """
+
+    text: str
+    path: "str | None" = None  # the JSON or YAML file it came from; None for inline JSON
+
+    def env(self) -> dict:
+        """The runtime_env as Ray takes it (a new dict each time)."""
+        import json
+
+        return json.loads(self.text)
+
+    def as_dict(self) -> dict:
+        """JSON view for the results: where it came from and its keys; of ``env_vars`` only the names
+        (a runtime_env may carry credentials, and the results are uploaded as CI artifacts)."""
+        env = self.env()
+        if "env_vars" in env:
+            env["env_vars"] = sorted(env["env_vars"])
+        return {"from": self.path or "inline", "env": env}
+
+
+def _uri(text: str) -> bool:
+    return "://" in text
+
+
+def _check_runtime_env(env: Any) -> dict:
+    """The shape of a runtime_env that the merge relies on; Ray checks the rest when it connects."""
+    if not isinstance(env, dict) or not all(isinstance(k, str) for k in env):
+        raise ValueError("expected a JSON object of runtime_env fields, such as "
+                         "{\"pip\": [\"gluoncv==0.10.5\"], \"env_vars\": {\"NCCL_DEBUG\": \"INFO\"}}")
+    if "py_modules" in env and not (isinstance(env["py_modules"], list)
+                                    and all(isinstance(m, str) and m for m in env["py_modules"])):
+        raise ValueError("py_modules must be a list of local paths (directories, .py or .whl files) or URIs")
+    if "working_dir" in env and not (isinstance(env["working_dir"], str) and env["working_dir"]):
+        raise ValueError("working_dir must be a local directory or a URI")
+    env_vars = env.get("env_vars", {})
+    if not isinstance(env_vars, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                 for k, v in env_vars.items()):
+        raise ValueError("env_vars must map variable names to strings, such as {\"NCCL_DEBUG\": \"INFO\"}")
+    out = dict(env)
+    for key in _PATH_KEYS:
+        values = out.get(key)
+        if values is None:
+            continue
+        paths = []
+        for value in values if isinstance(values, list) else [values]:
+            if not _uri(value):
+                value = os.path.abspath(os.path.expanduser(value))
+                if not os.path.exists(value):
+                    raise ValueError(f"{key} names {value}, which does not exist here (local paths are read "
+                                     "on this machine and uploaded; use a URI for code already on the cluster)")
+            paths.append(value)
+        out[key] = paths if isinstance(values, list) else paths[0]
+    return out
+
+
+def parse_runtime_env(raw: Any) -> "RuntimeEnvSetting | None":
+    """Inline JSON (``{...}``) or the path of a JSON or YAML file holding one object; empty for none."""
+    import json
+
+    if isinstance(raw, RuntimeEnvSetting):
+        return raw
+    if isinstance(raw, dict):
+        return RuntimeEnvSetting(json.dumps(_check_runtime_env(raw), sort_keys=True))
+    text = str(raw).strip()
+    if not text or text.lower() == "none":
+        return None
+    path = None
+    if text.startswith(("{", "[")):  # inline JSON (a list is refused below, by what it is)
+        try:
+            env = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"not valid JSON ({exc}); expected a JSON object or the path of a JSON or YAML "
+                             "file") from None
+    else:
+        path = os.path.abspath(os.path.expanduser(text))
+        try:
+            with open(path, encoding="utf-8") as fh:
+                content = fh.read()
+        except OSError as exc:
+            raise ValueError(f"cannot read {path} ({exc.strerror or exc}); expected a JSON object or the "
+                             "path of a JSON or YAML file") from None
+        env = _load_file(path, content)
+    return RuntimeEnvSetting(json.dumps(_check_runtime_env(env), sort_keys=True), path)
+
+
+def _load_file(path: str, content: str) -> Any:
+    import json
+
+    if path.endswith((".yaml", ".yml")):
+        try:
+            import yaml
+        except ImportError:  # pragma: no cover - PyYAML comes with Ray
+            raise ValueError(f"{path} is YAML, and PyYAML is not installed here; use a .json file") from None
+        try:
+            return yaml.safe_load(content)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{path} is not valid YAML ({str(exc).splitlines()[0]})") from None
+    try:
+        return json.loads(content)
+    except ValueError as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc}); expected a .json file, or .yaml/.yml for YAML") \
+            from None

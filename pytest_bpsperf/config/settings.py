@@ -22,6 +22,7 @@ from .parsers import (
     PERCENT_ACCEPTED,
     SYNTHETIC,
     EntryPoint,
+    RuntimeEnvSetting,
     _backend,
     _base,
     _gpus_per_worker,
@@ -47,6 +48,7 @@ from .parsers import (
     parse_entry,
     parse_launch,
     parse_model,
+    parse_runtime_env,
     parse_timing,
 )
 
@@ -127,8 +129,10 @@ OPTIONS: tuple = (
            "on or off", True),
     Option("trace", "BytePS timeline: trace push/pull of training steps START:END (backend byteps)",
            _trace_window, "START:END with 1 <= START < END", None, shown_default="off"),
-    Option("ray_address", "Ray cluster to use; empty starts an embedded Ray on this machine", _ray_address,
-           "empty/'local', 'auto', HOST:PORT or ray://HOST:PORT", "", False, shown_default="empty: an embedded Ray"),
+    Option("ray_address", "Ray cluster to use; empty starts an embedded Ray on this machine (inside a Ray job, "
+           "ray job submit: the job's cluster)", _ray_address,
+           "empty/'local', 'auto' or HOST:PORT (not ray://: use Ray Jobs)", "", False,
+           shown_default="empty: an embedded Ray (inside a Ray job: its cluster)"),
     Option("profile", "hardware profile name", _profile_id, "letters, digits, '.', '_' and '-'", None, False,
            shown_default="detected from the hardware"),
     Option("baselines_dir", "directory of the baseline files", _path, "a directory path", None, False,
@@ -188,6 +192,9 @@ OPTIONS: tuple = (
            _int_at_least(3), "an integer >= 3", 12),
     Option("seed", "seed of the order of the arms in each job's pairs ('random': a new one per session; the "
            "results record it)", _seed, "an integer >= 0 or 'random'", None, False),
+    Option("runtime_env", "Ray runtime_env of the role actors, merged with the Ray job's and the plugin's own "
+           "(py_modules lists joined; a key set twice is an error)", parse_runtime_env,
+           "a JSON object or the path of a JSON or YAML file", None, False),
 )
 
 OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
@@ -204,7 +211,7 @@ OPTION_GROUPS: "tuple[tuple[str, str, tuple[str, ...]], ...]" = (
      ("tolerance", "confidence", "repeats", "max_repeats", "confirm", "session_spread", "normalize", "strict",
       "profile", "baselines_dir", "sessions", "max_spread", "base", "base_python", "max_pairs", "seed")),
     ("cluster", "Ray, the runs and their limits",
-     ("ray_address", "connect_timeout", "placement_timeout", "timeout", "stall_timeout", "log_dir")),
+     ("ray_address", "runtime_env", "connect_timeout", "placement_timeout", "timeout", "stall_timeout", "log_dir")),
 )
 
 
@@ -354,6 +361,7 @@ class Settings:
     base_python: "str | None" = OPTIONS_BY_NAME["base_python"].default
     max_pairs: int = OPTIONS_BY_NAME["max_pairs"].default
     seed: "int | None" = OPTIONS_BY_NAME["seed"].default  # None: random per session
+    runtime_env: "RuntimeEnvSetting | None" = OPTIONS_BY_NAME["runtime_env"].default
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).
@@ -383,6 +391,8 @@ class Settings:
             out["tricks"] = list(out["tricks"])
         if out["entry"] is not None:
             out["entry"] = out["entry"].spec
+        if out["runtime_env"] is not None:
+            out["runtime_env"] = out["runtime_env"].as_dict()
         return out
 
     def with_values(self, **values: Any) -> "Settings":

@@ -12,6 +12,7 @@ import pytest
 from .. import backends
 from ..config.preflight import WorkloadSpecError, check_workload
 from ..config.reports import REPORT_OPTIONS, ReportOption  # noqa: F401 (the report options' one table)
+from ..config.ray_env import ray_job_source
 from ..config.settings import (
     OPTION_GROUPS,
     OPTIONS,
@@ -183,7 +184,8 @@ class SettingsPlugin:
         #: what ``backend=auto`` resolved to, once known (when perf tests are selected): its workload sizes are
         #: the defaults
         self.auto_backend: "str | None" = None
-        self.sources = [_cli_source(config), env_source(os.environ), _ini_source(config)]
+        # inside a Ray job (ray job submit), ray_address defaults to the job's cluster
+        self.sources = [_cli_source(config), env_source(os.environ), _ini_source(config), *ray_job_source(os.environ)]
         self._settings: "Settings | None" = None
         self._registry: "TrickRegistry | None" = None
         self._overridden: "set[str]" = set()  # settings whose override by a test was already told

@@ -17,6 +17,7 @@ from ..store.baselines import BaselineError, BaselineStore, check_baseline_quali
 from ..store.entries import latest_session, make_session, recorded_sessions
 from ..store.history import HistoryError, HistoryStore
 from ..store.profile import Profile, make_profile
+from . import junit
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config.settings import Settings
@@ -179,16 +180,15 @@ class BaselineGate:
 
     def _on_verdict(self, job: Job, run: RunResult, verdict: "Verdict | None") -> None:
         item = self._item
-        props = item.user_properties if item is not None else []
         settings = run.spec.settings
         if verdict is None:
-            props.append(("bpsperf_verdict", f"pending: repeat {run.spec.repeat + 1} of {settings.repeats}"))
+            junit.record(item, "bpsperf_verdict", f"pending: repeat {run.spec.repeat + 1} of {settings.repeats}")
             return
         for name, value in verdict.as_dict().items():
             if name not in ("method", "samples", "key"):
-                props.append((f"bpsperf_{name}", value))
-        props.append(("bpsperf_confirmation_runs", job.confirmations))
-        props.append(("bpsperf_adaptive_runs", job.adaptive_runs))
+                junit.record(item, f"bpsperf_{name}", value)
+        junit.record(item, "bpsperf_confirmation_runs", job.confirmations)
+        junit.record(item, "bpsperf_adaptive_runs", job.adaptive_runs)
         text = verdict.message(
             update_command=self.update_command(run.spec.test),
             bisect=bisect_hint(latest_session(verdict.baseline).get("commit"), current_commit(str(self.config.rootpath)),

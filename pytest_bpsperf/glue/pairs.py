@@ -37,6 +37,7 @@ from ..config.arms import (
 from ..judge.job import RunFailure, RunResult, RunSpec, run_key
 from ..judge.pairs import INCONCLUSIVE, Pair, PairedJob, PairedVerdict
 from ..judge.verdict import IMPROVEMENT, REGRESSION
+from . import junit
 from .gate import BaselineGate
 from .runner import spec_of
 
@@ -116,6 +117,7 @@ class PairGate(BaselineGate):
 
     def _preflight(self, items: list) -> None:
         """Each arm's interpreter imports what its roles need, on every node that hosts roles."""
+        from ..config.ray_env import RuntimeEnvError
         from ..remote.preflight import PreflightError
 
         seen, specs = set(), []
@@ -145,6 +147,8 @@ class PairGate(BaselineGate):
             raise ArmError(f"{exc} (setting 'base' {self.source.describe()}"
                            + (f", 'base_python' {self.settings.base_python}" if self.settings.base_python else "")
                            + ")") from None
+        except RuntimeEnvError as exc:  # what an arm ships against the runtime_env of the job or the setting
+            raise ArmError(str(exc)) from None
         self.arms = {name: replace(arm, facts=facts.get(name, {})) for name, arm in self.arms.items()}
 
     def _local_preflight(self, arm: Arm, spec: RunSpec) -> dict:
@@ -273,15 +277,14 @@ class PairGate(BaselineGate):
 
     def _on_pair_verdict(self, job: PairedJob, run: "RunResult | None", verdict: "PairedVerdict | None") -> None:
         item = self._item
-        props = item.user_properties if item is not None else []
         if verdict is None:
-            props.append(("bpsperf_verdict", f"pending: pair {len(job.pairs)} of {run.spec.settings.repeats}"
-                          if run is not None else "pending"))
+            junit.record(item, "bpsperf_verdict", f"pending: pair {len(job.pairs)} of {run.spec.settings.repeats}"
+                         if run is not None else "pending")
             return
         for name, value in verdict.as_dict().items():
             if name not in ("comparison", "pair_table", "key", "note"):
-                props.append((f"bpsperf_{name}", value))
-        props.append(("bpsperf_adaptive_pairs", job.adaptive_pairs))
+                junit.record(item, f"bpsperf_{name}", value)
+        junit.record(item, "bpsperf_adaptive_pairs", job.adaptive_pairs)
         text = verdict.message()
         settings = run.spec.settings if run is not None else self.settings
         if verdict.status == REGRESSION:

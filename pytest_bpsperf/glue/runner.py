@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -51,6 +52,8 @@ class RunnerPlugin:
                 live=self.live,
                 connect_timeout=self.settings.connect_timeout,
                 notice=self.notice,
+                runtime_env=self.settings.runtime_env,
+                runtime_env_origin=self.settings.origins.get("runtime_env", "default"),
             )
         return self._session
 
@@ -104,6 +107,13 @@ class RunnerPlugin:
         kind and an unreachable cluster is one error for the session. Where there are GPUs, the backend
         is chosen (``auto``) or checked (a GPU backend that was set) now too, before any test's own
         settings are checked."""
+        from ..config.ray_env import RuntimeEnvError, check_session
+        from ..remote.environ import package_dir
+
+        try:  # first of all, the role actors' runtime_env must merge (the setting's, the Ray job's, the plugin's)
+            check_session(self.settings, os.environ, package_dir())
+        except RuntimeEnvError as exc:
+            raise pytest.UsageError(f"bpsperf: {exc}") from None
         if self.config.option.collectonly:
             return
         from ..backends import PlanError
@@ -149,6 +159,7 @@ class RunnerPlugin:
         if self.runs_elsewhere():
             return  # runs come from another implementation of the hook: no roles of ours to check
         from ..backends import AUTO, PlanError
+        from ..config.ray_env import RuntimeEnvError
         from ..launch.cluster import ClusterError
         from ..launch.launcher import RoleFailed
         from ..remote.preflight import PreflightError, mxnet_conflict
@@ -168,7 +179,7 @@ class RunnerPlugin:
         except RoleFailed as exc:
             raise pytest.UsageError(f"bpsperf: BytePS's preflight (one push_pull through a real scheduler and "
                                     f"server) failed, so no run could train: {exc}") from None
-        except (PlanError, ClusterError) as exc:
+        except (PlanError, ClusterError, RuntimeEnvError) as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
 
     @pytest.hookimpl(trylast=True)
@@ -188,6 +199,7 @@ class RunnerPlugin:
 
         A Ray that is unavailable for the session fails the test at once.
         """
+        from ..config.ray_env import RuntimeEnvError
         from ..launch.cluster import ClusterError
         from ..launch.launcher import RoleFailed
 
@@ -206,6 +218,8 @@ class RunnerPlugin:
             failure = f"bpsperf: {spec.nodeid}: cannot measure: {exc}"
         except ClusterError as exc:
             failure = f"bpsperf: {spec.nodeid}: Ray is unavailable for this session: {exc}"
+        except RuntimeEnvError as exc:  # what this run ships (its entry point's module) against the user's
+            failure = f"bpsperf: {spec.nodeid}: {exc}"
         except Exception as exc:  # noqa: BLE001 - a Ray failure outside the watched run is still a run failure
             if not type(exc).__module__.startswith("ray"):
                 raise
@@ -255,7 +269,8 @@ class RunnerPlugin:
         c = self._session.cluster
         return {
             "run_id": self._session.run_id,
-            "ray": {"embedded": c.owned, "address": c.address, "startup_s": c.startup_s, "shutdown_s": c.shutdown_s},
+            "ray": {"embedded": c.owned, "address": c.address, "startup_s": c.startup_s, "shutdown_s": c.shutdown_s,
+                    "job": c.job.submission_id if c.job is not None else None},
             "backend_choice": self._session.backend_choice[1] if self._session.backend_choice else None,
             "backend_fallback": self._session.backend_fallback,
             "nodes": [{"name": n.name, "node_id": n.node_id, "ip": n.ip, "cpus": n.cpus, "gpus": n.gpus}
@@ -267,8 +282,11 @@ class RunnerPlugin:
         if self._session is None:
             return []
         c = self._session.cluster
+        from ..config.ray_env import ray_notices
+
         lines = [f"Ray: {'embedded on 127.0.0.1' if c.owned else c.address}; start {c.startup_s:.1f}s"
                  + (f", stop {c.shutdown_s:.1f}s" if c.shutdown_s else "")]
+        lines += ray_notices(os.environ, self.settings)
         if self._session.backend_choice:
             lines.append(f"backend: {self._session.backend_choice[1]}")
         fallback = self._session.backend_fallback

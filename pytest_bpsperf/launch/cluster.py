@@ -9,6 +9,13 @@ within ``connect_timeout``, ship this package with ``py_modules``, and on close
 disconnect without touching the cluster. Either way the session first takes the
 measurement lock of what it measures on (:mod:`.machine_lock`), so that two
 sessions never train on top of each other. Driver-side code.
+
+The driver's runtime_env (what ``ray.init`` gets, and so what every actor
+inherits) is the merge of the ``runtime_env`` setting, on an existing cluster the
+plugin's package and, inside a Ray job, the job's own
+(:func:`~pytest_bpsperf.config.ray_env.session_layers`): Ray would otherwise refuse
+a field that both the job and ``ray.init`` set, so the merged one is passed with
+``RAY_OVERRIDE_JOB_RUNTIME_ENV=1`` (it holds the job's fields already).
 """
 
 from __future__ import annotations
@@ -23,8 +30,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+from ..config.ray_env import JOB_CONFIG_VAR, OVERRIDE_VAR, Layer, RayJob, RuntimeEnvError, merge, session_layers
 from ..planning.model import Node
 from ..remote import reaper
+from ..remote.environ import package_dir
 from .machine_lock import LockError, MachineLock, lock_path
 
 #: keeps every node of a local Ray on loopback (Ray otherwise picks the
@@ -93,6 +102,25 @@ def _keep_sigterm() -> Iterator[None]:
             signal.signal(signal.SIGTERM, previous)
 
 
+@contextlib.contextmanager
+def _environ(changes: "dict[str, str | None]") -> Iterator[None]:
+    """``os.environ`` with ``changes`` applied (None removes a variable), restored afterwards."""
+    saved = {k: os.environ.get(k) for k in changes}
+    try:
+        for key, value in changes.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 @dataclass
 class RayCluster:
     """The Ray cluster of a session: embedded (started here) or existing."""
@@ -107,8 +135,36 @@ class RayCluster:
     #: progress lines (e.g. that this session waits for another one to finish measuring)
     say: "Callable[[str], None]" = field(default=lambda _m: None, repr=False)
     lock_waited_s: float = 0.0
+    #: the ``runtime_env`` setting (a RuntimeEnvSetting) and where it came from
+    runtime_env: "object | None" = None
+    runtime_env_origin: str = "default"
+    #: the Ray job this process runs in (``ray job submit``), read from the environment when None
+    job: "RayJob | None" = field(default=None, repr=False)
     _reaper: "reaper.ReaperHandle | None" = None
     _lock: "MachineLock | None" = None
+
+    def __post_init__(self) -> None:
+        if self.job is None:
+            self.job = RayJob.detect(os.environ)
+
+    def layers(self) -> "list[Layer]":
+        """The layers of the driver's runtime_env (see the module): job, setting, the plugin's package."""
+        return session_layers(existing=bool(self.address), job=self.job, setting=self.runtime_env,
+                              setting_origin=self.runtime_env_origin,
+                              package=package_dir())
+
+    def init_args(self) -> "tuple[dict | None, dict[str, str | None]]":
+        """(the runtime_env ``ray.init`` gets, the environment it runs under). Raises RuntimeEnvError.
+
+        Inside a Ray job, on the job's cluster: the merge holds the job's fields, and
+        ``RAY_OVERRIDE_JOB_RUNTIME_ENV=1`` lets it stand where Ray would refuse a field set by
+        both. On an embedded Ray inside a job, the job's runtime_env is hidden from ``ray.init``:
+        its URIs live in the job's cluster, not in the new one.
+        """
+        env = merge(self.layers()).env or None
+        if self.job is None:
+            return env, {}
+        return env, ({OVERRIDE_VAR: "1"} if self.address else {JOB_CONFIG_VAR: None})
 
     def start(self) -> "RayCluster":
         """Take the measurement lock, then start (embedded) or connect (existing); idempotent."""
@@ -167,25 +223,26 @@ class RayCluster:
         self.startup_s = time.perf_counter() - t0
 
     def _init(self, ray, kwargs: dict) -> None:
+        try:
+            runtime_env, environ = self.init_args()
+        except RuntimeEnvError as exc:
+            raise ClusterError(str(exc)) from None
+        which = f" (runtime_env from {self.runtime_env_origin})" if self.runtime_env is not None else ""
         if self.address:
-            import pytest_bpsperf
-
             try:
-                ray.init(
-                    address=self.address,
-                    runtime_env={"py_modules": [os.path.dirname(pytest_bpsperf.__file__)]},
-                    **kwargs,
-                )
+                with _environ(environ):
+                    ray.init(address=self.address, runtime_env=runtime_env, **kwargs)
             except Exception as exc:  # noqa: BLE001 - Ray raises many kinds
-                raise ClusterError(f"cannot connect to the Ray cluster at {self.address!r}: {exc}") from exc
+                raise ClusterError(f"cannot connect to the Ray cluster at {self.address!r}{which}: {exc}") from exc
             self.owned = False
         else:
             before = set(reaper.children(os.getpid()))
             try:
                 # "local": a new Ray of our own, never the one RAY_ADDRESS or /tmp/ray point at.
-                ray.init(address="local", _node_ip_address="127.0.0.1", **kwargs)
+                with _environ(environ):
+                    ray.init(address="local", _node_ip_address="127.0.0.1", runtime_env=runtime_env, **kwargs)
             except Exception as exc:  # noqa: BLE001
-                raise ClusterError(f"cannot start an embedded Ray: {exc}") from exc
+                raise ClusterError(f"cannot start an embedded Ray{which}: {exc}") from exc
             self.owned = True
             address = ray.util.get_node_ip_address()
             if address != "127.0.0.1":

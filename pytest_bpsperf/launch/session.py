@@ -21,7 +21,8 @@ from typing import Callable, Mapping, Sequence
 from .. import backends
 from ..backends import Backend
 from ..config.arms import HEAD, Arm
-from ..config.settings import Hardware
+from ..config.ray_env import JOB, PLUGIN, Layer, entry_module_path, merge
+from ..config.settings import Hardware, Settings
 from ..judge.job import RunSpec
 from ..judge.measurement import measure
 from ..judge.records import RunOutput
@@ -90,10 +91,12 @@ class PerfSession:
 
     def __init__(self, *, ray_address: str, base_log_dir: str, say: "Callable[[str], None] | None" = None,
                  verbose_ps: bool = False, live: "Callable[[str], None] | None" = None,
-                 connect_timeout: float = 30.0, notice: "Callable[[str], None] | None" = None) -> None:
+                 connect_timeout: float = 30.0, notice: "Callable[[str], None] | None" = None,
+                 runtime_env: "object | None" = None, runtime_env_origin: str = "default") -> None:
         # notice: lines shown without -v (waiting for another session's measurement)
         self.cluster = RayCluster(address=ray_address, watch_dir=base_log_dir, connect_timeout=connect_timeout,
-                                  say=notice or say or (lambda _m: None))
+                                  say=notice or say or (lambda _m: None), runtime_env=runtime_env,
+                                  runtime_env_origin=runtime_env_origin)
         self.start_error: "ClusterError | None" = None  # Ray did not come up: every later run gets this one error
         self.base_log_dir = base_log_dir
         self.run_id = uuid.uuid4().hex[:12]
@@ -108,6 +111,8 @@ class PerfSession:
         self._seen: "dict[str, Node]" = {}  # every node read, kept after close(): the reports name them
         self.hosts: "dict[str, str]" = {}  # node id -> the kind of roles it hosted (worker, server)
         self._shipped: "dict[str, dict]" = {}  # arm -> the runtime_env that ships its tree (existing cluster)
+        self._modules: "dict[str, str]" = {}  # entry point module (path here) -> its URI on the cluster
+        self._noted: "set[str]" = set()  # what the runtime_env merges replaced, said once each
 
     # -- cluster ---------------------------------------------------------------
     def nodes(self) -> "list[Node]":
@@ -239,6 +244,83 @@ class PerfSession:
             self._shipped[arm.name] = {"working_dir": env["working_dir"]}
         return dict(self._shipped[arm.name])
 
+    def entry_module(self, settings: Settings, arm: "Arm | None") -> "str | None":
+        """The entry point's module (its path here) that travels to the nodes with ``py_modules``, or None:
+        on the embedded Ray (roles import it in place), without an entry point, when an arm's tree holds
+        it (the arm's working_dir carries it) or when it is an installed package."""
+        entry = settings.entry
+        if not self.ships_trees or entry is None or (arm is not None and arm.entry_path is not None):
+            return None
+        return entry_module_path(entry)
+
+    def _upload_module(self, path: str) -> str:
+        """``path`` packed and uploaded to the cluster once per session (as ``ray.init`` ships the plugin);
+        its URI."""
+        if path not in self._modules:
+            try:
+                from ray._private.runtime_env.py_modules import upload_py_modules_if_needed
+            except ImportError as exc:  # pragma: no cover - other Ray versions
+                raise ClusterError(f"this Ray cannot ship the entry point's module {path}: {exc}") from None
+            import inspect
+
+            # .gitignore honoured where this Ray can (older ones have no such parameter)
+            ignore = ({"include_gitignore": True}
+                      if "include_gitignore" in inspect.signature(upload_py_modules_if_needed).parameters else {})
+            try:
+                env = upload_py_modules_if_needed({"py_modules": [path]}, scratch_dir=tempfile.gettempdir(),
+                                                  **ignore)
+            except Exception as exc:  # noqa: BLE001 - Ray raises many kinds (too large, unreadable)
+                raise ClusterError(f"cannot ship the entry point's module {path} to the cluster: {exc}") from None
+            self._modules[path] = env["py_modules"][0]
+        return self._modules[path]
+
+    def actor_env(self, settings: Settings, arm: "Arm | None") -> "dict | None":
+        """The runtime_env of a run's role actors on an existing cluster: the driver's own (the job-level
+        one every actor inherits, :func:`ray.get_runtime_context`) plus what this run ships (the arm's
+        tree as working_dir, the entry point's module in py_modules). None when the run ships nothing:
+        the actors inherit the driver's as it is.
+
+        An actor's runtime_env replaces the inherited one field by field, so the driver's py_modules
+        (the plugin's package, the job's and the setting's modules) are joined here, never dropped.
+        A conflict with the job's or the setting's fields is a
+        :class:`~pytest_bpsperf.config.ray_env.RuntimeEnvError` naming both.
+        """
+        extra = []
+        if arm is not None and self.ships_trees:
+            extra.append(Layer(PLUGIN, f"the plugin, which ships the {arm.name} arm's tree as the role actors' "
+                                       "working_dir", self.shipped(arm) or {}))
+        module = self.entry_module(settings, arm)
+        if module is not None:
+            origin = settings.origins.get("entry", "?")
+            extra.append(Layer(PLUGIN, f"the plugin, which ships the module of entry point {settings.entry} "
+                                       f"(setting 'entry' from {origin})", {"py_modules": [module]}))
+        if not extra:
+            return None
+        import ray
+
+        merge(self.cluster.layers() + extra)  # what the user and the job set, against what this run ships
+        driver = dict(ray.get_runtime_context().runtime_env or {})
+        merged = merge([Layer(JOB, "this driver's runtime_env", driver), *(self._uploaded(x) for x in extra)])
+        for note in merged.notes:
+            if note not in self._noted:
+                self._noted.add(note)
+                self.cluster.say(note)
+        return merged.env
+
+    def _uploaded(self, layer: Layer) -> Layer:
+        """``layer`` with its local py_modules uploaded (an actor's runtime_env takes URIs only)."""
+        if "py_modules" not in layer.env:
+            return layer
+        return Layer(layer.kind, layer.origin,
+                     {**layer.env, "py_modules": [self._upload_module(m) for m in layer.env["py_modules"]]})
+
+    def plan_settings(self, settings: Settings, arm: "Arm | None") -> Settings:
+        """``settings`` as the plan gets them: with the entry point shipped, no ``--entry-path`` (the
+        driver's directory, which the nodes do not have): the workers import the shipped module."""
+        if self.entry_module(settings, arm) is None:
+            return settings
+        return settings.with_values(entry=replace(settings.entry, path=None))
+
     def run(self, spec: RunSpec) -> RunOutput:
         """Bring up the roles of ``spec`` on Ray and run them to the end (the node list is read now).
 
@@ -249,12 +331,13 @@ class PerfSession:
         backend = self.backend(settings.backend)
         nodes = self.nodes()
         arm = spec.arm
-        shipping = self.shipped(arm) if arm is not None else None
+        shipping = self.actor_env(settings, arm)
+        planned = self.plan_settings(settings, arm)
 
         def plan_with(gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
-            plan = make_plan(settings, spec.trick, nodes, backend=backends.get(backend), run_id=self.run_id,
+            plan = make_plan(planned, spec.trick, nodes, backend=backends.get(backend), run_id=self.run_id,
                              verbose_ps=self.verbose_ps, gpu_ids=gpu_ids)
-            return for_arm(plan, arm, runtime_env=shipping) if arm is not None else plan
+            return _shipping(plan, arm, shipping)
 
         plan = plan_with()
         os.makedirs(spec.log_dir, exist_ok=True)
@@ -293,12 +376,13 @@ class PerfSession:
         key = (node.node_id, backend, kind, spec.trick.name, arm.name if arm else "") + tuple(
             sorted(settings.workload(backend).items()))
         if key not in self._single_cache:
-            shipping = self.shipped(arm) if arm is not None else None
+            shipping = self.actor_env(settings, arm)
+            planned = self.plan_settings(settings, arm)
 
             def plan_with(gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
-                p = reference_plan(settings, spec.trick, node, backend=backends.get(backend), run_id=self.run_id,
+                p = reference_plan(planned, spec.trick, node, backend=backends.get(backend), run_id=self.run_id,
                                    gpus=gpus, one_gpu=one_gpu, gpu_ids=gpu_ids)
-                return for_arm(p, arm, runtime_env=shipping) if arm is not None else p
+                return _shipping(p, arm, shipping)
 
             log_dir = os.path.join(self.base_log_dir, "reference", f"{spec.trick.name}-{kind}")
             os.makedirs(log_dir, exist_ok=True)
@@ -356,15 +440,17 @@ class PerfSession:
         asked = []
         for arm in arms:
             options: dict = {}
-            if arm is not None and self.ships_trees:
-                options["runtime_env"] = self.shipped(arm)
+            shipping = self.actor_env(settings, arm)
+            if shipping is not None:
+                options["runtime_env"] = shipping
+            planned = self.plan_settings(settings, arm)  # a shipped entry point imports from what Ray unpacked
             for node_id, (node, needs) in by_node.items():
                 strategy = NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)
                 asked.append((arm, node, task.options(scheduling_strategy=strategy, **options).remote(
                     arm.python if arm else None, list(arm.paths) if arm else [],
                     None if (arm is None or self.ships_trees) else arm.tree, sorted(needs),
                     entry=settings.entry.spec if settings.entry else None,
-                    entry_path=arm.entry_path if arm else (settings.entry.path if settings.entry else None),
+                    entry_path=arm.entry_path if arm else (planned.entry.path if planned.entry else None),
                     data=data if node_id in workers else None)))
         found: "dict[str, dict]" = {}
         for arm, node, ref in asked:  # all nodes check at once; the first problem is the error
@@ -376,3 +462,10 @@ class PerfSession:
                 raise PreflightError(f"{who} {node.name}: {cause}") from None
             found.setdefault(arm.name if arm is not None else "", facts)
         return found
+
+
+def _shipping(plan: Plan, arm: "Arm | None", runtime_env: "dict | None") -> Plan:
+    """``plan`` for ``arm`` (base-vs-head) and with the role actors' ``runtime_env`` (an existing cluster)."""
+    if arm is not None:
+        return for_arm(plan, arm, runtime_env=runtime_env)
+    return replace(plan, runtime_env=runtime_env) if runtime_env else plan

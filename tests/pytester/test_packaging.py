@@ -25,7 +25,7 @@ PACKAGE = ROOT / "pytest_bpsperf"
 #: import name -> the distribution that provides it, for what the package imports
 PROVIDER = {"pytest": "pytest", "_pytest": "pytest", "pytest_benchmark": "pytest-benchmark", "ray": "ray",
             "jsonschema": "jsonschema", "matplotlib": "matplotlib", "mxnet": "mxnet", "gluoncv": "gluoncv",
-            "byteps": "byteps"}
+            "byteps": "byteps", "yaml": "pyyaml"}
 #: imported only by code that runs as (or probes for) a role, on the node that hosts it
 ROLE_ONLY = {"mxnet", "gluoncv", "byteps"}
 

@@ -19,10 +19,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import xml.etree.ElementTree as ET
 
 import pytest
 from helpers.fakes import GATED_TEST, fake_run_conftest
+from helpers.junit import suite_properties
 from helpers.procs import wait_until
 
 from pytest_bpsperf.config.arms import ArmError, Worktree, remove_stale_worktrees, resolve_base
@@ -182,11 +182,10 @@ def test_a_slower_head_fails_as_a_regression_naming_the_base_commit(project, mon
     md = (project.path / "r.md").read_text()
     assert md.index("### Base vs head") < md.index("| test | img/s")
     assert "❌ regression" in md and "| pair | order | base img/s | head img/s | head/base |" in md
-    props = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")}
-             for c in ET.parse(project.path / "j.xml").getroot().iter("testcase")}
-    assert props["test_x[default]"]["bpsperf_status"] == "regression"
-    pairs = {j["nodeid"].split("::")[-1]: j["pairs"] for j in section["jobs"]}
-    assert props["test_x[default]"]["bpsperf_pairs"] == str(pairs["test_x[default]"])
+    props = suite_properties(project.path / "j.xml")  # xunit2: suite-level, named NODEID::NAME
+    assert props["test_x.py::test_x[default]"]["bpsperf_status"] == "regression"
+    pairs = {j["nodeid"]: j["pairs"] for j in section["jobs"]}
+    assert props["test_x.py::test_x[default]"]["bpsperf_pairs"] == str(pairs["test_x.py::test_x[default]"])
     # nothing left behind: the worktree is gone
     assert worktrees(project.path) == [os.path.realpath(project.path)]
 

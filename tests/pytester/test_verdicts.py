@@ -19,12 +19,12 @@ import shutil
 import statistics
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 from helpers.fakes import GATED_TEST, fake_run_conftest
+from helpers.junit import suite_properties
 
 #: The speed of a run, from the environment (see above), and the single-process img/s (FAKE_SINGLE).
 SCENARIO = '''
@@ -336,15 +336,15 @@ def test_junitxml_properties(ourtester, monkeypatch):
     record(ourtester, monkeypatch)
     result = run(ourtester, "--junitxml=junit.xml")
     result.assert_outcomes(passed=2)
-    cases = ET.parse(ourtester.path / "junit.xml").getroot().iter("testcase")
-    props = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")} for c in cases}
-    assert set(props) == {"test_x[default]", "test_x[omp-passive]"}
+    # pytest's default junit_family (xunit2): suite-level properties named NODEID::NAME
+    props = suite_properties(ourtester.path / "junit.xml")
+    assert set(props) == {"test_x.py::test_x[default]", "test_x.py::test_x[omp-passive]"}
     for p in props.values():
         assert p["bpsperf_status"] == "ok"
         assert float(p["bpsperf_measured_img_per_sec"]) > 0
         assert p["bpsperf_profile"] == "testprof"
-    ratio = (float(props["test_x[omp-passive]"]["bpsperf_measured_img_per_sec"])
-             / float(props["test_x[default]"]["bpsperf_measured_img_per_sec"]))
+    ratio = (float(props["test_x.py::test_x[omp-passive]"]["bpsperf_measured_img_per_sec"])
+             / float(props["test_x.py::test_x[default]"]["bpsperf_measured_img_per_sec"]))
     assert ratio == pytest.approx(1.25, rel=1e-6)
 
 
@@ -530,10 +530,9 @@ def test_undecided_job_runs_again_until_decided_and_says_how_many_runs(ourtester
         verdict = runs[-1]["verdict"]
         assert (verdict["status"], verdict["runs"], verdict["decided"]) == ("ok", 2, True)
     result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: measured * (2 runs) * verdict after 2 runs"])
-    cases = ET.parse(ourtester.path / "junit.xml").getroot().iter("testcase")
-    props = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")} for c in cases}
-    assert props["test_x[default]"]["bpsperf_runs"] == "2"
-    assert props["test_x[default]"]["bpsperf_adaptive_runs"] == "1"
+    props = suite_properties(ourtester.path / "junit.xml")
+    assert props["test_x.py::test_x[default]"]["bpsperf_runs"] == "2"
+    assert props["test_x.py::test_x[default]"]["bpsperf_adaptive_runs"] == "1"
     # max_repeats bounds the extra runs: with 1, the job stops undecided after one run
     result = run(ourtester, "-v", "--bpsperf-confidence=95%", "--bpsperf-max-repeats=1")
     result.assert_outcomes(skipped=2)

@@ -193,7 +193,6 @@ def test_a_markers_number_follows_the_same_rule():
         ("auto", "auto"),
         ("10.0.0.1:6379", "10.0.0.1:6379"),
         ("head.example:6379", "head.example:6379"),
-        ("ray://10.0.0.1:10001", "ray://10.0.0.1:10001"),
     ],
 )
 def test_ray_address_forms(raw, expected):
@@ -317,6 +316,8 @@ INVALID = [
     ("seed", "lucky"),
     ("sync_every", "0"),
     ("workers", "some"),
+    ("runtime_env", "{not json"),
+    ("runtime_env", "/no/such/runtime_env.yaml"),
 ]
 
 
@@ -429,3 +430,4 @@ def test_every_option_is_in_one_help_group():
 
     names = [name for _group, _title, names in OPTION_GROUPS for name in names]
     assert sorted(names) == sorted(o.name for o in OPTIONS) and len(names) == len(set(names))
+
