@@ -105,20 +105,19 @@ def _keep_sigterm() -> Iterator[None]:
 @contextlib.contextmanager
 def _environ(changes: "dict[str, str | None]") -> Iterator[None]:
     """``os.environ`` with ``changes`` applied (None removes a variable), restored afterwards."""
+    def apply(values: "dict[str, str | None]") -> None:
+        for key, value in values.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
     saved = {k: os.environ.get(k) for k in changes}
     try:
-        for key, value in changes.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        apply(changes)
         yield
     finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        apply(saved)
 
 
 @dataclass
