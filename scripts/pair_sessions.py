@@ -15,7 +15,7 @@ session's results (pairs, verdict, seconds) to ``--out`` as JSON lines.
 
 ``--extra KIND=N`` sets the products per step of a slowdown; size them first
 with long sessions (``--order s15 --max-pairs 12 --tolerance 1%`` gives the
-ratio of 12 pairs). Figures go in README's "What the verdicts can detect";
+ratio of 12 pairs). Figures go in docs/method.md's "What the verdicts can detect";
 ``tests/data/pair_sessions.json`` keeps the sessions the simulation uses.
 """
 

@@ -24,7 +24,7 @@ from pytest_bpsperf.config.settings import OPTIONS, env_var, flag, ini_key, no_f
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-NEW_README = DOCS / "README-new.md"
+README = ROOT / "README.md"
 
 
 def _load(name: str):
@@ -116,18 +116,18 @@ def _relative_links(text: str) -> "list[str]":
     return [link for link in links if not re.match(r"[a-z]+:", link) and not link.startswith("#")]
 
 
-def test_new_readme_is_short_keeps_the_quick_start_and_its_links_resolve():
-    text = NEW_README.read_text()
+def test_readme_is_short_keeps_the_quick_start_and_its_links_resolve():
+    text = README.read_text()
     assert len(text.splitlines()) <= 200
     assert "```\nmake perf\nmake test\n```" in text
     for section in ("## Install", "## Quick start", "## A perf test", "## Gating a pull request"):
         assert section in text
-    assert "[mxnet]" in text and "**Compatibility:**" in text
+    assert "[mxnet]" in text and "**Compatibility:**" in text and "-p no:bpsperf" in text
     for link in _relative_links(text):
         assert (ROOT / link.split("#")[0]).exists(), link  # as from the repository root, where it goes
-    # scripts/module_table.py keeps README's folder table: the new README has it, current
-    assert module_table.spliced(text, module_table.folder_table(), "docs/README-new.md") == text, \
-        "docs/README-new.md's folder table is stale: copy it from README.md (scripts/module_table.py --write)"
+    # scripts/module_table.py keeps README's folder table: README has it, current
+    assert module_table.spliced(text, module_table.folder_table(), "README.md") == text, \
+        "README.md's folder table is stale: run python scripts/module_table.py --write"
 
 
 def test_docs_mention_how_to_turn_the_plugin_off():

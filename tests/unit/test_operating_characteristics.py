@@ -22,7 +22,7 @@ Both come from real recorded runs of the default (overlapped) workload:
 Each simulated test is one job: a baseline of recorded sessions of 2 runs
 each (``--bpsperf-repeats 2``, as the committed baselines were recorded), then
 the current session's runs as the job asks for them. The figures are stated in
-the README ("What the verdicts can detect").
+docs/method.md ("What the verdicts can detect").
 """
 
 from __future__ import annotations
@@ -191,9 +191,9 @@ def test_without_the_session_effect_15_percent_is_within_reach():
 
 
 @pytest.mark.parametrize("sessions", [3, 5, 10])
-def test_figures_in_the_readme_are_these(sessions):
-    # The README quotes these simulated rates; a change of method or noise data must update it.
-    readme = (ROOT / "README.md").read_text()
+def test_figures_in_the_method_page_are_these(sessions):
+    # docs/method.md quotes these simulated rates; a change of method or noise data must update it.
+    page = (ROOT / "docs" / "method.md").read_text()
     false_alarms, caught, runs = rates(Gate(recorded_sessions=sessions), trials=600, seed=10 + sessions)
     row = f"| defaults, {sessions} recorded sessions | {false_alarms:.1%} | {caught:.0%} | {runs:.1f} |"
-    assert row in readme
+    assert row in page

@@ -11,7 +11,7 @@ machine class, unchanged code and two slowdowns as real code changes, interleave
 A seeded simulation then drives the real decision (:func:`pytest_bpsperf.judge.pairs.decide_pairs`)
 and the real stopping rule (pairs until decided, up to ``max_pairs``) with runs drawn from
 that noise and drift, in the alternating order of a real session. The figures are stated in the
-README ("What the verdicts can detect").
+docs/method.md ("What the verdicts can detect").
 """
 
 from __future__ import annotations
@@ -132,9 +132,9 @@ def test_a_15_percent_drop_is_caught_at_least_90_percent_of_the_time():
     ("15% slower", math.log(0.85), 0.15),
     ("25% slower", math.log(0.75), 0.15),
 ])
-def test_figures_in_the_readme_are_these(name, change, tolerance):
-    # The README quotes these simulated rates; a change of method or noise data must update it.
-    readme = (ROOT / "README.md").read_text()
+def test_figures_in_the_method_page_are_these(name, change, tolerance):
+    # docs/method.md quotes these simulated rates; a change of method or noise data must update it.
+    page = (ROOT / "docs" / "method.md").read_text()
     caught, inconclusive, pairs = rates(change, trials=1000, seed=7, tolerance=tolerance)
     row = f"| {name}, tolerance {tolerance:.0%} | {caught:.1%} | {inconclusive:.1%} | {pairs:.1f} |"
-    assert row in readme, row
+    assert row in page, row
