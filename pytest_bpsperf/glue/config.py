@@ -194,6 +194,8 @@ class SettingsPlugin:
         self._checked: "set[str]" = set()  # perf test functions whose own settings and tricks were checked
         #: whether perf tests were selected and :meth:`activate` ran
         self.active = False
+        #: whether :meth:`activate` got through: the session's settings, its hooks, each test's own settings
+        self.ready = False
         #: called once by :meth:`activate`, after the session's settings are checked and before each
         #: test's own are (plugin.py connects to an existing cluster there)
         self.on_activate: "list[Callable[[], None]]" = []
@@ -247,6 +249,7 @@ class SettingsPlugin:
             hook()
         for item in items:
             self.check_item(item)
+        self.ready = True
 
     def describe(self) -> "list[str]":
         """Every setting of the session (no marker) with its value and where it came from, one line each:

@@ -31,8 +31,6 @@ class RunnerPlugin:
         self._session: "PerfSession | None" = None
         #: called once, before the Ray side is first used (the plugin installs the SIGTERM handler)
         self.before_ray: "Callable[[], None]" = lambda: None
-        #: whether :meth:`connect` raised (its usage error is the session's; nothing more is checked)
-        self._connect_failed = False
 
     @property
     def settings(self) -> "Settings":
@@ -121,7 +119,6 @@ class RunnerPlugin:
         from ..backends import PlanError
         from ..launch.cluster import ClusterError
 
-        self._connect_failed = True  # until it returns: pytest runs collection_finish after a failed activation
         if self.settings.ray_address:
             try:
                 self.settings_plugin.use_hardware(self.session.hardware())
@@ -129,7 +126,6 @@ class RunnerPlugin:
                 raise pytest.UsageError(f"bpsperf: {exc} (setting 'ray_address' from "
                                         f"{self.settings.origins.get('ray_address')})") from None
         if self.settings_plugin.hardware.gpus == 0:
-            self._connect_failed = False
             return  # auto is mxnet; a GPU backend that was set fails planning with what the nodes have
         setting = self.settings.backend
         try:
@@ -147,7 +143,6 @@ class RunnerPlugin:
             if fallback is not None:
                 self.notice(f"backend auto fell back to mxnet on a cluster with GPUs: BytePS will not run "
                             f"({fallback['reason']}); the workers train on their nodes' CPUs at CPU sizes")
-        self._connect_failed = False
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -158,8 +153,8 @@ class RunnerPlugin:
 
         (A base-vs-head session checks both arms' interpreters itself, see :mod:`.pairs`.)"""
         items = [i for i in session.items if "bpsperf_trick" in getattr(i, "fixturenames", ())]
-        if not items or self.config.option.collectonly or self._connect_failed:
-            return  # (after a failed activation its usage error stands: pytest calls this hook anyway)
+        if not items or self.config.option.collectonly or not self.settings_plugin.ready:
+            return  # after a failed activation its usage error stands (pytest calls this hook anyway)
         if self.settings.base:
             return
         spec = spec_of(items[0], self.settings_plugin, self.base_log_dir())
