@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from .markdown import verdicts_of
+
 #: GitHub refuses a comment body of more than 65,536 characters.
 GITHUB_COMMENT_LIMIT = 65536
 
@@ -20,19 +22,11 @@ _PICTURE = re.compile(r"^!\[([^\]]*)\]\(([^)]*)\)$", re.M)
 
 
 def verdict_counts(document: Mapping[str, Any]) -> "dict[str, int]":
-    """Status -> number of jobs: the base-vs-head jobs, else the stored-baseline verdicts (one per job key)."""
-    pairs = (document.get("base_vs_head") or {}).get("jobs") or []
-    if pairs:
-        statuses = [job["status"] for job in pairs]
-    else:
-        by_key: dict = {}
-        for test in document.get("tests", []):
-            verdict = test.get("verdict")
-            if verdict and verdict.get("status"):
-                by_key[verdict.get("key") or test.get("key") or test.get("nodeid")] = verdict["status"]
-        statuses = list(by_key.values())
+    """Status -> number of verdicts of the document (:func:`.markdown.verdicts_of`: one per job), most urgent first."""
+    statuses = [v["status"] for v in verdicts_of(document)]
+    rank = {status: k for k, status in enumerate(STATUS_ORDER)}
     counts: dict = {}
-    for status in sorted(statuses, key=lambda s: (STATUS_ORDER.index(s) if s in STATUS_ORDER else len(STATUS_ORDER), s)):
+    for status in sorted(statuses, key=lambda s: (rank.get(s, len(STATUS_ORDER)), s)):
         counts[status] = counts.get(status, 0) + 1
     return counts
 

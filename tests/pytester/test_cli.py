@@ -227,3 +227,29 @@ def test_history_add_refuses_a_commit_that_is_not_a_commit_id(results, tmp_path,
     code, _, err = bpsperf(capsys, "history", "add", results, "--dir", hist, "--commit", "v1.2/rc")
     assert code == 2 and "commit 'v1.2/rc' (from --commit)" in err, err
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == [crafted]
+
+
+def test_comment_of_a_results_file_leads_with_its_summary_and_folds_its_report(results, tmp_path, capsys):
+    code, _, err = bpsperf(capsys, "report", "--results", results, "--out", tmp_path / "rep", "--format", "markdown")
+    assert code == 0, err
+    report = (tmp_path / "rep" / "report.md").read_text()
+    code, out, err = bpsperf(capsys, "comment", results, "--markdown", tmp_path / "rep" / "report.md",
+                             "--marker", "cpu", "--link", "https://ci.invalid/run/1#artifacts",
+                             "--out", tmp_path / "comment.md")
+    assert code == 0, err
+    body = (tmp_path / "comment.md").read_text()
+    lines = body.splitlines()
+    assert lines[0] == "<!-- bpsperf:cpu -->"
+    assert read_document(results, "results")["verdicts"] == []  # the fixture's session records, it gates nothing
+    assert lines[1].startswith("**bpsperf on `cpu`: no verdict** ")
+    assert "(https://ci.invalid/run/1#artifacts)" in lines[1] and "<details>" in body
+    # the report itself, its pictures named rather than shown
+    assert "## bpsperf results" in body and "![" not in body and report.count("![") == body.count("`bpsperf-img/")
+    assert f"wrote {tmp_path / 'comment.md'}" in out
+
+
+def test_comment_names_a_missing_report(results, tmp_path, capsys):
+    code, _, err = bpsperf(capsys, "comment", results, "--markdown", tmp_path / "nope.md", "--marker", "cpu",
+                           "--out", tmp_path / "comment.md")
+    assert code == 2 and "--markdown" in err and "nope.md" in err
+    assert not (tmp_path / "comment.md").exists()

@@ -7,18 +7,25 @@ from pytest_bpsperf.report.comment import GITHUB_COMMENT_LIMIT, comment_body, su
 from pytest_bpsperf.report.text import github_annotations, line_of_test
 
 PAIRED = {"base_vs_head": {"jobs": [{"status": s} for s in ("ok", "regression", "ok", "inconclusive", "ok")]}}
+#: a results file before schema 3: each run carries its job's verdict
 STORED = {"tests": [
-    {"nodeid": "t.py::a[default]", "verdict": {"status": "ok", "key": "k1"}},
-    {"nodeid": "t.py::a[default]", "verdict": {"status": "ok", "key": "k1"}},  # a repeat of the same job
-    {"nodeid": "t.py::a[omp-passive]", "verdict": {"status": "improvement", "key": "k2"}},
-    {"nodeid": "t.py::b[default]", "verdict": {"status": "no-baseline", "key": "k3"}},
-    {"nodeid": "t.py::c[default]"},  # pending: no verdict yet
+    {"nodeid": "t.py::a[default]", "test": "t.py::a", "trick": "default", "verdict": {"status": "ok", "key": "k1"}},
+    # a repeat of the same job
+    {"nodeid": "t.py::a[default]", "test": "t.py::a", "trick": "default", "verdict": {"status": "ok", "key": "k1"}},
+    {"nodeid": "t.py::a[omp-passive]", "test": "t.py::a", "trick": "omp-passive",
+     "verdict": {"status": "improvement", "key": "k2"}},
+    {"nodeid": "t.py::b[default]", "test": "t.py::b", "trick": "default",
+     "verdict": {"status": "no-baseline", "key": "k3"}},
+    {"nodeid": "t.py::c[default]", "test": "t.py::c", "trick": "default"},  # pending: no verdict yet
 ]}
+#: schema 3: the session's verdicts in one list
+LISTED = {"tests": [], "verdicts": [{"status": s} for s in ("ok", "inconclusive", "regression", "ok")]}
 
 
 def test_the_summary_names_the_most_urgent_status_first():
     assert summary_line(verdict_counts(PAIRED)) == "1 regression, 1 inconclusive, 3 ok"
     assert summary_line(verdict_counts(STORED)) == "1 no-baseline, 1 improvement, 1 ok"
+    assert summary_line(verdict_counts(LISTED)) == "1 regression, 1 inconclusive, 2 ok"
     assert summary_line(verdict_counts({"tests": []})) == "no verdict"
 
 
