@@ -30,6 +30,12 @@ class ReportPlugin:
         self.ledger = ledger
         self.written: "list[str]" = []
         self.write_failed: "list[str]" = []  # "PATH: cause" of each report that could not be written
+        #: node id -> the line pytest located each collected test at (the annotations point there)
+        self.test_lines: "dict[str, int]" = {}
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.test_lines = {item.nodeid: item.location[1] + 1 for item in session.items
+                           if item.location[1] is not None}
 
     def header_lines(self) -> "list[str]":
         """The profile and its facts, where Ray ran, the backend."""
@@ -72,7 +78,7 @@ class ReportPlugin:
         for problem in self.write_failed:
             write(f"bpsperf: NOT written: {problem}", red=True)
         if os.environ.get("GITHUB_ACTIONS") == "true":
-            for line in report.github_annotations(ledger.verdicts, str(self.config.rootpath)):
+            for line in report.github_annotations(ledger.verdicts, self.test_lines):
                 write(line)
 
     def write_reports(self) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ..judge.job import RunResult
 from ..judge.measurement import Measurement
@@ -69,34 +69,11 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def line_of_test(nodeid: str, root: str = ".") -> "int | None":
-    """The line of the test function ``nodeid`` names (``path::[Class::]test[param]``) in its file, if found."""
-    import ast
-    import os
-
-    path, *names = nodeid.split("[", 1)[0].split("::")
-    try:
-        with open(os.path.join(root, path), encoding="utf-8") as f:
-            tree = ast.parse(f.read())
-    except (OSError, SyntaxError, ValueError):
-        return None
-    body = tree.body
-    for k, name in enumerate(names):
-        found = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                      and n.name == name), None)
-        if found is None:
-            return None
-        if k == len(names) - 1:
-            return min([found.lineno] + [d.lineno for d in getattr(found, "decorator_list", [])])
-        body = found.body
-    return None
-
-
-def github_annotations(verdicts: Sequence[Verdict], root: str = ".") -> "list[str]":
+def github_annotations(verdicts: Sequence[Verdict], lines: "Mapping[str, int] | None" = None) -> "list[str]":
     """GitHub Actions workflow commands: ::error for regressions, ::warning for the rest worth seeing.
 
-    Each names the test's file and, where the file is found under ``root``, its line, so
-    that the annotation sits on the test in the pull request's diff.
+    Each names the test's file and, where ``lines`` (node id -> line, as pytest located
+    the test) knows it, its line, so that the annotation sits on the test in the pull request's diff.
     """
     out = []
     for v in verdicts:
@@ -105,10 +82,8 @@ def github_annotations(verdicts: Sequence[Verdict], root: str = ".") -> "list[st
         if level is None:
             continue
         path = v.nodeid.split("::")[0]
-        line = line_of_test(v.nodeid, root)
+        line = (lines or {}).get(v.nodeid)
         where = f"file={_escape_property(path)}" + (f",line={line}" if line else "")
         title = f"bpsperf {v.status}: {v.trick}"
         out.append(f"::{level} {where},title={_escape_property(title)}::{_escape_data(v.nodeid + ': ' + v.figures())}")
     return out
-
-

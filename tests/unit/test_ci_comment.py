@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pytest_bpsperf.judge.verdict import Verdict
 from pytest_bpsperf.report.comment import GITHUB_COMMENT_LIMIT, comment_body, summary_line, verdict_counts
-from pytest_bpsperf.report.text import github_annotations, line_of_test
+from pytest_bpsperf.report.text import github_annotations
 
 PAIRED = {"base_vs_head": {"jobs": [{"status": s} for s in ("ok", "regression", "ok", "inconclusive", "ok")]}}
 #: a results file before schema 3: each run carries its job's verdict
@@ -64,11 +64,9 @@ def verdict(nodeid, status="regression", trick="default"):
                    samples=(1.0, 1.1), tolerance=0.15)
 
 
-def test_annotations_escape_properties_as_the_toolkit_does_and_carry_the_tests_line(tmp_path):
-    (tmp_path / "perf").mkdir()
-    (tmp_path / "perf" / "test_x.py").write_text(
-        "import pytest\n\n\nclass TestA:\n    @pytest.mark.perf\n    def test_y(self):\n        pass\n")
-    (line,) = github_annotations([verdict("perf/test_x.py::TestA::test_y[a,b:c]", trick="a,b:c")], str(tmp_path))
+def test_annotations_escape_properties_as_the_toolkit_does_and_carry_the_tests_line():
+    nodeid = "perf/test_x.py::TestA::test_y[a,b:c]"
+    (line,) = github_annotations([verdict(nodeid, trick="a,b:c")], {nodeid: 5})
     command, message = line.split("::", 2)[1:]
     assert command.startswith("error file=perf/test_x.py,line=5,title=")
     title = command.split("title=", 1)[1]
@@ -76,12 +74,10 @@ def test_annotations_escape_properties_as_the_toolkit_does_and_carry_the_tests_l
     assert "%0A" not in title and "\n" not in message
 
 
-def test_the_line_is_left_out_when_the_test_is_not_found(tmp_path):
-    assert line_of_test("missing.py::test_x", str(tmp_path)) is None
-    (tmp_path / "t.py").write_text("def test_x():\n    pass\n")
-    assert line_of_test("t.py::test_x[p]", str(tmp_path)) == 1
-    assert line_of_test("t.py::test_other", str(tmp_path)) is None
-    (line,) = github_annotations([verdict("missing.py::test_x")], str(tmp_path))
+def test_the_line_is_left_out_where_pytest_did_not_locate_the_test():
+    (line,) = github_annotations([verdict("missing.py::test_x")], {"other.py::test_y": 3})
+    assert line.startswith("::error file=missing.py,title=")
+    (line,) = github_annotations([verdict("missing.py::test_x")])
     assert line.startswith("::error file=missing.py,title=")
 
 
