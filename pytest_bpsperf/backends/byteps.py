@@ -120,12 +120,16 @@ class BytePSBackend(BackendBase):
 
 #: One BytePS worker process pushes and pulls a small tensor through the job's scheduler and server,
 #: then writes the records of one "step" (the launcher then counts it as a finished worker).
+#: The tensor is declared before its push_pull: BytePS looks a push_pull's name up in the declared
+#: tensors and aborts the process when it is not there (byteps/mxnet/ops.cc:109,
+#: byteps/common/global.cc:405-409); its own tests declare first (tests/test_mxnet.py:76-77).
 PUSH_PULL = """
 import json, sys, time
 import mxnet as mx
 import byteps.mxnet as bps
 bps.init()
 x = mx.nd.ones((1024,), ctx=mx.gpu(bps.local_rank()))
+bps.byteps_declare_tensor("bpsperf.preflight")
 t0 = time.perf_counter()
 bps.byteps_push_pull(x, name="bpsperf.preflight", is_average=False)
 x.wait_to_read()
