@@ -224,11 +224,19 @@ def _path(raw: Any) -> str:
 
 
 
-def _base(raw: Any) -> "str | None":
-    """A git revision or a directory (which one is decided against the repository, in :mod:`.arms`)."""
+def _base(raw: Any) -> str:
+    """A git revision or a directory (which one is decided against the repository, in :mod:`.arms`).
+
+    An empty value (or ``none``) is an error, never "no base": a pull-request gate whose base came
+    out empty (a failed ``git merge-base`` in a CI expression) would otherwise gate against stored
+    baselines, skip every test where there are none, and pass without having measured a base.
+    """
     text = str(raw).strip()
     if not text or text.lower() == "none":
-        return None
+        raise ValueError("the base is empty, so nothing would be measured against the change (a CI step that "
+                         "computes the base failed?); to gate against the stored baselines instead, leave "
+                         "setting 'base' unset; accepted: a git revision (origin/main, HEAD~1, a commit) or a "
+                         "directory of the base's code")
     if any(ch.isspace() for ch in text) and not os.path.isdir(os.path.expanduser(text)):
         raise ValueError("expected a git revision (origin/main, HEAD~1, a commit) or a directory of the base's code")
     return text

@@ -90,6 +90,9 @@ class Option:
     per_test: bool = True
     #: the default in words, where its value says nothing (None: :func:`format_value` of the default)
     shown_default: "str | None" = None
+    #: an empty value in the environment is a value for the parser to judge, not "unset" (``base``:
+    #: a CI expression that came out empty must fail the session, not turn the gate off)
+    empty_is_value: bool = False
 
     @property
     def switch(self) -> bool:
@@ -185,7 +188,7 @@ OPTIONS: tuple = (
     Option("base", "measure the working tree (head) against this base in one session, in pairs of runs: a git "
            "revision of the tests' repository (checked out as a temporary worktree) or a directory of the base's "
            "code", _base, "a git revision (origin/main, HEAD~1, a commit) or a directory", None, False,
-           shown_default="none: the stored baselines"),
+           shown_default="none: the stored baselines", empty_is_value=True),
     Option("base_python", "interpreter of the base arm's roles (a venv with other builds of MXNet, BytePS, gluoncv)",
            _interpreter, "the path of a Python interpreter", None, False, shown_default="the nodes' own"),
     Option("max_pairs", "most pairs of base and head runs a job takes to decide (it stops once decided)",
@@ -424,11 +427,12 @@ class Source:
 
 
 def env_source(environ: Mapping[str, str]) -> Source:
-    """The ``BPSPERF_*`` environment as a source (empty values count as unset)."""
+    """The ``BPSPERF_*`` environment as a source (empty values count as unset, except for an option
+    whose empty value is an error: :attr:`Option.empty_is_value`)."""
     values = {}
     for opt in OPTIONS:
         raw = environ.get(env_var(opt.name))
-        if raw is not None and raw.strip() != "":
+        if raw is not None and (raw.strip() != "" or opt.empty_is_value):
             values[opt.name] = raw
     return Source("env", "environment", values)
 

@@ -28,3 +28,45 @@ def test_every_option_and_command_used_exists(pytester):
     for command in re.findall(r"bin/bpsperf ([^\n]*(?:\n *--[^\n]*)*)", runs):
         args = command.replace('"', "").split()
         _parser().parse_args(args)  # exits (fails the test) on an unknown command or option
+
+
+def _step(name: str) -> str:
+    """The ``run`` script of the pull-request job's step ``name``."""
+    from helpers.workflows import PR, steps
+
+    (step,) = [s for s in steps(load(PR), "base-vs-head") if s.get("name") == name]
+    return step["run"]
+
+
+def _bash(script: str, cwd, **env: str) -> "subprocess.CompletedProcess[str]":
+    import os
+    import subprocess
+    import sys
+
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    # GitHub runs a step's script as `bash -e {0}`; .venv/bin is where the workflow installed the plugin
+    return subprocess.run(["bash", "-e", "-c", script.replace(".venv/bin/", "")], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PATH": path, **env})
+
+
+def test_the_pull_request_job_fails_when_no_merge_base_is_found(tmp_path):
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                    "--allow-empty", "-m", "only"], check=True)
+    output = tmp_path / "github-output"
+    proc = _bash(_step("Merge base of the pull request"), tmp_path, BASE_REF="main", GITHUB_OUTPUT=str(output))
+    assert proc.returncode != 0  # no origin/main: the job stops here
+    assert not output.exists() or "sha=\n" not in output.read_text()
+
+
+def test_the_pull_request_job_fails_on_results_without_a_base_vs_head_session(results, tmp_path):
+    script = _step("Base vs head, offline, from the results")
+    # the stored-baseline gate's results (a session that ran without --bpsperf-base)
+    proc = _bash(script, results.parent, OUT=".")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "holds no base-vs-head session" in proc.stderr
+    # and when the session wrote no results at all
+    missing = _bash(script, tmp_path, OUT=str(tmp_path))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr

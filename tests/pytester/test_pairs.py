@@ -272,6 +272,25 @@ def test_bad_input_is_a_usage_error_before_anything_runs(project, args, message)
     assert worktrees(project.path) == [os.path.realpath(project.path)]
 
 
+@pytest.mark.parametrize("value", ["", "  ", "none", "None"], ids=["empty", "blank", "none", "None"])
+def test_an_empty_base_is_a_usage_error_not_a_session_without_a_base(project, value):
+    # a CI step whose merge-base came out empty must fail the job, not gate against stored
+    # baselines (none on a fresh runner: every test skipped and the job green)
+    result = run(project, f"--bpsperf-base={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert (f"invalid value {value!r} for setting 'base' from command line option --bpsperf-base: the base is "
+            "empty") in result.stderr.str()
+    assert "skipped" not in result.stdout.str()
+
+
+def test_an_empty_bpsperf_base_variable_is_a_usage_error(project, monkeypatch):
+    monkeypatch.setenv("BPSPERF_BASE", "")
+    result = run(project)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "invalid value '' for setting 'base' from environment variable BPSPERF_BASE: the base is empty" \
+        in result.stderr.str()
+
+
 def test_a_base_tree_without_the_entry_module_is_a_usage_error_naming_it(project):
     project.makepyfile(mybench="def build(ctx):\n    return lambda: None\n")
     project.makeini("[pytest]\nmarkers =\n    perf: perf\nbpsperf_entry = mybench:build\n")

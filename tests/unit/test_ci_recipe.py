@@ -102,7 +102,11 @@ def test_pull_requests_run_base_vs_head_against_the_merge_base_and_comment_in_pl
     assert upload["if"] == "always()" and upload["with"]["path"] == "bpsperf-out/"
     assert "--bpsperf-plots=\"$OUT/img\"" in perf["run"]  # the PNGs land inside the artifact
     final = steps(wf, "base-vs-head")[-1]
-    assert final["if"] == "steps.perf.outcome == 'failure'" and "exit 1" in final["run"]
+    assert final["if"] == "always() && steps.perf.outcome == 'failure'" and "exit 1" in final["run"]
+    # fails closed: an empty merge base stops the job, and so do results without a base-vs-head session
+    assert 'test -n "$sha"' in by_name["Merge base of the pull request"]["run"]
+    offline = by_name["Base vs head, offline, from the results"]
+    assert offline["if"] == "always()" and 'bpsperf compare "$OUT/results.json"' in offline["run"]
 
 
 def test_main_keeps_the_stored_baseline_gate_and_saves_the_history():
