@@ -92,6 +92,12 @@ class RunResult:
         return self.measurement.teardown_s
 
     @property
+    def foreign_cores(self) -> "float | None":
+        """Cores' worth of CPU that processes outside the run's roles used on its busiest node while it was
+        timed (None where not measured: a run from another ``pytest_bpsperf_run``)."""
+        return self.output.foreign_cores
+
+    @property
     def log_dir(self) -> str:
         """Directory with one log per role (and the workers' records)."""
         return self.output.log_dir
@@ -149,6 +155,9 @@ class RunResult:
             out["timeline"] = {w.name: w.as_dict() for w in self.output.comm}
         if self.output.notes:
             out["exit_notes"] = list(self.output.notes)
+        if self.output.load:
+            out["foreign_load"] = {"cores": round(self.output.foreign_cores or 0.0, 3),
+                                   "nodes": [n.as_dict() for n in self.output.load]}
         if self.verdict is not None:
             out["verdict"] = self.verdict.as_dict()
         return out

@@ -51,6 +51,40 @@ class RoleOutcome:
 
 
 @dataclass(frozen=True)
+class NodeLoad:
+    """The CPU one node spent while a run was timed: in all, on the run's roles, and so on others.
+
+    ``window_s`` is how long the window lasted (from every worker's first step
+    to their last), ``busy_s`` the node's non-idle CPU seconds meanwhile,
+    ``roles_s`` those of the run's role processes there, ``steal_s`` what the
+    hypervisor gave to other machines; ``cpus`` the node's online CPUs.
+    """
+
+    node: str
+    window_s: float
+    busy_s: float
+    roles_s: float
+    cpus: int
+    steal_s: float = 0.0
+
+    @property
+    def foreign_s(self) -> float:
+        """CPU seconds of processes outside the run's roles (the harness included)."""
+        return max(0.0, self.busy_s - self.roles_s)
+
+    @property
+    def foreign_cores(self) -> float:
+        """Foreign load: how many cores' worth of CPU others used on the node while the run was timed."""
+        return self.foreign_s / self.window_s if self.window_s > 0 else 0.0
+
+    def as_dict(self) -> dict:
+        """JSON view (seconds rounded to milliseconds)."""
+        return {"node": self.node, "window_s": round(self.window_s, 3), "busy_s": round(self.busy_s, 3),
+                "roles_s": round(self.roles_s, 3), "foreign_s": round(self.foreign_s, 3),
+                "foreign_cores": round(self.foreign_cores, 3), "steal_s": round(self.steal_s, 3), "cpus": self.cpus}
+
+
+@dataclass(frozen=True)
 class WorkerRecords:
     """The JSON-lines records one worker process wrote."""
 
@@ -102,6 +136,13 @@ class RunOutput:
     #: what is said of the run, not a failure: what went wrong after training had finished (a
     #: shutdown's exit error), roles that would not die with their actor (no setpriv on their node)
     notes: "tuple[str, ...]" = ()
+    #: per node that hosted roles, the CPU spent while the run was timed (empty where not measured)
+    load: "tuple[NodeLoad, ...]" = ()
+
+    @property
+    def foreign_cores(self) -> "float | None":
+        """The largest foreign load of the run's nodes (cores), None where it was not measured."""
+        return max((n.foreign_cores for n in self.load), default=None)
 
     def __post_init__(self) -> None:
         if self.backend == "auto" or not self.backend:

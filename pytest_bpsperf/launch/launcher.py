@@ -20,6 +20,7 @@ from ..judge.records import RoleOutcome, RunOutput, WorkerRecords
 from ..planning.model import CommWindow, Node, Plan
 from . import local_roles
 from .diagnose import failure_message
+from .load import LoadWatch
 from .reservation import Reservation, ReservationError, reserve
 from .watchdog import StallWatch, progress_line
 
@@ -125,6 +126,8 @@ class RoleGroup:
         self.status: "dict[str, dict]" = {}  # role -> its last status (exit code, process state, progress)
         self._harvest = Harvest()
         self._reservation: "Reservation | None" = None
+        #: the CPU of the roles' nodes while training, from every poll (the run's foreign load)
+        self.load = LoadWatch({r.name: r.node.name for r in plan.roles})
 
     @property
     def harvest(self) -> Harvest:
@@ -222,6 +225,7 @@ class RoleGroup:
 
         names = list(self.actors)
         self.status = dict(zip(names, ray.get([self.actors[n].status.remote() for n in names], timeout=timeout)))
+        self.load.observe(self.status, [r.name for r in self.plan.roles if r.role == "worker"])
         return {n: st["code"] for n, st in self.status.items()}
 
     def unreachable(self, timeout: float = 5.0) -> "dict[str, str]":
@@ -383,6 +387,7 @@ class RoleGroup:
             topology=self.plan.topology(),
             comm=harvest.comm,
             notes=tuple(harvest.exit_notes) + pdeathsig_notes(harvest.infos, self.where),
+            load=self.load.loads(),
         )
 
 

@@ -26,6 +26,7 @@ import sys
 import time
 from typing import Mapping, Sequence
 
+from .cpuload import cpu_snapshot
 from .environ import IMPORT_PATH, PYTHON, RECORDS, TREE, package_dir, pythonpath, rank_records_path, scrub
 
 _SETPRIV = shutil.which("setpriv")
@@ -219,7 +220,8 @@ class RoleProcess:
         """Exit status (None while running), process state, and the worker's progress so far.
 
         ``steps`` counts step records, ``last_step`` is the last one's index, ``step_s``
-        its duration; ``state`` is the process's /proc state letter (``T``: stopped).
+        its duration; ``state`` is the process's /proc state letter (``T``: stopped);
+        ``cpu`` the node's and this role's CPU seconds now (:func:`.cpuload.cpu_snapshot`).
         A role whose launcher spawned one training process per GPU (bpslaunch) writes
         one records file per local rank: its progress is the slowest rank's (``ranks``
         says how many files were read). Reads only what each file gained since the last call.
@@ -252,7 +254,9 @@ class RoleProcess:
         # finished: every training process wrote its end record (what a later exit status cannot undo)
         slowest["finished"] = all(self._progress[p]["ended"] for p in files)
         del slowest["ended"]
-        return {"code": code, "state": state, **slowest, "ranks": len(files)}
+        # the node's CPU and this role's, read now: the launcher's foreign load of the run comes from these
+        cpu = cpu_snapshot(self.proc.pid if self.proc is not None and code is None else None)
+        return {"code": code, "state": state, **slowest, "ranks": len(files), "cpu": cpu}
 
     def wait(self, timeout: float) -> "int | None":
         """Wait up to ``timeout`` seconds for the role to exit; its status or None."""
