@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 
 from .. import backends
 from ..backends import Backend
-from ..config.arms import HEAD, Arm
+from ..config.arms import Arm
 from ..config.ray_env import JOB, PLUGIN, Layer, entry_module_path, merge
 from ..config.settings import Hardware, Settings
 from ..judge.job import RunSpec
@@ -325,7 +325,8 @@ class PerfSession:
         """Bring up the roles of ``spec`` on Ray and run them to the end (the node list is read now).
 
         With ``spec.arm`` (base-vs-head), every role runs as that arm's code (see
-        :func:`~pytest_bpsperf.planning.plan.for_arm`); the scaling reference runs for the head arm only.
+        :func:`~pytest_bpsperf.planning.plan.for_arm`), and no scaling reference runs: a pair's verdict
+        does not use it, and it cost a run per job (a tenth of a typical job's time).
         """
         settings = spec.settings
         backend = self.backend(settings.backend)
@@ -350,7 +351,7 @@ class PerfSession:
             kind = "worker" if role.role == "worker" else "server"
             if self.hosts.get(role.node_id) != "worker":  # a node that hosts a worker counts as a worker node
                 self.hosts[role.node_id] = kind
-        if not settings.scaling or (arm is not None and arm.name != HEAD):
+        if not settings.scaling or arm is not None:
             return output
         node_img, per_gpu = self.references(spec, backend, plan)
         return replace(output, node_img_per_sec=node_img, single_img_per_sec=per_gpu)
