@@ -43,6 +43,17 @@ def _positive_float(raw: Any) -> float:
     return value
 
 
+def _cores(raw: Any) -> float:
+    """A number of cores' worth of CPU (``0.25``: a quarter of one core), > 0."""
+    try:
+        value = float(str(raw).strip()) if not isinstance(raw, (int, float)) or isinstance(raw, bool) else float(raw)
+    except ValueError:
+        raise ValueError("expected a number of cores > 0, such as 0.25") from None
+    if isinstance(raw, bool) or not value > 0 or value != value or value == float("inf"):
+        raise ValueError("expected a number of cores > 0, such as 0.25")
+    return value
+
+
 #: What a percentage setting accepts: one rule, never ambiguous (``1`` is not 1%, nor 100%).
 PERCENT_ACCEPTED = "a percentage with % such as 10%, or a bare fraction below 1 such as 0.1"
 

@@ -25,6 +25,7 @@ from .parsers import (
     RuntimeEnvSetting,
     _backend,
     _base,
+    _cores,
     _gpus_per_worker,
     _int_at_least,
     _interpreter,
@@ -126,8 +127,9 @@ OPTIONS: tuple = (
            "a comma-separated list of trick names", None, shown_default="the bpsperf_tricks marker, else default"),
     Option("confirm", "extra runs that must confirm a regression before the test fails", _int_at_least(0),
            "an integer >= 0", 2),
-    Option("tolerance", "allowed throughput drop against the baseline", _percent,
-           PERCENT_ACCEPTED, 0.15),
+    Option("tolerance", "the slowdown that must fail: a drop of the tolerance passes at most 10% of the time, a "
+           "drop of half of it or less fails at most 10% (and only beyond noise at 'confidence'); in between "
+           "either", _percent, PERCENT_ACCEPTED, 0.10),
     Option("scaling", "also time one process without a parameter server, for scaling efficiency", _switch,
            "on or off", True),
     Option("trace", "BytePS timeline: trace push/pull of training steps START:END (backend byteps)",
@@ -159,8 +161,8 @@ OPTIONS: tuple = (
            "a number of seconds > 0", 60.0, False),
     Option("max_repeats", "most runs a job may take to decide its verdict (repeats is the minimum)",
            _int_at_least(1), "an integer >= 1", 4),
-    Option("confidence", "two-sided confidence of the verdict's interval (false alarms: half the rest)", _percent,
-           PERCENT_ACCEPTED, 0.99),
+    Option("confidence", "two-sided confidence of the noise interval: a regression lies beyond it (false alarms on "
+           "unchanged code: at most half the rest)", _percent, PERCENT_ACCEPTED, 0.99),
     Option("session_spread", "spread between sessions assumed while a baseline has one recorded session",
            _percent, PERCENT_ACCEPTED, 0.25),
     Option("sessions", "recorded sessions a baseline entry keeps (--bpsperf-update-baselines adds one)",
@@ -192,9 +194,12 @@ OPTIONS: tuple = (
     Option("base_python", "interpreter of the base arm's roles (a venv with other builds of MXNet, BytePS, gluoncv)",
            _interpreter, "the path of a Python interpreter", None, False, shown_default="the nodes' own"),
     Option("max_pairs", "most pairs of base and head runs a job takes to decide (it stops once decided)",
-           _int_at_least(3), "an integer >= 3", 12),
+           _int_at_least(3), "an integer >= 3", 20),
     Option("seed", "seed of the order of the arms in each job's pairs ('random': a new one per session; the "
            "results record it)", _seed, "an integer >= 0 or 'random'", None, False),
+    Option("foreign_load", "cores' worth of CPU that processes outside a run's roles may use on its nodes while it is "
+           "timed: a run beyond it is named in its verdict; base vs head runs a pair again whose runs differ by more",
+           _cores, "a number of cores > 0, such as 0.25", 0.25),
     Option("runtime_env", "Ray runtime_env of the role actors, merged with the Ray job's and the plugin's own "
            "(py_modules lists joined; a key set twice is an error)", parse_runtime_env,
            "a JSON object or the path of a JSON or YAML file", None, False),
@@ -212,7 +217,8 @@ OPTION_GROUPS: "tuple[tuple[str, str, tuple[str, ...]], ...]" = (
      ("workers", "server_nodes", "servers_per_node", "gpus_per_worker", "colocate", "role_env", "server_resource")),
     ("gate", "verdicts, baselines, base against head",
      ("tolerance", "confidence", "repeats", "max_repeats", "confirm", "session_spread", "normalize", "strict",
-      "profile", "baselines_dir", "sessions", "max_spread", "base", "base_python", "max_pairs", "seed")),
+      "profile", "baselines_dir", "sessions", "max_spread", "base", "base_python", "max_pairs", "seed",
+      "foreign_load")),
     ("cluster", "Ray, the runs and their limits",
      ("ray_address", "runtime_env", "connect_timeout", "placement_timeout", "timeout", "stall_timeout", "log_dir")),
 )
@@ -365,6 +371,7 @@ class Settings:
     max_pairs: int = OPTIONS_BY_NAME["max_pairs"].default
     seed: "int | None" = OPTIONS_BY_NAME["seed"].default  # None: random per session
     runtime_env: "RuntimeEnvSetting | None" = OPTIONS_BY_NAME["runtime_env"].default
+    foreign_load: float = OPTIONS_BY_NAME["foreign_load"].default  # cores (see judge.records.NodeLoad)
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).

@@ -264,7 +264,7 @@ class PairGate(BaselineGate):
             job.profile_id = self.profile().id  # once Ray is up: the cluster is part of the profile
         if BASE in failed:
             pair.dropped = f"base run failed: {failed[BASE].reason.splitlines()[0]}"
-        job.add(pair)
+        job.add(pair, foreign_limit=spec.settings.foreign_load)
         if HEAD in failed and BASE not in failed:
             pytest.fail(f"{failed[HEAD].reason}\n(a failure of head only: the base run of the same pair passed, "
                         "so this is not a measurement but a failure of the code under test)", pytrace=False)

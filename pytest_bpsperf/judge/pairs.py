@@ -21,13 +21,16 @@ from typing import Callable, Mapping, Sequence
 
 from ..config.arms import BASE, HEAD
 from ..stats import summarize
-from ..stats.paired import PairedComparison, paired_compare
+from ..stats import rule
+from ..stats.paired import PairedComparison, PairRuns, paired_compare
 from .job import RunResult, RunSpec
 from .verdict import VerdictSettings
 
-__all__ = ["INCONCLUSIVE", "Pair", "PairedJob", "PairedVerdict", "decide_pairs", "first_arm"]
+__all__ = ["FOREIGN", "INCONCLUSIVE", "Pair", "PairedJob", "PairedVerdict", "decide_pairs", "first_arm", "pair_runs"]
 
 REGRESSION, IMPROVEMENT, OK, INCONCLUSIVE = "regression", "improvement", "ok", "inconclusive"
+#: how a pair dropped for foreign load says so (``dropped`` starts with it)
+FOREIGN = "foreign load differed"
 
 
 def first_arm(seed: int, key: str, index: int) -> str:
@@ -59,12 +62,26 @@ class Pair:
         """log(head img/s / base img/s)."""
         return math.log(self.head.img_per_sec / self.base.img_per_sec)  # type: ignore[union-attr]
 
+    def foreign(self, arm: str) -> "float | None":
+        """Cores that processes outside the roles of ``arm``'s run used on its nodes while it was timed."""
+        run = self.base if arm == BASE else self.head
+        return run.foreign_cores if run is not None else None
+
+    def foreign_gap(self) -> "float | None":
+        """How much more foreign load one run of the pair saw than the other (cores), None unless both say."""
+        a, b = self.foreign(BASE), self.foreign(HEAD)
+        return abs(a - b) if a is not None and b is not None else None
+
     def as_dict(self) -> dict:
         """A row of the per-pair table (JSON, Markdown)."""
         row: dict = {"pair": self.index + 1, "order": "-".join(self.order),
                      "base_img_per_sec": self.base.img_per_sec if self.base is not None else None,
                      "head_img_per_sec": self.head.img_per_sec if self.head is not None else None,
                      "ratio": math.exp(self.log_ratio) if self.valid else None}
+        for arm in (BASE, HEAD):
+            cores = self.foreign(arm)
+            if cores is not None:
+                row[f"{arm}_foreign_cores"] = round(cores, 3)
         if self.dropped is not None:
             row["dropped"] = self.dropped
         return row
@@ -119,23 +136,29 @@ class PairedVerdict:
         return f"{ref} = {str(commit)[:12]}" if commit and ref else (str(commit)[:12] if commit else ref or "base")
 
     def figures(self) -> str:
-        """Head against base against tolerance in one phrase; how many pairs and looks."""
+        """Head against base against tolerance in one phrase; why; how many pairs and looks."""
         c = self.comparison
         n = c.pairs
-        dropped = sum(1 for p in self.pairs if p.get("dropped"))
         text = (f"head {self.measured:.1f} img/s vs base {self.baseline_median or float('nan'):.1f} img/s "
                 f"(medians of {n} pair{'s' if n != 1 else ''}, base {self.base_ref}): ")
-        if c.pairs < c.first_look:
-            text += f"{c.change_pct:+.1f}%, no interval before {c.first_look} pairs"
+        if c.ci_low is None or c.ci_high is None or c.tol_low is None or c.tol_high is None:
+            text += f"{c.change_pct:+.1f}%, no interval before {c.first_look} pairs, {rule.meaning(self.tolerance)}"
         else:
+            level = f"{1 - 2 * rule.TOLERANCE_LEVEL:.0%}"
             text += (f"{c.change_pct:+.1f}% ({c.confidence:.0%} interval over all looks {100 * (c.ci_low - 1):+.1f}% "
-                     f"to {100 * (c.ci_high - 1):+.1f}%), tolerance -{100 * self.tolerance:.0f}%")
+                     f"to {100 * (c.ci_high - 1):+.1f}%, {level} {100 * (c.tol_low - 1):+.1f}% to "
+                     f"{100 * (c.tol_high - 1):+.1f}%), {rule.meaning(self.tolerance)}: "
+                     f"{rule.reason(self.status, self.tolerance, c.confidence)}")
         text += f"; verdict after {n} pair{'s' if n != 1 else ''}, {c.looks} look{'s' if c.looks != 1 else ''}"
-        if dropped:
-            text += f" ({dropped} pair{'s' if dropped != 1 else ''} dropped: a base run failed)"
-        if self.status == INCONCLUSIVE:
-            text += (f" (inconclusive: the interval holds both no change and a drop of the tolerance after "
-                     f"{c.last_look} pairs, the most max_pairs allows)" if n >= c.last_look else " (inconclusive)")
+        failed = sum(1 for p in self.pairs if p.get("dropped") and not str(p["dropped"]).startswith(FOREIGN))
+        foreign = sum(1 for p in self.pairs if str(p.get("dropped") or "").startswith(FOREIGN))
+        if failed:
+            text += f" ({failed} pair{'s' if failed != 1 else ''} dropped: a base run failed)"
+        if foreign:
+            text += (f" ({foreign} pair{'s' if foreign != 1 else ''} run again: {'their' if foreign != 1 else 'its'} "
+                     "two runs saw different foreign load)")
+        if self.status == INCONCLUSIVE and n >= c.last_look:
+            text += f" (inconclusive after {c.last_look} pairs, the most max_pairs allows)"
         if self.aa:
             text += "; A/A run: both arms are the same commit and interpreter"
         if self.note:
@@ -160,6 +183,20 @@ class PairedVerdict:
         }
 
 
+def pair_runs(pairs: Sequence[Mapping[str, object]]) -> "list[PairRuns]":
+    """The valid rows of a pair table (rows of :meth:`Pair.as_dict`) as the estimators take them:
+    each pair's place in the job (dropped pairs keep theirs), both arms' log img/s and their order."""
+    out = []
+    for k, p in enumerate(pairs):
+        if p.get("ratio") is None or p.get("dropped"):
+            continue
+        index = int(p.get("pair") or k + 1) - 1  # type: ignore[call-overload]
+        out.append(PairRuns(index, math.log(float(p["base_img_per_sec"])),  # type: ignore[arg-type]
+                            math.log(float(p["head_img_per_sec"])),  # type: ignore[arg-type]
+                            str(p.get("order", "base-head")).startswith(BASE)))
+    return out
+
+
 def decide_pairs(*, nodeid: str, test: str, trick: str, profile_id: str, key: str,
                  pairs: Sequence[Mapping[str, object]], tolerance: float, confidence: float, first_look: int,
                  max_pairs: int, arms: "Mapping[str, Mapping[str, object]] | None" = None, aa: bool = False,
@@ -171,8 +208,7 @@ def decide_pairs(*, nodeid: str, test: str, trick: str, profile_id: str, key: st
     when the job stops. The offline command calls this with the table of a
     results file, and so decides as the plugin did.
     """
-    ratios = [math.log(float(p["ratio"])) for p in pairs if p.get("ratio") is not None]  # type: ignore[arg-type]
-    c = paired_compare(ratios, tolerance=tolerance, confidence=confidence, first_look=first_look,
+    c = paired_compare(pair_runs(pairs), tolerance=tolerance, confidence=confidence, first_look=first_look,
                        last_look=max_pairs)
     return PairedVerdict(status=c.verdict, nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key,
                          tolerance=tolerance, comparison=c, pairs=tuple(dict(p) for p in pairs),
@@ -190,12 +226,15 @@ class PairedJob:
 
     The job's first ``repeats`` pairs are the test's parametrized items
     (interleaved with other tricks); then it adds pairs while the verdict is
-    undecided and it has fewer than ``max_pairs`` (a dropped pair does not
-    count, but at most two such are replaced).
+    undecided and it has fewer than ``max_pairs`` valid ones. A dropped pair
+    does not count: at most :attr:`MAX_DROPPED` pairs of failed base runs and
+    :attr:`MAX_FOREIGN` pairs of unequal foreign load are replaced.
     """
 
     #: dropped pairs (failed base runs) a job replaces before it stops
     MAX_DROPPED = 2
+    #: pairs run again for unequal foreign load, at most, per job (later ones are kept and said)
+    MAX_FOREIGN = 3
 
     def __init__(self, key: str, *, profile_id: str, seed: int, run_pair: "PairRunner | None" = None,
                  arms: "Mapping[str, Mapping[str, object]] | None" = None, aa: bool = False,
@@ -213,16 +252,29 @@ class PairedJob:
         self._on_verdict = on_verdict
         self._say = say or (lambda _message: None)
         self.adaptive_pairs = 0
+        #: pairs kept although their runs' foreign load differed (the job ran out of re-runs)
+        self.foreign_kept = 0
 
     def first_arm(self, index: int) -> str:
         """Which arm runs first in pair ``index`` of this job."""
         return first_arm(self.seed, self.order_key, index)
 
-    def add(self, pair: Pair) -> Pair:
-        """Make ``pair`` one of this job's pairs (its head run then belongs to this job)."""
+    def add(self, pair: Pair, *, foreign_limit: "float | None" = None) -> Pair:
+        """Make ``pair`` one of this job's pairs (its head run then belongs to this job).
+
+        With ``foreign_limit`` (cores), a valid pair whose runs' foreign load differs by more is
+        dropped, to be run again, while the job has re-runs left (:attr:`MAX_FOREIGN`).
+        """
         for run in (pair.base, pair.head):
             if run is not None:
                 run.job = self  # type: ignore[assignment]
+        gap = pair.foreign_gap()
+        if pair.valid and foreign_limit is not None and gap is not None and gap > foreign_limit:
+            if self.foreign_dropped < self.MAX_FOREIGN:
+                pair.dropped = (f"{FOREIGN}: base {pair.foreign(BASE):.2f}, head {pair.foreign(HEAD):.2f} cores of "
+                                f"other processes (more than {foreign_limit:g} apart)")
+            else:
+                self.foreign_kept += 1
         self.pairs.append(pair)
         return pair
 
@@ -240,19 +292,45 @@ class PairedJob:
         return sum(1 for p in self.pairs if p.valid)
 
     @property
+    def foreign_dropped(self) -> int:
+        """Pairs dropped (and run again) because their runs saw different foreign load."""
+        return sum(1 for p in self.pairs if (p.dropped or "").startswith(FOREIGN))
+
+    @property
     def dropped(self) -> int:
-        return sum(1 for p in self.pairs if p.dropped is not None)
+        """Pairs dropped because a base run failed."""
+        return sum(1 for p in self.pairs if p.dropped is not None and not p.dropped.startswith(FOREIGN))
 
     def decide(self, spec: RunSpec) -> PairedVerdict:
         """The verdict over every pair so far (a pure function of the pairs and the settings)."""
         s = VerdictSettings.of(spec.settings)
-        note = ""
+        notes = []
         if self.dropped > self.MAX_DROPPED:
-            note = f"stopped after {self.dropped} failed base runs (see the failures)"
+            notes.append(f"stopped after {self.dropped} failed base runs (see the failures)")
+        if self.foreign_kept:
+            notes.append(f"{self.foreign_kept} pair{'s' if self.foreign_kept != 1 else ''} kept although "
+                         f"{'their' if self.foreign_kept != 1 else 'its'} runs saw different foreign load "
+                         f"(after {self.MAX_FOREIGN} re-runs)")
         return decide_pairs(nodeid=spec.nodeid, test=spec.test, trick=spec.trick.name, profile_id=self.profile_id,
                             key=self.key, pairs=[p.as_dict() for p in self.pairs], tolerance=s.tolerance,
                             confidence=s.confidence, first_look=s.first_look, max_pairs=s.max_pairs,
-                            arms=self.arms, aa=self.aa, note=note)
+                            arms=self.arms, aa=self.aa, note="; ".join(notes))
+
+    def progress(self, verdict: PairedVerdict, confidence: float, max_pairs: int) -> str:
+        """Why the job takes another pair, and which of at most how many valid ones it is."""
+        c = verdict.comparison
+        valid = self.valid_pairs
+        if valid >= c.first_look:
+            why = f"not decided at {confidence:.0%}"
+        else:
+            why = f"{c.first_look} pairs before the first look"
+        again = []
+        if self.dropped:
+            again.append(f"{self.dropped} dropped for a failed base run")
+        if self.foreign_dropped:
+            again.append(f"{self.foreign_dropped} run again for foreign load")
+        extra = f" ({', '.join(again)})" if again else ""
+        return f"{verdict.figures()}; {why}: pair {valid + 1} of at most {max_pairs}{extra}"
 
     def assert_within_baseline(self, run: RunResult) -> None:
         """Decide once every repeat ran; add pairs until decided; report the verdict."""
@@ -265,12 +343,7 @@ class PairedJob:
                and self.valid_pairs < settings.max_pairs and self.dropped <= self.MAX_DROPPED):
             index = len(self.pairs)
             self.adaptive_pairs += 1
-            if self.valid_pairs >= verdict.comparison.first_look:
-                why = f"not decided at {settings.confidence:.0%}"
-            else:
-                why = f"{verdict.comparison.first_look} pairs before the first look"
-            self._say(f"{run.spec.nodeid}: {verdict.figures()}; {why}: pair {index + 1} of at most "
-                      f"{settings.max_pairs}")
+            self._say(f"{run.spec.nodeid}: {self.progress(verdict, settings.confidence, settings.max_pairs)}")
             self._run_pair(run.spec, index, self.first_arm(index))
             verdict = self.decide(run.spec)
         self.verdict = verdict

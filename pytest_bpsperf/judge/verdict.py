@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace, fields
 from typing import Any, Mapping, Sequence
 
 from ..config.settings import OPTIONS_BY_NAME, Settings
-from ..stats import BetweenPrior, Comparison, compare, summarize
+from ..stats import BetweenPrior, Comparison, compare, rule, summarize
 from ..stats.paired import MIN_PAIRS
 from ..store.entries import entry_samples, entry_sessions, latest_session
 
@@ -53,6 +53,26 @@ class Verdict:
     #: what differs between the baseline's latest recorded session and this one (software, host):
     #: ``("mxnet 1.9.0 -> 1.9.1", ...)``
     changed: "tuple[str, ...]" = ()
+    #: per run of ``samples``: the foreign load it saw (cores; None where not measured), and the
+    #: ``foreign_load`` setting beyond which a run counts as under foreign load
+    foreign: "tuple[float | None, ...]" = ()
+    foreign_limit: "float | None" = None
+
+    @property
+    def under_foreign_load(self) -> "list[tuple[int, float]]":
+        """(run number from 1, cores) of each run whose foreign load exceeded ``foreign_limit``."""
+        if self.foreign_limit is None:
+            return []
+        return [(i + 1, c) for i, c in enumerate(self.foreign) if c is not None and c > self.foreign_limit]
+
+    def foreign_text(self) -> str:
+        """``; under foreign load: run 2 of 3 saw 0.93 cores of other processes (more than 0.25)``, or ''."""
+        hit = self.under_foreign_load
+        if not hit:
+            return ""
+        runs = ", ".join(f"run {i} {c:.2f}" for i, c in hit)
+        return (f"; under foreign load: {runs} cores of other processes on its nodes while timed, of "
+                f"{self.runs} run{'s' if self.runs != 1 else ''} (foreign_load {self.foreign_limit:g})")
 
     @property
     def runs(self) -> int:
@@ -79,7 +99,8 @@ class Verdict:
         """Measured against baseline against tolerance, in one phrase; how many runs and sessions."""
         runs = f"{self.runs} run{'s' if self.runs != 1 else ''}"
         if self.comparison is None:
-            return f"measured {self.measured:.1f} img/s ({runs}), no baseline" + (f" ({self.note})" if self.note else "")
+            return (f"measured {self.measured:.1f} img/s ({runs}), no baseline" + (f" ({self.note})" if self.note else "")
+                    + self.foreign_text())
         c = self.comparison
         n_sessions = self.baseline_sessions
         if c.between_assumed:
@@ -102,11 +123,11 @@ class Verdict:
         else:
             text += f"{c.change_pct:+.1f}%, "
         return text + (
-            f"tolerance -{100 * self.tolerance:.0f}%, noise margin ±{c.margin_pct:.1f}% ({spread}), "
-            f"smallest detectable drop {c.min_detectable_change_pct:.1f}%; verdict after {runs}"
-            + ("" if c.decided else f" (inconclusive at {c.confidence:.0%}: the interval holds both no change "
-                                    "and a drop of the tolerance)")
+            f"{rule.meaning(self.tolerance)}, noise margin ±{c.margin_pct:.1f}% ({spread}), "
+            f"smallest detectable drop {c.min_detectable_change_pct:.1f}%: "
+            f"{rule.reason(self.status, self.tolerance, c.confidence)}; verdict after {runs}"
             + (f"; since the baseline was recorded: {', '.join(self.changed)}" if self.changed else "")
+            + self.foreign_text()
         )
 
     def message(self, *, update_command: str = "", bisect: str = "") -> str:
@@ -144,6 +165,9 @@ class Verdict:
             out["note"] = self.note
         if self.changed:
             out["changed_since_baseline"] = list(self.changed)
+        if any(c is not None for c in self.foreign):
+            out["foreign_load_cores"] = [None if c is None else round(c, 3) for c in self.foreign]
+            out["under_foreign_load"] = [i for i, _c in self.under_foreign_load]
         if self.comparison is not None:
             c = self.comparison
             out.update(
@@ -152,6 +176,8 @@ class Verdict:
                 min_detectable_change_pct=c.min_detectable_change_pct,
                 ci_low=c.ci_low,
                 ci_high=c.ci_high,
+                tol_low=c.tol_low,
+                tol_high=c.tol_high,
                 p_value=c.p_value,
                 confidence=c.confidence,
                 between_sessions_pct=c.between_sd_pct,
@@ -183,6 +209,8 @@ class VerdictSettings:
     #: base-vs-head: the first look comes after this many pairs (at least ``MIN_PAIRS``)
     repeats: int
     max_pairs: int
+    #: cores of foreign load beyond which a run is named (and, base vs head, a pair run again)
+    foreign_load: float = OPTIONS_BY_NAME["foreign_load"].default
 
     @classmethod
     def of(cls, settings: Settings) -> "VerdictSettings":
@@ -231,22 +259,24 @@ def software_changes(baseline: "Mapping[str, object] | None", now: "Mapping[str,
 def decide_job(*, nodeid: str, test: str, trick: str, profile_id: str, key: str, samples: Sequence[float],
                baseline: "Mapping[str, object] | None", settings: VerdictSettings,
                single_img_per_sec: "float | None" = None, prior: "BetweenPrior | None" = None,
-               now: "Mapping[str, object] | None" = None) -> Verdict:
+               now: "Mapping[str, object] | None" = None,
+               foreign: "Sequence[float | None]" = ()) -> Verdict:
     """The verdict of a job's runs against its baseline: the one decision of the plugin
     (:meth:`pytest_bpsperf.judge.job.Job.decide`) and of ``bpsperf check``/``compare``.
 
     ``single_img_per_sec`` is the session's single-process img/s (what
     ``normalize=single`` divides by); ``prior`` the spread between sessions
     measured elsewhere on the profile; ``now`` this session's ``versions`` and
-    ``host``, which the verdict compares with the baseline's (:func:`software_changes`).
-    See :func:`decide`.
+    ``host``, which the verdict compares with the baseline's (:func:`software_changes`);
+    ``foreign`` each run's foreign load in cores (the verdict names the runs beyond
+    ``settings.foreign_load``; it never changes the verdict). See :func:`decide`.
     """
     verdict = decide(nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key, samples=samples,
                      baseline=baseline, tolerance=settings.tolerance, confidence=settings.confidence,
                      session_spread=settings.session_spread, normalize=settings.normalize,
                      single_img_per_sec=single_img_per_sec, prior=prior)
     changed = software_changes(baseline, now)
-    return replace(verdict, changed=changed) if changed else verdict
+    return replace(verdict, changed=changed, foreign=tuple(foreign), foreign_limit=settings.foreign_load)
 
 
 def decide(

@@ -14,7 +14,9 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
+from . import rule
 from .method import BetweenPrior, LogDifference, log_difference, session_difference
+from .tdist import t_quantile
 
 __all__ = ["BaselineSamples", "BetweenPrior", "Comparison", "LogDifference", "Significance", "Summary", "as_sessions",
            "change_pct", "compare", "log_difference", "scaling_efficiency", "session_difference",
@@ -78,17 +80,17 @@ class Comparison:
 
     ``ratio`` is current / baseline throughput (geometric means; the baseline's
     centre is the mean over its recorded sessions). ``ci_low``/``ci_high``
-    bound the ratio at ``confidence``; ``p_value`` is the same test's two-sided
-    p. ``margin_pct`` is the noise margin as a drop in percent.
+    bound the ratio at ``confidence`` (the noise interval), ``tol_low``/``tol_high``
+    at the tolerance interval's level (:data:`~.rule.TOLERANCE_LEVEL` each side);
+    ``p_value`` is the noise test's two-sided p. ``margin_pct`` is the noise margin as a drop in percent.
     ``min_detectable_change_pct`` is the smallest measured drop this
     comparison would call a regression. ``between_sd_pct`` is the spread
     between sessions that the margin includes (``between_assumed``: assumed,
     since the baseline has one recorded session). ``decided`` is whether the
-    interval settles the question "a drop of the tolerance or not" (it lies
-    below no-change, or above a drop of the tolerance); ``more_runs_can_decide``
+    verdict is not ``inconclusive`` (:func:`~.rule.decide`); ``more_runs_can_decide``
     whether infinitely many more runs of this session, with the difference
     measured so far, would settle it (False when between-session noise alone
-    leaves the interval across both).
+    keeps it undecided).
     """
 
     verdict: str
@@ -115,6 +117,8 @@ class Comparison:
     between_source: str = "none"
     #: with ``pooled``: the other measured sessions, in words
     between_pooled_from: str = ""
+    tol_low: "float | None" = None
+    tol_high: "float | None" = None
 
     def as_dict(self) -> Dict[str, Any]:
         """Return a JSON-ready dict (summaries nested as dicts; infinite dof as None)."""
@@ -133,27 +137,19 @@ def as_sessions(baseline: BaselineSamples) -> "List[List[float]]":
     return [items]
 
 
-def _decision(low: float, high: float, tolerance: float) -> "tuple[str, bool]":
-    """(verdict, decided) of the log-ratio interval ``[low, high]`` under ``tolerance`` (see :func:`compare`)."""
-    drop, gain = math.log1p(-tolerance), math.log1p(tolerance)
-    decided = high < 0.0 or low > drop
-    if high < 0.0 and low < drop:
-        return "regression", decided
-    if low > 0.0 and high > gain:
-        return "improvement", decided
-    if decided:
-        return "ok", decided
-    return "inconclusive", decided  # the interval holds both no change and a drop of the tolerance
-
-
 def _method_text(d: LogDifference, tolerance: float) -> str:
     """How the verdict was reached, in words (reports print it)."""
     return (
         "compare mean log(img/s): ratio = exp(mean log current - mean log baseline); "
         f"{d.description}; {d.confidence:.0%} two-sided interval on the log difference is +-{d.margin:.4f}; "
-        f"regression iff the interval lies below 0 and reaches below log({1.0 - tolerance:.4g}) (tolerance "
-        f"{tolerance:.1%}), improvement symmetrically"
+        + rule.rule_text(tolerance, d.confidence)
     )
+
+
+def _scaled(margin: float, dof: float, confidence: float, level: float) -> float:
+    """A margin at two-sided ``confidence`` rescaled to one-sided ``level`` (same standard error and dof)."""
+    noise_q = t_quantile(1.0 - (1.0 - confidence) / 2.0, dof)
+    return margin * t_quantile(1.0 - level, dof) / noise_q if noise_q > 0 else margin
 
 
 def compare(
@@ -175,30 +171,31 @@ def compare(
     recorded session, estimated from the sessions otherwise), see
     :func:`~.method.session_difference`.
 
-    With the interval ``[lo, hi]`` on the ratio: ``"regression"`` when
-    ``hi < 1`` (a drop beyond noise) and ``lo < 1 - tolerance`` (the drop is
-    not shown to be smaller than the tolerance); ``"improvement"``
-    symmetrically; ``"ok"`` when the interval shows any drop to be smaller
-    than the tolerance (``lo > 1 - tolerance``: a drop beyond noise that small
-    is ok); ``"inconclusive"`` when the interval holds both no change and a
-    drop of the tolerance, so the data cannot tell.
-    The tolerance is the drop that must not go unnoticed, the confidence sets
-    the false-alarm rate (one-sided ``(1 - confidence) / 2`` per decision).
+    The verdict is :func:`~.rule.decide` on two intervals of the same
+    difference: the noise interval at ``confidence`` and the tolerance interval
+    at :data:`~.rule.TOLERANCE_LEVEL` on each side. ``"regression"``: a drop
+    beyond noise and beyond half the tolerance; ``"improvement"``: mirrored;
+    ``"ok"``: any drop is smaller than the tolerance; ``"inconclusive"``: the
+    data cannot tell. The tolerance is the drop that must fail, the confidence
+    sets the false-alarm rate on unchanged code (one-sided ``(1 - confidence) / 2``).
     Both are the caller's settings (the option table lives above this module),
     so neither has a default here.
     """
     tolerance = float(tolerance)
-    if not 0.0 <= tolerance < 1.0:
-        raise ValueError(f"tolerance is {tolerance!r}, expected 0 <= tolerance < 1 (0.1 = 10%)")
+    rule.Bounds(tolerance)  # 0 <= tolerance < 1, else ValueError
     sessions = as_sessions(baseline)
     d = session_difference(sessions, current, confidence=confidence, default_rel_noise=default_rel_noise,
                            session_spread=session_spread, prior=prior)
     low, high = d.diff - d.margin, d.diff + d.margin
-    drop = math.log1p(-tolerance)
-    verdict, decided = _decision(low, high, tolerance)
-    # The smallest measured drop (in log) that is called a regression: beyond the
-    # margin, and with the interval reaching a drop of the tolerance.
-    smallest = max(d.margin, -drop - d.margin)
+    b = rule.Bounds(tolerance)
+    tol = _scaled(d.margin, d.dof, d.confidence, rule.TOLERANCE_LEVEL)
+    verdict, decided = rule.decide((low, high), (d.diff - tol, d.diff + tol), tolerance)
+    # The smallest measured drop (in log) that is called a regression: beyond the noise
+    # margin, and beyond half the tolerance by the tolerance interval's margin.
+    smallest = max(d.margin, tol - b.half)
+    limit_tol = _scaled(d.margin_limit, d.dof, d.confidence, rule.TOLERANCE_LEVEL)
+    can_decide = (d.diff - limit_tol > b.drop or (d.diff + d.margin_limit < 0.0 and d.diff + limit_tol < b.half)
+                  or (d.diff - d.margin_limit > 0.0 and d.diff - limit_tol > b.gain))
     return Comparison(
         verdict=verdict,
         ratio=math.exp(d.diff),
@@ -219,9 +216,11 @@ def compare(
         between_sd_pct=100.0 * math.expm1(d.between_sd),
         between_assumed=d.between_assumed,
         decided=decided,
-        more_runs_can_decide=not decided and (d.diff - d.margin_limit > drop or d.diff + d.margin_limit < 0.0),
+        more_runs_can_decide=not decided and can_decide,
         between_source=d.between_source,
         between_pooled_from=d.prior.source if d.prior is not None else "",
+        tol_low=math.exp(d.diff - tol),
+        tol_high=math.exp(d.diff + tol),
     )
 
 

@@ -61,7 +61,7 @@ def test_check_json_gives_the_texts_verdicts(results, recorded, capsys):
     assert doc["counts"] == {"ok": 2} and doc["strict"] is False
     assert [v["line"] for v in doc["verdicts"]] == text_verdict_lines(text)
     for v in doc["verdicts"]:
-        assert v["kind"] == "baseline" and v["status"] == "ok" and v["tolerance"] == 0.15
+        assert v["kind"] == "baseline" and v["status"] == "ok" and v["tolerance"] == 0.10
         assert v["ci_low"] <= v["ratio"] <= v["ci_high"] and v["ratio"] == pytest.approx(1.0, abs=0.02)
         assert v["runs"] == 3 and v["decided"] is True and v["detail"]["baseline_sessions"] == 2
     # the same files print the same bytes

@@ -156,8 +156,10 @@ def test_a_slower_head_fails_as_a_regression_naming_the_base_commit(project, mon
                  "--bpsperf-markdown=r.md", "--junitxml=j.xml")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines([f"*REGRESSION: head * img/s vs base * img/s (medians of * pairs, base HEAD~1 = "
-                                 f"{base_sha[:12]}): -3*% (99% interval over all looks * to *), tolerance -15%;"
-                                 " verdict after * pairs, * look*"])
+                                 f"{base_sha[:12]}): -3*% (99% interval over all looks * to *, 80% * to *), "
+                                 "tolerance -10% (a drop of 10% fails, of 5% or less passes): a drop beyond noise "
+                                 "(99% interval below no change) and beyond half the tolerance (80% interval below "
+                                 "-5%); verdict after * pairs, * look*"])
     result.stdout.fnmatch_lines([f"base: HEAD~1 = {base_sha[:12]}; python *", "head: working tree at *"])
     doc = doc_of(project)
     section = doc["base_vs_head"]
@@ -228,13 +230,13 @@ def test_a_directory_base_and_the_offline_command_decide_the_same(project, monke
 def test_undecided_is_inconclusive_skipped_and_strict_fails_it(project, monkeypatch):
     monkeypatch.setenv("FAKE_NOISE", "0.25")
     monkeypatch.setenv("FAKE_HEAD", "0.85")
-    result = run(project, "-v", "--bpsperf-base=HEAD", "--bpsperf-max-pairs=4", "--bpsperf-json=r.json")
+    result = run(project, "-v", "--bpsperf-base=HEAD", "--bpsperf-max-pairs=3", "--bpsperf-json=r.json")
     result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: head * verdict after 4 pairs, 2 looks "
-                                 "(inconclusive: the interval holds both no change and a drop of the tolerance after "
-                                 "4 pairs, the most max_pairs allows)*"])
+    result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: head *: the data cannot tell yet: *; "
+                                 "verdict after 3 pairs, 1 look (inconclusive after 3 pairs, the most max_pairs "
+                                 "allows)*"])
     assert {j["status"] for j in doc_of(project)["base_vs_head"]["jobs"]} == {"inconclusive"}
-    result = run(project, "-v", "--bpsperf-base=HEAD", "--bpsperf-max-pairs=4", "--bpsperf-strict")
+    result = run(project, "-v", "--bpsperf-base=HEAD", "--bpsperf-max-pairs=3", "--bpsperf-strict")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*--bpsperf-strict: an inconclusive verdict fails*"])
 

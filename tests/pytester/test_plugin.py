@@ -98,7 +98,7 @@ def test_help_groups_settings_by_what_they_are_about_each_ending_with_its_defaul
             opt = OPTIONS_BY_NAME[name]
             assert shown[flag(name)].endswith(f"(default: {default_text(opt)})"), (name, shown[flag(name)])
     gate, reports = groups[headings["bpsperf gate"]], groups[headings["bpsperf reports"]]
-    assert gate["--bpsperf-tolerance"].endswith("(default: 15%)")
+    assert gate["--bpsperf-tolerance"].endswith("(default: 10%)")
     assert gate["--bpsperf-no-strict"].endswith("(default: off)")
     assert "--bpsperf-update-baselines" in gate and "--bpsperf-ps-verbose" in groups[headings["bpsperf cluster"]]
     assert set(reports) >= {"--bpsperf-json", "--bpsperf-markdown", "--bpsperf-plots", "--bpsperf-history"}
@@ -759,7 +759,7 @@ def test_header_of_a_perf_session_names_version_profile_baselines_ray_and_gate(o
     result.stdout.fnmatch_lines(["collected 2 items", "bpsperf: *", "*", "*", "bpsperf gate: *", "", "test_x.py *"])
     # recorded, the file is named with its entries, sessions and latest date
     result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats=3")
-    assert "bpsperf gate: tolerance 15%, confidence 99%, strict off, recording baselines " \
+    assert "bpsperf gate: tolerance 10%, confidence 99%, strict off, recording baselines " \
            "(--bpsperf-update-baselines)" in _header(result)
     date = json.loads((ourtester.path / "baselines" / "testprof.json").read_text())
     date = next(iter(date["entries"].values()))["sessions"][0]["date"]
@@ -803,7 +803,7 @@ def test_show_settings_shows_the_header_too_with_a_cluster_and_a_base(ourtester)
         f"bpsperf: {__version__}, profile of the nodes that host roles (known after the first run)",
         "bpsperf baselines: not used: base vs head in one session (base HEAD)",
         "bpsperf Ray: existing cluster at 10.0.0.1:6379",
-        "bpsperf gate: tolerance 15%, confidence 99%, strict off, base HEAD",
+        "bpsperf gate: tolerance 10%, confidence 99%, strict off, base HEAD",
     ]
 
 

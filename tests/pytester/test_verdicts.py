@@ -57,7 +57,8 @@ CONFTEST = fake_run_conftest({"omp-passive": 1.25}, step_s=0.25, wobble=0.02, ex
 PERF_TEST = GATED_TEST
 
 #: the same test, but with its own tolerance
-TOLERANT_TEST = PERF_TEST.replace("def test_x", '@pytest.mark.bpsperf(tolerance="50%")\ndef test_x')
+# a drop of half the tolerance or less passes: 70% lets a 30% drop through
+TOLERANT_TEST = PERF_TEST.replace("def test_x", '@pytest.mark.bpsperf(tolerance="70%")\ndef test_x')
 
 #: measures without asserting anything: only the session can fail
 MEASURE_ONLY_TEST = PERF_TEST.replace("    result.assert_within_baseline()\n", "")
@@ -243,8 +244,8 @@ def test_slowdown_fails_each_trick_naming_figures_and_bisect(ourtester, monkeypa
         result.stdout.fnmatch_lines([
             f"test_x.py::test_x[[]{trick}-r3[]] [[]profile testprof, trick {trick}[]]: REGRESSION: "
             # 3 repeats and 2 confirmation runs
-            "measured * img/s (5 runs) vs baseline * img/s (n=3, 1 session): -[23][09].*%, tolerance -15%*"
-            "verdict after 5 runs",
+            "measured * img/s (5 runs) vs baseline * img/s (n=3, 1 session): -[23][09].*%, tolerance -10% (a drop "
+            "of 10% fails, of 5% or less passes)*: a drop beyond noise*verdict after 5 runs",
         ])
         assert (f"git bisect start HEAD {sha[:12]} && git bisect run pytest -m perf --bpsperf-repeats 3 "
                 f"--bpsperf-tricks {trick} test_x.py::test_x") in out
@@ -256,7 +257,7 @@ def test_drop_within_the_baseline_noise_is_not_a_regression(ourtester, monkeypat
     monkeypatch.setenv("FAKE_NOISY", "1")
     record(ourtester, monkeypatch, "--bpsperf-force-update")
     monkeypatch.delenv("FAKE_NOISY")
-    # 30% slower is beyond the 15% tolerance, but runs of this baseline differ by 40%: the data
+    # 30% slower is beyond the 10% tolerance, but runs of this baseline differ by 40%: the data
     # cannot tell, which is not a pass (skipped, and failed with --bpsperf-strict).
     monkeypatch.setenv("FAKE_SPEED", "0.7")
     result = run(ourtester, "-v", "--bpsperf-json=perf.json")
@@ -290,7 +291,7 @@ def test_marker_tolerance_lets_the_slowdown_pass(ourtester, monkeypatch):
     doc = json.loads((ourtester.path / "perf.json").read_text())
     verdicts = [t["verdict"] for t in doc["tests"]]
     assert [v["status"] for v in verdicts] == ["ok"] * 6
-    assert {v["tolerance"] for v in verdicts} == {0.5}
+    assert {v["tolerance"] for v in verdicts} == {0.7}
     assert all(v["change_pct"] == pytest.approx(-30.0, abs=0.1) for v in verdicts)
 
 
@@ -486,7 +487,8 @@ def test_one_recorded_session_assumes_the_between_session_spread(ourtester, monk
     # The default spread between sessions (25%) is assumed: a 30% drop could be a slow day.
     result = run(ourtester, "-v", "--bpsperf-session-spread=25%", "--bpsperf-json=perf.json")
     result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: * -30.0%, tolerance -15%, noise margin ±*% "
+    result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: * -30.0%, tolerance -10% (a drop of 10% "
+                                 "fails, of 5% or less passes), noise margin ±*% "
                                  "(between sessions ±25% assumed (1 recorded session, nothing else measured on this "
                                  "profile))*"])
     verdict = json.loads((ourtester.path / "perf.json").read_text())["tests"][0]["verdict"]
@@ -525,7 +527,7 @@ def test_undecided_job_runs_again_until_decided_and_says_how_many_runs(ourtester
     tests = json.loads((ourtester.path / "perf.json").read_text())["tests"]
     for trick in TRICKS:
         runs = [t for t in tests if t["trick"] == trick]
-        # one run leaves the interval across both "no change" and "a 15% drop"; the second decides
+        # one run leaves the tolerance interval across a 10% drop; the second decides
         assert len(runs) == 2
         verdict = runs[-1]["verdict"]
         assert (verdict["status"], verdict["runs"], verdict["decided"]) == ("ok", 2, True)
@@ -536,9 +538,8 @@ def test_undecided_job_runs_again_until_decided_and_says_how_many_runs(ourtester
     # max_repeats bounds the extra runs: with 1, the job stops undecided after one run
     result = run(ourtester, "-v", "--bpsperf-confidence=95%", "--bpsperf-max-repeats=1")
     result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: * verdict after 1 run "
-                                 "(inconclusive at 95%: the interval holds both no change and a drop of the "
-                                 "tolerance)"])
+    result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: *: the data cannot tell yet: the 80% "
+                                 "interval reaches below -10% (a drop of the tolerance), *; verdict after 1 run"])
     # --bpsperf-strict fails what could not be told, as it fails a missing baseline
     result = run(ourtester, "-v", "--bpsperf-confidence=95%", "--bpsperf-max-repeats=1", "--bpsperf-strict")
     result.assert_outcomes(failed=2)
@@ -653,7 +654,7 @@ def test_the_terminal_shows_one_compact_verdict_table_and_the_sentences_under_v(
     assert len(rows) == 2
     for row in rows:  # in the columns of the header, the statuses as words, the figures right-aligned
         assert row.index("REGRESSION") == header.index("verdict")
-        assert re.search(r" -(30\.\d|29\.\d)% +-15% ", row)
+        assert re.search(r" -(30\.\d|29\.\d)% +-10% ", row)
     # the long sentence of each verdict only with -v
     assert not any(line.startswith("REGRESSION   test_x.py") for line in lines)
     verbose = run(ourtester, "--bpsperf-repeats", "3", "-v")

@@ -18,7 +18,10 @@ def test_terminal_line_says_head_base_interval_pairs_and_looks():
     line = report.verdict_line(v)
     assert line.startswith("REGRESSION   t.py::test_x[default]: head 70.0 img/s vs base 100.0 img/s (medians of 4 "
                            "pairs, base origin/main = aaaaaaaaaaaa): -30.0% (99% interval over all looks ")
-    assert line.endswith("tolerance -15%; verdict after 4 pairs, 2 looks")
+    assert ", 80% " in line  # the tolerance interval beside the noise interval
+    assert line.endswith("tolerance -15% (a drop of 15% fails, of 7.5% or less passes): a drop beyond noise (99% "
+                         "interval below no change) and beyond half the tolerance (80% interval below -7.5%); "
+                         "verdict after 4 pairs, 2 looks")
 
 
 def test_markdown_leads_with_the_table_and_collapses_each_jobs_pairs():

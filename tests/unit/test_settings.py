@@ -318,6 +318,9 @@ INVALID = [
     ("workers", "some"),
     ("runtime_env", "{not json"),
     ("runtime_env", "/no/such/runtime_env.yaml"),
+    ("foreign_load", "0"),
+    ("foreign_load", "-0.5"),
+    ("foreign_load", "busy"),
 ]
 
 
