@@ -1,22 +1,33 @@
-"""Measure the base-vs-head gate on this machine: real sessions of unchanged and slowed code.
+"""Measure the base-vs-head gate on this machine: real sessions of unchanged and slowed code, kinds interleaved.
 
-Makes a throwaway git repository outside this checkout, as a user's
-repository would be: an entry module that trains gluoncv's ``resnet50_v2``
-through the harness (the default workload) and does ``EXTRA`` additional
-matrix products after every step, one commit per slowdown (``EXTRA = 0`` is
-the base). Then runs pytest sessions there, one at a time, in the order given
-(interleave the kinds: ``aa s15 s25 aa s15 s25 ...``), each
+Makes a throwaway git repository outside this checkout, as a user's repository
+would be: an entry module that trains the shipped workload (gluoncv
+``resnet50_v2`` through the harness, :func:`pytest_bpsperf.remote.entry.build_zoo_model`),
+one commit per kind. The base commit is the workload as it is; each slowdown
+kind's commit sets ``BPSPERF_FAULT=slowdown:P`` when its ``build`` runs, so
+that every training process of the head arm burns ``P`` percent of each step's
+time as extra CPU (the workload's own fault injection, remote/workload.py), and
+the base arm does not. ``aa`` is the base itself (A/A). Then it runs pytest
+sessions there, one at a time, kinds interleaved (``aa s10 s15 aa s10 s15 ...``):
 ``pytest -m perf --bpsperf-base=<base commit> --bpsperf-tricks=omp-passive``
-with the commit of its kind checked out as the head, and appends each
-session's results (pairs, verdict, seconds) to ``--out`` as JSON lines.
+with the kind's commit checked out as the head, and appends one JSON line per
+session to ``--out``: its kind and slowdown, the gate's settings, every run
+(arm, pair, img/s, foreign load, each worker's step times), the verdict with
+its pair table, the pytest session's seconds, the CPU. The tables of
+docs/method.md come from such a file: ``scripts/method_tables.py --data FILE --write``.
 
-    .venv/bin/python scripts/pair_sessions.py --extra s15=40 s25=90 --order aa s15 s25 aa ... \\
-        --out sessions.jsonl [-- extra pytest arguments]
+Size the slowdowns first: on a 2-core machine burnt CPU also slows the other
+roles, so ``P`` percent is not ``1/(1+P)``. ``--size KIND=P`` runs one long
+session per given ``P`` (``--size-pairs`` pairs, never stopping early) and
+prints the measured head/base ratio (every pair a repeat, so that nothing
+stops early); choose ``P`` for -10% and -15%.
 
-``--extra KIND=N`` sets the products per step of a slowdown; size them first
-with long sessions (``--order s15 --max-pairs 12 --tolerance 1%`` gives the
-ratio of 12 pairs). Figures go in docs/method.md's "What the verdicts can detect";
-``tests/data/pair_sessions.json`` keeps the sessions the simulation uses.
+    .venv/bin/python scripts/pair_sessions.py --size s10=9 s15=14 --size-pairs 16 --out sizing.jsonl
+    .venv/bin/python scripts/pair_sessions.py --slowdown s10=9 s15=14 --sessions 20 --out sessions.jsonl
+    .venv/bin/python scripts/method_tables.py --data sessions.jsonl --write
+
+``--sessions N`` runs N sessions of each kind, interleaved (``--order`` gives
+the order instead). Arguments after ``--`` go to every pytest session.
 """
 
 from __future__ import annotations
@@ -24,41 +35,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-ENTRY = '''"""ResNet-50 v2 (gluoncv) as the shipped workload trains it, plus EXTRA products per step."""
-EXTRA = {extra}
+ENTRY = '''"""The shipped workload as an entry point{what}."""
+import os
+
+from pytest_bpsperf.remote.entry import build_zoo_model
 
 
 def build(ctx):
-    import mxnet as mx
-    from mxnet import autograd, gluon
-    from gluoncv.model_zoo import get_model
+{fault}    return build_zoo_model(ctx)
+'''
 
-    net = get_model("resnet50_v2", classes=ctx.classes, pretrained=False)
-    net.initialize(mx.init.Xavier(), ctx=ctx.device)
-    net.hybridize(static_alloc=True, static_shape=True)
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    data, _ = ctx.next_batch()
-    net(data)
-    mx.nd.waitall()
-    trainer = ctx.make_trainer(net.collect_params(), "sgd", {{"learning_rate": ctx.lr, "momentum": 0.9, "wd": 1e-4}})
-    extra = mx.nd.ones((256, 256), ctx=ctx.device)
-
-    def step():
-        data, label = ctx.next_batch()
-        with autograd.record():
-            loss = loss_fn(net(data), label)
-        loss.backward()
-        trainer.step(ctx.step_scale)
-        for _ in range(EXTRA):
-            mx.nd.dot(extra, extra)
-
-    return step
+# In build(), which only the training processes call (the preflight imports the module in
+# pytest's own process, whose environment every role would inherit); the workload reads it
+# once the step is built (remote/workload.py).
+FAULT = '''    os.environ["BPSPERF_FAULT"] = "slowdown:{percent}"
 '''
 
 PERF_TEST = '''import pytest
@@ -76,8 +73,8 @@ def git(repo: str, *args: str) -> str:
                           capture_output=True, text=True).stdout.strip()
 
 
-def make_repo(extra: "dict[str, int]") -> "tuple[str, dict[str, str]]":
-    """The repository and the commit of each kind (``aa`` and the base: EXTRA = 0)."""
+def make_repo(slowdowns: "dict[str, float]") -> "tuple[str, dict[str, str]]":
+    """The repository and the commit of each kind (``aa``: the base itself)."""
     repo = tempfile.mkdtemp(prefix="bpsperf-measure-")
     with open(os.path.join(repo, "test_perf.py"), "w") as fh:
         fh.write(PERF_TEST)
@@ -85,58 +82,132 @@ def make_repo(extra: "dict[str, int]") -> "tuple[str, dict[str, str]]":
         fh.write("[pytest]\nmarkers =\n    perf: perf\nbpsperf_entry = bench:build\n")
     git(repo, "init", "-q", "-b", "main")
     commits = {}
-    for kind, n in [("aa", 0)] + sorted(extra.items()):
+    for kind, percent in [("aa", 0.0)] + sorted(slowdowns.items()):
         with open(os.path.join(repo, "bench.py"), "w") as fh:
-            fh.write(ENTRY.format(extra=n))
+            fh.write(ENTRY.format(what=f", {percent:g}% slower per step" if percent else "",
+                                  fault=FAULT.format(percent=f"{percent:g}") if percent else ""))
         git(repo, "add", "-A")
-        git(repo, "commit", "-q", "--allow-empty", "-m", f"{kind}: EXTRA={n}")
+        git(repo, "commit", "-q", "--allow-empty", "-m", f"{kind}: slowdown {percent:g}%")
         commits[kind] = git(repo, "rev-parse", "HEAD")
     return repo, commits
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--extra", nargs="*", default=[], metavar="KIND=N")
-    p.add_argument("--order", nargs="+", required=True, metavar="KIND")
-    p.add_argument("--out", required=True)
-    p.add_argument("--max-pairs", type=int, default=None)
-    p.add_argument("--tolerance", default=None)
-    p.add_argument("pytest_args", nargs="*")
-    args = p.parse_args()
-    extra = {k: int(v) for k, v in (item.split("=", 1) for item in args.extra)}
-    repo, commits = make_repo(extra)
-    base = commits["aa"]
+def cpu() -> dict:
+    """Vendor, family, model, stepping and model name of this machine's CPU (/proc/cpuinfo)."""
+    out: dict = {"cores": os.cpu_count()}
     try:
-        for i, kind in enumerate(args.order):
-            git(repo, "checkout", "-q", "--detach", commits[kind])
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("vendor_id", "cpu family", "model", "stepping", "model name") and key not in out:
+                    out[key] = value.strip()
+                if not line.strip() and "model name" in out:
+                    break
+    except OSError:
+        pass
+    return out
+
+
+def session_line(doc: dict, kind: str, percent: float, index: int, seconds: float, exit_code: int) -> dict:
+    """One session's JSON line from its results document."""
+    section = doc.get("base_vs_head") or {}
+    jobs = section.get("jobs", [])
+    runs = []
+    for t in doc.get("tests", []):
+        runs.append({"arm": t.get("arm"), "pair": t.get("pair"), "img_per_sec": t.get("img_per_sec"),
+                     "wall_s": t.get("wall_s"), "bringup_s": t.get("bringup_s"), "teardown_s": t.get("teardown_s"),
+                     "foreign_cores": (t.get("foreign_load") or {}).get("cores"),
+                     "step_s": [w.get("step_s") for w in t.get("workers", [])],
+                     "warmup_steps": [w.get("warmup_steps") for w in t.get("workers", [])]})
+    settings = (doc.get("tests") or [{}])[0].get("settings", {})
+    return {"index": index, "kind": kind, "slowdown_pct": percent, "exit": exit_code, "seconds": round(seconds, 1),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seed": section.get("seed"),
+            "gate": {k: settings.get(k) for k in ("tolerance", "confidence", "max_pairs", "repeats", "steps",
+                                                   "foreign_load")},
+            "profile": (doc.get("profile") or {}).get("id"), "cpu": cpu(), "host": platform.node(), "runs": runs,
+            "jobs": [{k: j.get(k) for k in ("status", "ratio", "ci_low", "ci_high", "pairs", "looks", "pair_table",
+                                             "comparison")} for j in jobs]}
+
+
+def run_session(repo: str, commit: str, base: str, result: str, extra: "list[str]") -> "tuple[dict, float, int, str]":
+    """One pytest session with ``commit`` checked out as head: (results document, seconds, exit, output tail)."""
+    git(repo, "checkout", "-q", "--detach", commit)
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "perf", f"--bpsperf-base={base}",
+           "--bpsperf-tricks=omp-passive", f"--bpsperf-json={result}", "-q", *extra]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BPSPERF_", "PYTEST_"))}
+    env.pop("PYTHONPATH", None)
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - t0
+    try:
+        with open(result, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        doc = {}
+    return doc, seconds, proc.returncode, (proc.stdout[-3000:] + proc.stderr[-2000:])
+
+
+def order_of(args: argparse.Namespace, kinds: "list[str]") -> "list[str]":
+    """The sessions' kinds in the order they run: ``--order``, else ``--sessions`` rounds of every kind."""
+    if args.order:
+        return list(args.order)
+    return [k for _ in range(args.sessions) for k in kinds]
+
+
+def parse_kinds(items: "list[str]", option: str) -> "dict[str, float]":
+    out = {}
+    for item in items:
+        kind, sep, value = item.partition("=")
+        try:
+            if not sep or kind == "aa" or float(value) <= 0:
+                raise ValueError
+            out[kind] = float(value)
+        except ValueError:
+            raise SystemExit(f"{option} {item!r}: expected KIND=PERCENT with a kind other than aa and a "
+                             "percentage > 0, e.g. s10=9") from None
+    return out
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--slowdown", nargs="*", default=[], metavar="KIND=P",
+                   help="the slowdown kinds and their BPSPERF_FAULT=slowdown:P percentages")
+    p.add_argument("--size", nargs="*", default=[], metavar="KIND=P",
+                   help="instead of sessions: one long session per slowdown to measure what it does")
+    p.add_argument("--size-pairs", type=int, default=16, help="pairs of each sizing session (default 16)")
+    p.add_argument("--sessions", type=int, default=1, help="sessions of each kind, interleaved (default 1)")
+    p.add_argument("--order", nargs="+", default=None, metavar="KIND", help="the kinds in this order instead")
+    p.add_argument("--out", required=True, help="JSON-lines file the sessions are appended to")
+    p.add_argument("pytest_args", nargs="*", help="after --: arguments for every pytest session")
+    args = p.parse_args(argv)
+    sizing = parse_kinds(args.size, "--size")
+    slowdowns = sizing or parse_kinds(args.slowdown, "--slowdown")
+    kinds = ["aa", *sorted(slowdowns)]
+    order = list(sizing) if sizing else order_of(args, kinds)
+    unknown = sorted(set(order) - set(kinds))
+    if unknown:
+        raise SystemExit(f"--order names {', '.join(unknown)}, which --slowdown does not define")
+    extra = list(args.pytest_args)
+    if sizing:  # never stop early: every pair is a repeat, the first look comes after the last
+        extra += [f"--bpsperf-repeats={args.size_pairs}", f"--bpsperf-max-pairs={args.size_pairs}"]
+    repo, commits = make_repo(slowdowns)
+    started = time.monotonic()
+    try:
+        for i, kind in enumerate(order):
             result = os.path.join(repo, f"session-{i}.json")
-            cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "perf", f"--bpsperf-base={base}",
-                   "--bpsperf-tricks=omp-passive", f"--bpsperf-json={result}", "-q", *args.pytest_args]
-            if args.max_pairs:
-                cmd.append(f"--bpsperf-max-pairs={args.max_pairs}")
-            if args.tolerance:
-                cmd.append(f"--bpsperf-tolerance={args.tolerance}")
-            env = {k: v for k, v in os.environ.items() if not k.startswith("BPSPERF_")}
-            t0 = time.monotonic()
-            proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True)
-            seconds = time.monotonic() - t0
-            doc = json.load(open(result)) if os.path.exists(result) else {}
-            jobs = (doc.get("base_vs_head") or {}).get("jobs", [])
-            runs = [{"arm": t["arm"], "pair": t["pair"], "img_per_sec": t["img_per_sec"],
-                     "wall_s": t.get("wall_s")} for t in doc.get("tests", [])]
-            line = {"index": i, "kind": kind, "extra": extra.get(kind, 0), "exit": proc.returncode,
-                    "seconds": round(seconds, 1), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "seed": (doc.get("base_vs_head") or {}).get("seed"), "runs": runs,
-                    "jobs": [{k: j.get(k) for k in ("status", "ratio", "ci_low", "ci_high", "pairs", "looks",
-                                                   "pair_table")} for j in jobs]}
-            with open(args.out, "a") as fh:
+            doc, seconds, code, tail = run_session(repo, commits[kind], commits["aa"], result, extra)
+            line = session_line(doc, kind, slowdowns.get(kind, 0.0), i, seconds, code)
+            line["sizing"] = bool(sizing)
+            with open(args.out, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(line, sort_keys=True) + "\n")
-            status = jobs[0]["status"] if jobs else f"no verdict (exit {proc.returncode})"
-            ratio = f"{jobs[0]['ratio']:.3f}" if jobs else "-"
-            print(f"{i:3d} {kind:5s} {status:13s} ratio {ratio} pairs {jobs[0]['pairs'] if jobs else '-'} "
-                  f"{seconds:.0f}s", flush=True)
-            if not jobs:
-                print(proc.stdout[-3000:], proc.stderr[-2000:], flush=True)
+            job = (line["jobs"] or [{}])[0]
+            ratio = f"{job['ratio']:.3f}" if job.get("ratio") else "-"
+            print(f"{i:3d} {kind:5s} {job.get('status') or f'no verdict (exit {code})':13s} ratio {ratio} "
+                  f"pairs {job.get('pairs', '-')} {seconds:.0f}s (elapsed {time.monotonic() - started:.0f}s)",
+                  flush=True)
+            if not line["jobs"]:
+                print(tail, flush=True)
     finally:
         shutil.rmtree(repo, ignore_errors=True)
     return 0

@@ -45,7 +45,8 @@ from .environ import rank_records_path, reported
 #: ``slowdown:P`` adds P percent of each step's time as extra CPU work in every
 #: training process, the single-process reference included (a slower model);
 #: ``dist-slowdown:P`` does so only in the workers of a distributed run (a slower
-#: distributed part, which the single-process reference does not share).
+#: distributed part, which the single-process reference does not share). Read once the
+#: step is built: an entry point's ``build`` that sets it slows its own arm only.
 FAULT_ENV = "BPSPERF_FAULT"
 
 
@@ -304,10 +305,11 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
     """Train ``args.steps`` steps, one record per step."""
     import mxnet as mx
 
-    fault, slowdown = _fault(args.backend)
     started = time.perf_counter()
     timer = Timer(args.timing == "breakdown")
     step, info = _build(args, timer)
+    # read after the build, so that an entry point may set it for its own arm (scripts/pair_sessions.py)
+    fault, slowdown = _fault(args.backend)
     env = reported(os.environ)  # what the role really got, not what the plan meant to give it
     recorder.write(
         "start",
