@@ -161,18 +161,27 @@ def _check_command(add: Adder, c) -> None:
 
 def _baselines_command(add: Adder, c) -> None:
     """The ``baselines`` command's arguments."""
-    b = add("baselines", None, "list, show, record and prune stored baselines")
+    b = add("baselines", None, "list, show, record, adopt and prune stored baselines")
     bsub = b.add_subparsers(dest="action", metavar="ACTION", required=True)
     for name, func, text in (("list", c.baselines_list, "one line per profile file"),
                              ("show", c.baselines_show, "the entries of one profile"),
                              ("record", c.baselines_record, "record baselines from an earlier run's results"),
+                             ("adopt", c.baselines_adopt, "move a file of the older profile scheme (CPUs named by "
+                              "model name alone) to this machine's profile, or --to another; only for baselines "
+                              "recorded on this kind of CPU"),
                              ("prune", c.baselines_prune, "delete entries (all matching the filters)")):
         q = add(name, func, text, bsub)
         _baselines_dir(q, aliases=("--dir",))
         if name in ("list", "show"):
             _json_flag(q)
-        if name in ("show", "prune"):
+        if name in ("show", "prune", "adopt"):
             _profile_argument(q)
+        if name == "adopt":
+            q.add_argument("--to", metavar="PROFILE", type=_setting("--to", "profile"), default=None,
+                           help="the profile to move them to (default: this machine's, as a session on the "
+                                "embedded Ray names it)")
+            q.add_argument("--force", action="store_true",
+                           help="move them although the older scheme's facts say another machine recorded them")
         if name == "record":
             q.add_argument("results", metavar="RESULTS.json")
             _option(q, "profile", "profile id (default: the one the results record)", metavar="PROFILE",

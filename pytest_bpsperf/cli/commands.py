@@ -182,6 +182,29 @@ def baselines_record(args: argparse.Namespace) -> int:
     return 1 if refused else 0
 
 
+def baselines_adopt(args: argparse.Namespace) -> int:
+    """``bpsperf baselines adopt OLD_PROFILE [--to PROFILE]``: move a file of the older profile scheme to this
+    machine's profile (or ``--to``'s), for a person who knows it was recorded on this kind of CPU."""
+    from ..store.profile import Profile, collect_facts, core_count, differences, legacy_id, local_gpus, make_profile
+
+    store = BaselineStore(args.baselines_dir)
+    if args.to:
+        # a profile named by hand (a cluster's, from a session's header): its facts come with its next recording
+        target = Profile(name=args.to, hash="", facts={}, override=args.to)
+    else:  # this machine as the embedded Ray sees it: one node with its cores and GPUs
+        target = make_profile(collect_facts(cluster={"nodes": [{"gpus": len(local_gpus()), "cpus": core_count()}]}))
+        if legacy_id(target.facts) != args.profile and not args.force:
+            recorded = dict((store.load(args.profile).profile or {}).get("facts") or {})
+            told = "; ".join(d for d in differences(recorded, target.facts) if not d.startswith("recorded before"))
+            raise ValueError(f"{store.path_for(args.profile)} was not recorded on this machine: under the older "
+                             f"scheme this machine is {legacy_id(target.facts)}, and the facts differ ({told or 'ids'}); "
+                             "nothing was moved (--force moves them anyway, --to names another profile)")
+    path = store.adopt(args.profile, target.as_dict())
+    print(f"moved the entries of {store.path_for(args.profile)} to {path} (profile {target.id}); "
+          f"{store.path_for(args.profile)} is gone")
+    return 0
+
+
 def baselines_prune(args: argparse.Namespace) -> int:
     """``bpsperf baselines prune PROFILE [--test GLOB] [--trick NAME] [--older-than DATE]``."""
     store = BaselineStore(args.baselines_dir)

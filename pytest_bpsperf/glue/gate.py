@@ -39,6 +39,7 @@ class BaselineGate:
         self._profile: "Profile | None" = None
         self._item: "pytest.Item | None" = None
         self._priors: "dict[str, BetweenPrior | None]" = {}
+        self._hints: "dict[str, str]" = {}  # profile id -> what profile_hint says (the store is read once)
 
     @property
     def settings(self) -> "Settings":
@@ -96,12 +97,39 @@ class BaselineGate:
             others = [p for p in store.profiles() if p != profile.id]
             held = (f"; {self.shown(store.directory)} holds {len(others)} other profile(s): {', '.join(others[:3])}"
                     + (", ..." if len(others) > 3 else "")) if others else ""
+            hint = self.profile_hint(profile)
             return (f"none for this profile: no {'entry in' if data.exists else 'file'} {path}{held} "
-                    "(pytest -m perf --bpsperf-update-baselines records them)")
+                    "(pytest -m perf --bpsperf-update-baselines records them)" + (f"; {hint}" if hint else ""))
         sessions, latest = recorded_sessions(data.entries)
         n = len(data.entries)
         return (f"{path}: {n} entr{'y' if n == 1 else 'ies'}, {sessions} session{'' if sessions == 1 else 's'}, "
                 f"latest {latest or 'undated'}")
+
+    def profile_hint(self, profile: Profile) -> str:
+        """For a profile without baselines: the older file of this machine (moved with ``bpsperf baselines
+        adopt``, or re-recorded), else the nearest recorded profile and how it differs. Information only:
+        nothing is compared with either."""
+        from ..store.profile import cpu_text, is_legacy, legacy_id, nearest
+
+        if profile.id in self._hints:
+            return self._hints[profile.id]
+        store = self.store()
+        recorded = {p: f for p, f in store.recorded_profiles().items() if p != profile.id}
+        old = legacy_id(profile.facts) if profile.override is None else None
+        if old in recorded and is_legacy(recorded[old]):
+            hint = (f"{self.shown(store.path_for(old))} holds this machine's baselines under the older profile id "
+                    f"{old}, which named CPUs by their model name alone (cloud VMs show one name for CPUs about "
+                    f"3x apart), so they are not used: if they were recorded on a CPU like this one "
+                    f"({cpu_text(profile.facts)}), move them with "
+                    f"`bpsperf baselines adopt {old} --baselines-dir {self.shown(store.directory)}`; otherwise "
+                    f"record new ones with `pytest -m perf --bpsperf-update-baselines --bpsperf-repeats 3`")
+        else:
+            found = nearest(profile.facts, recorded)
+            hint = "" if found is None else (
+                f"nearest recorded profile: {found[0]} ({'; '.join(found[1]) or 'no fact differs but the id'}), "
+                "for information: nothing is compared with it")
+        self._hints[profile.id] = hint
+        return hint
 
     def shown(self, path: "str | os.PathLike") -> str:
         """``path`` as the header shows it: relative to the rootdir when under it."""
@@ -202,6 +230,9 @@ class BaselineGate:
                 text += f"\n(confirmed: the regression held over {job.confirmations} extra run(s) of this job)"
             pytest.fail(text, pytrace=False)
         if verdict.status == NO_BASELINE:
+            hint = self.profile_hint(self.profile())
+            if hint:
+                text += f"\n({hint})"
             if settings.strict:
                 pytest.fail(text + " (--bpsperf-strict: a missing baseline fails)", pytrace=False)
             pytest.skip(text)

@@ -29,7 +29,7 @@ from ..remote.provenance import current_commit, software_versions, utc_now_iso  
 from ..stats import summarize
 from .entries import add_session, make_session, migrate_entry
 from .files import atomic_write_text
-from .profile import validate_profile_id
+from .profile import is_legacy, validate_profile_id
 from .schema import SchemaError, validate
 
 __all__ = [
@@ -247,6 +247,45 @@ class BaselineStore:
         if not self.directory.is_dir():
             return []
         return sorted(p.stem for p in self.directory.glob("*.json") if p.is_file())
+
+    def recorded_profiles(self) -> "Dict[str, Dict[str, object]]":
+        """Profile id -> the facts its file records (files that cannot be read are left out: this is
+        for information, e.g. the nearest recorded profile of a machine without baselines)."""
+        out: "Dict[str, Dict[str, object]]" = {}
+        for pid in self.profiles():
+            try:
+                data = self.load(pid)
+            except (BaselineError, ValueError):
+                continue
+            if data.entries:
+                out[pid] = dict((data.profile or {}).get("facts") or {})
+        return out
+
+    def adopt(self, old_id: str, profile_dict: Mapping[str, object]) -> Path:
+        """Move the entries of ``old_id``'s file, recorded under the older profile scheme, to the profile
+        ``profile_dict`` (its id names the new file); the old file is removed once the new one is written.
+
+        Refused (BaselineError, nothing changed) when the old file does not exist, is of today's scheme
+        (it names its CPU: its entries belong to that CPU), or the new file already holds entries.
+        """
+        new_id = str(profile_dict["id"])
+        with _directory_lock(self.directory):
+            old = self.load(old_id)
+            if not old.exists or not old.entries:
+                raise BaselineError(f"baselines file {old.path} does not exist or holds no entries: nothing to adopt")
+            if not is_legacy((old.profile or {}).get("facts")):
+                raise BaselineError(f"baselines file {old.path} was recorded under today's profile scheme: it names "
+                                    "the CPU it ran on, so its entries belong to that profile; nothing was moved")
+            target = self.load(new_id)
+            if target.entries:
+                raise BaselineError(f"baselines file {target.path} already holds {len(target.entries)} entries; "
+                                    f"{old.path} was left untouched (prune one of them first)")
+            header = {**dict(profile_dict), "adopted_from": old_id}
+            document = {"schema_version": SCHEMA_VERSION, "profile": header, "entries": old.entries}
+            validate(document, "baselines", f"the new content of baselines file {target.path}")
+            atomic_write_text(target.path, json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n")
+            os.unlink(old.path)
+        return target.path
 
     def load(self, profile_id: str) -> BaselineFile:
         """Read the file of ``profile_id``; a missing file is an empty one.

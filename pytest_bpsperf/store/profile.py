@@ -5,6 +5,16 @@ named after a profile. The profile is built from facts that do not change
 between runs on the same machine (CPU model, core count, memory class, GPU
 model and count, cluster shape) and never from clocks, load or free memory,
 which would give the same machine a new name on every run.
+
+The CPU is named by what changes throughput and what a model name can hide:
+cloud VMs may report only "AMD EPYC" for CPUs about 3x apart, so the profile
+holds the vendor, family, model and stepping, and the vector instruction sets
+that the math libraries choose their kernels by (SSE4.2, AVX, AVX2, AVX-512
+and its extensions, AMX; on ARM NEON, SVE): two machines that differ in any of
+them never share baselines. Profiles of this scheme say so
+(``profile_scheme``); an older file's id is what :func:`legacy_id` computes,
+and :func:`differences` says how two profiles' facts differ (the nearest
+recorded profile of a machine that has none, as information).
 """
 
 from __future__ import annotations
@@ -22,9 +32,16 @@ from functools import lru_cache
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 __all__ = [
+    "PROFILE_SCHEME",
+    "VECTOR_FLAGS",
     "Profile",
     "cluster_profile_facts",
     "collect_facts",
+    "cpu_text",
+    "differences",
+    "is_legacy",
+    "legacy_id",
+    "nearest",
     "core_count",
     "host_facts",
     "list_gpus",
@@ -69,6 +86,55 @@ def _cpu_model(cpuinfo_path: str) -> str:
                         return value
     fallback = " ".join(platform.processor().split())
     return fallback or "unknown"
+
+
+#: The scheme of the facts: 2 names the CPU by vendor, family, model, stepping and vector
+#: instruction sets (profiles without it come from before, see :func:`legacy_id`).
+PROFILE_SCHEME = 2
+#: The CPU flags the math libraries pick kernels by (oneDNN/MKL-DNN and OpenBLAS dispatch on these),
+#: as /proc/cpuinfo spells them: x86 ``flags``, ARM ``Features``.
+VECTOR_FLAGS = (
+    "sse4_2", "avx", "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512dq", "avx512cd", "avx512bw",
+    "avx512vl", "avx512ifma", "avx512vbmi", "avx512_vbmi2", "avx512_vnni", "avx512_bitalg", "avx512_vpopcntdq",
+    "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8", "amx_fp16",
+    "asimd", "asimdhp", "asimddp", "sve", "sve2", "bf16", "i8mm", "sme",
+)
+#: The facts this scheme added; without them a profile is one of the older scheme.
+_CPU_KEYS = ("cpu_vendor", "cpu_family", "cpu_model_number", "cpu_stepping", "cpu_isa")
+#: /proc/cpuinfo keys of each CPU fact: x86 first, then what ARM kernels write.
+_CPUINFO_KEYS = {
+    "cpu_vendor": ("vendor_id", "cpu implementer"),
+    "cpu_family": ("cpu family", "cpu architecture"),
+    "cpu_model_number": ("model", "cpu part"),
+    "cpu_stepping": ("stepping", "cpu variant"),
+}
+
+
+def _number(value: str) -> "int | str":
+    """``6`` -> 6; ARM's ``0xd0c`` and anything else stays text."""
+    return int(value) if value.isdigit() else value
+
+
+def _cpu_identity(cpuinfo_path: str) -> Dict[str, Any]:
+    """Vendor, family, model number, stepping and vector instruction sets of the first CPU in /proc/cpuinfo
+    (None where the file does not say; an empty list of sets)."""
+    text = _read_text(cpuinfo_path) or ""
+    first: Dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if first:
+                break  # the first processor's block is enough: every core of a machine is alike
+            continue
+        name, sep, value = line.partition(":")
+        if sep:
+            first.setdefault(name.strip().lower(), " ".join(value.split()))
+    out: Dict[str, Any] = {}
+    for fact, keys in _CPUINFO_KEYS.items():
+        value = next((first[k] for k in keys if first.get(k)), None)
+        out[fact] = _number(value) if value is not None else None
+    flags = set((first.get("flags") or first.get("features") or "").split())
+    out["cpu_isa"] = [f for f in VECTOR_FLAGS if f in flags]
+    return out
 
 
 def core_count() -> int:
@@ -209,10 +275,12 @@ def collect_facts(
 ) -> Dict[str, Any]:
     """Collect the stable hardware facts that identify this machine (and cluster).
 
-    Keys: ``cpu_model``, ``arch``, ``cores`` (cores this process may use),
-    ``memory_gib_class`` (see :func:`memory_class_gib`; None when unknown),
-    ``gpu_model`` (None without GPUs; models joined by ``" + "`` when mixed),
-    ``gpu_count``, and ``cluster`` (see ``_cluster_facts``) when a cluster
+    Keys: ``cpu_model``, ``cpu_vendor``, ``cpu_family``, ``cpu_model_number``,
+    ``cpu_stepping``, ``cpu_isa`` (the :data:`VECTOR_FLAGS` it has), ``arch``,
+    ``cores`` (cores this process may use), ``memory_gib_class`` (see
+    :func:`memory_class_gib`; None when unknown), ``gpu_model`` (None without
+    GPUs; models joined by ``" + "`` when mixed), ``gpu_count``,
+    ``profile_scheme``, and ``cluster`` (see ``_cluster_facts``) when a cluster
     description is given. ``gpu_lister`` defaults to :func:`local_gpus`.
     """
     names = list((gpu_lister or local_gpus)())
@@ -220,6 +288,8 @@ def collect_facts(
     total_kib = _memory_total_kib(meminfo_path)
     facts: Dict[str, Any] = {
         "cpu_model": _cpu_model(cpuinfo_path),
+        **_cpu_identity(cpuinfo_path),
+        "profile_scheme": PROFILE_SCHEME,
         "arch": platform.machine() or "unknown",
         "cores": core_count(),
         "memory_gib_class": memory_class_gib(total_kib) if total_kib else None,
@@ -231,7 +301,7 @@ def collect_facts(
     return facts
 
 
-_HOST_KEYS = ("cpu_model", "arch", "cores", "memory_gib_class", "gpu_model", "gpu_count")
+_HOST_KEYS = ("cpu_model", *_CPU_KEYS, "arch", "cores", "memory_gib_class", "gpu_model", "gpu_count")
 
 
 def host_facts(local: Mapping[str, Any], accelerator: Optional[str], gpus: int) -> Dict[str, Any]:
@@ -266,6 +336,7 @@ def cluster_profile_facts(workers: Sequence[Mapping[str, Any]], servers: Sequenc
         raise ValueError("no node hosted a role: a cluster profile needs the nodes that ran")
     first = (list(workers) or list(servers))[0]
     facts: Dict[str, Any] = {k: first.get(k) for k in _HOST_KEYS}
+    facts["profile_scheme"] = PROFILE_SCHEME
     facts["cluster"] = {
         "nodes": len(workers) + len(servers),
         "worker_nodes": _kind_facts(workers),
@@ -312,6 +383,14 @@ def _profile_name(facts: Mapping[str, Any]) -> str:
     cpu = _join_capped(_slug_words(str(facts.get("cpu_model", ""))), 24)
     if cpu:
         parts.append(cpu)
+    family, model = facts.get("cpu_family"), facts.get("cpu_model_number")
+    if isinstance(family, int) and isinstance(model, int):
+        parts.append(f"f{family}m{model}")  # what the model name may hide (x86)
+    isa = set(facts.get("cpu_isa") or ())
+    tier = next((name for name, flag in (("amx", "amx_tile"), ("avx512", "avx512f"), ("avx2", "avx2"),
+                                         ("sve", "sve")) if flag in isa), None)
+    if tier:
+        parts.append(tier)
     if facts.get("cores"):
         parts.append(f"{_num(facts['cores'])}c")
     if facts.get("memory_gib_class"):
@@ -377,3 +456,89 @@ def make_profile(facts: Mapping[str, Any], override: Optional[str] = None) -> Pr
     return Profile(
         name=_profile_name(plain), hash=_facts_hash(plain), facts=plain, override=override
     )
+
+
+def is_legacy(facts: "Mapping[str, Any] | None") -> bool:
+    """Whether ``facts`` (a profile's, or a baselines file's ``profile.facts``) come from before
+    :data:`PROFILE_SCHEME`: they do not tell CPUs apart by family, model, stepping and vector sets."""
+    return not isinstance(facts, Mapping) or int(facts.get("profile_scheme") or 1) < PROFILE_SCHEME
+
+
+def _without_scheme(facts: Mapping[str, Any]) -> Dict[str, Any]:
+    out = {k: v for k, v in facts.items() if k not in _CPU_KEYS and k != "profile_scheme"}
+    cluster = out.get("cluster")
+    if isinstance(cluster, Mapping) and ("worker_nodes" in cluster or "server_nodes" in cluster):
+        out["cluster"] = {**cluster, **{kind: [{k: v for k, v in node.items() if k not in _CPU_KEYS}
+                                               for node in cluster.get(kind, [])]
+                                        for kind in ("worker_nodes", "server_nodes") if kind in cluster}}
+    return out
+
+
+def legacy_id(facts: Mapping[str, Any]) -> str:
+    """The id the older scheme gave the machine of ``facts``: where its baselines were filed before."""
+    return make_profile(_without_scheme(facts)).id
+
+
+_TIERS = (("AMX", "amx_tile"), ("AVX-512", "avx512f"), ("AVX2", "avx2"), ("AVX", "avx"), ("SVE", "sve"),
+          ("NEON", "asimd"))
+
+
+def cpu_text(facts: Mapping[str, Any]) -> str:
+    """The CPU of ``facts`` in a few words: ``GenuineIntel family 6 model 167 stepping 1, AMX, AVX-512, AVX2``."""
+    parts = [str(facts.get("cpu_vendor") or "unknown vendor")]
+    parts += [f"{word} {facts[key]}" for word, key in (("family", "cpu_family"), ("model", "cpu_model_number"),
+                                                       ("stepping", "cpu_stepping")) if facts.get(key) is not None]
+    isa = set(facts.get("cpu_isa") or ())
+    tiers = [name for name, flag in _TIERS if flag in isa]
+    return " ".join(parts) + (", " + ", ".join(tiers[:3]) if tiers else ", no vector sets beyond SSE")
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list):
+        return "+".join(map(str, value)) if value else "none"
+    return "unknown" if value is None else str(value)
+
+
+def differences(recorded: Mapping[str, Any], here: Mapping[str, Any]) -> "list[str]":
+    """How the facts of a recorded profile differ from ``here``'s, in words (``cpu_family 25 -> 6``); a
+    recorded profile of the older scheme says that it does not know the CPU's identity."""
+    out: "list[str]" = []
+    legacy = is_legacy(recorded)
+    if legacy:
+        out.append("recorded before profiles named the CPU's family, model, stepping and vector instruction sets")
+    keys = [k for k in ("cpu_model", *_CPU_KEYS, "arch", "cores", "memory_gib_class", "gpu_model", "gpu_count")
+            if not (legacy and k in _CPU_KEYS)]
+    for key in keys:
+        a, b = recorded.get(key), here.get(key)
+        if key == "cpu_isa" and a != b:
+            gained = [f for f in (b or []) if f not in (a or [])]
+            lost = [f for f in (a or []) if f not in (b or [])]
+            out.append("cpu_isa " + " ".join([f"+{f}" for f in gained] + [f"-{f}" for f in lost]))
+        elif a != b:
+            out.append(f"{key} {_shown(a)} -> {_shown(b)}")
+    ca, cb = recorded.get("cluster"), here.get("cluster")
+    if isinstance(ca, Mapping) and isinstance(cb, Mapping) and ca.get("nodes") != cb.get("nodes"):
+        out.append(f"nodes {ca.get('nodes')} -> {cb.get('nodes')}")
+    return out
+
+
+#: How much a differing fact weighs when choosing the nearest profile: the CPU's identity most.
+_WEIGHTS = {"cpu_vendor": 8, "cpu_family": 6, "cpu_model_number": 4, "cpu_isa": 4, "gpu_model": 8, "gpu_count": 3,
+            "cpu_model": 2, "cpu_stepping": 1, "cores": 2, "memory_gib_class": 1, "arch": 10}
+
+
+def nearest(here: Mapping[str, Any], recorded: Mapping[str, Mapping[str, Any]]) -> "tuple[str, list[str]] | None":
+    """The recorded profile (id -> its facts) whose facts are closest to ``here``'s, and how they differ;
+    None when nothing is recorded. Information for a machine without baselines, never a verdict."""
+    best: "tuple[float, str] | None" = None
+    for pid, facts in sorted(recorded.items()):
+        if not isinstance(facts, Mapping):
+            continue
+        score = sum(w for k, w in _WEIGHTS.items() if facts.get(k) != here.get(k)
+                    and not (is_legacy(facts) and k in _CPU_KEYS))
+        score += 5 if is_legacy(facts) else 0  # unknown CPU identity: nearer only than what plainly differs
+        if best is None or score < best[0]:
+            best = (score, pid)
+    if best is None:
+        return None
+    return best[1], differences(recorded[best[1]], here)

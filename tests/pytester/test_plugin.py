@@ -772,8 +772,47 @@ def test_header_names_other_profiles_when_this_one_has_none(ourtester):
     for name in ("other-a", "other-b"):
         run(ourtester, f"--bpsperf-profile={name}", "--bpsperf-update-baselines", "--bpsperf-repeats=3")
     result = run(ourtester, "--bpsperf-profile=mine")
+    # the nearest recorded profile is named with how it differs, as information (all three are this machine)
     assert ("bpsperf baselines: none for this profile: no file baselines/mine.json; baselines holds 2 other "
-            "profile(s): other-a, other-b (pytest -m perf --bpsperf-update-baselines records them)") in _header(result)
+            "profile(s): other-a, other-b (pytest -m perf --bpsperf-update-baselines records them); nearest recorded "
+            "profile: other-a (no fact differs but the id), for information: nothing is compared with it") \
+        in _header(result)
+
+
+def test_baselines_of_the_older_profile_scheme_are_named_then_adopted_and_used(ourtester, monkeypatch):
+    from pytest_bpsperf.cli import main
+    from pytest_bpsperf.store.profile import is_legacy, legacy_id
+
+    ourtester.makepyfile(test_x=GATED_TEST)
+    result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats=3", "--bpsperf-json=rec.json")
+    assert result.ret == 0, result.stdout.str()
+    new_id = json.loads((ourtester.path / "rec.json").read_text())["profile"]["id"]
+    new = ourtester.path / "baselines" / f"{new_id}.json"
+    # the same file as the older scheme wrote it: its id and facts do not name the CPU's identity
+    doc = json.loads(new.read_text())
+    old_id = legacy_id(doc["profile"]["facts"])
+    doc["profile"] = {"id": old_id, "facts": {k: v for k, v in doc["profile"]["facts"].items()
+                                              if not k.startswith("cpu_") or k == "cpu_model"
+                                              if k != "profile_scheme"}}
+    assert is_legacy(doc["profile"]["facts"]) and old_id != new_id
+    new.unlink()
+    (ourtester.path / "baselines" / f"{old_id}.json").write_text(json.dumps(doc))
+    result = run(ourtester, "-rs")
+    assert result.parseoutcomes() == {"skipped": 2}  # no baseline: the older file is not used as it is
+    header = _header(result)[1]
+    assert f"baselines/{old_id}.json holds this machine's baselines under the older profile id {old_id}" in header
+    assert f"`bpsperf baselines adopt {old_id} --baselines-dir baselines`" in header
+    result.stdout.fnmatch_lines([f"*(baselines/{old_id}.json holds this machine's baselines under the older*"])
+    monkeypatch.chdir(ourtester.path)
+    # the command names this machine as a session on the embedded Ray does (one node); these sessions'
+    # runs come from a hook, whose profile has no cluster: name it
+    assert main(["baselines", "adopt", old_id, "--to", new_id]) == 0
+    assert new.exists() and not (ourtester.path / "baselines" / f"{old_id}.json").exists()
+    assert json.loads(new.read_text())["profile"]["adopted_from"] == old_id
+    result = run(ourtester, "-rs")  # compared with them now (one recorded session: inconclusive, never no-baseline)
+    assert f"baselines/{new_id}.json: 2 entries" in _header(result)[1]
+    result.stdout.fnmatch_lines(["*INCONCLUSIVE: measured * vs baseline * (n=3, 1 session)*"])
+    assert "no baseline" not in result.stdout.str()
 
 
 def test_detected_profile_in_the_header_is_the_one_the_runs_get(ourtester):

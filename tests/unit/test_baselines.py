@@ -393,3 +393,55 @@ def test_recorded_sessions_count_one_session_once_across_entries_and_give_the_la
     assert recorded_sessions(entries) == (2, "2024-05-03T12:00:00Z")
     (tmp_path / "notes.txt").write_text("not a profile")
     assert store.profiles() == [PROFILE_ID]
+
+
+# --- files of the older profile scheme ----------------------------------------------------------
+
+OLD_FACTS = {"arch": "x86_64", "cores": 2, "cpu_model": "AMD EPYC", "gpu_count": 0, "gpu_model": None,
+             "memory_gib_class": 24}
+NEW_FACTS = {**OLD_FACTS, "cpu_vendor": "AuthenticAMD", "cpu_family": 25, "cpu_model_number": 1, "cpu_stepping": 1,
+             "cpu_isa": ["avx2"], "profile_scheme": 2}
+
+
+def _store_with(tmp_path, pid, facts):
+    store = BaselineStore(tmp_path / "bl")
+    entry = make_entry(test="t", trick="x", topology={}, workload={}, samples=[1.0, 1.1], commit="c" * 40,
+                       date="2026-01-01T00:00:00Z", versions={})
+    store.update(pid, {"id": pid, "facts": facts}, {"k": entry})
+    return store
+
+
+def test_adopt_moves_an_older_files_entries_to_the_new_profile(tmp_path):
+    store = _store_with(tmp_path, "old-id", OLD_FACTS)
+    before = store.load("old-id").entries
+    path = store.adopt("old-id", {"id": "new-id", "facts": NEW_FACTS})
+    assert path == store.path_for("new-id") and not store.path_for("old-id").exists()
+    moved = store.load("new-id")
+    assert moved.entries == before and moved.profile["adopted_from"] == "old-id"
+    assert moved.profile["facts"] == NEW_FACTS
+
+
+@pytest.mark.parametrize("case", ["todays-scheme", "target-has-entries", "missing"])
+def test_adopt_refuses_and_changes_nothing(tmp_path, case):
+    store = _store_with(tmp_path, "old-id", NEW_FACTS if case == "todays-scheme" else OLD_FACTS)
+    if case == "target-has-entries":
+        _store_with(tmp_path, "new-id", NEW_FACTS)
+    snapshot = {p.name: p.read_bytes() for p in (tmp_path / "bl").iterdir()}
+    with pytest.raises(BaselineError, match={"todays-scheme": "today's profile scheme",
+                                             "target-has-entries": "already holds 1 entries",
+                                             "missing": "does not exist"}[case]):
+        store.adopt("nope" if case == "missing" else "old-id", {"id": "new-id", "facts": NEW_FACTS})
+    assert {p.name: p.read_bytes() for p in (tmp_path / "bl").iterdir()} == snapshot
+
+
+def test_the_adopt_command_refuses_a_file_another_machine_recorded(tmp_path, monkeypatch, capsys):
+    from pytest_bpsperf.cli import main
+    from pytest_bpsperf.store import profile
+
+    store = _store_with(tmp_path, "cpu-amd-epyc-2c-24g-1n-x86-64-994d8926", OLD_FACTS)
+    xeon = {**NEW_FACTS, "cpu_model": "Intel(R) Xeon(R) Processor", "cpu_vendor": "GenuineIntel"}
+    monkeypatch.setattr(profile, "collect_facts", lambda **kw: dict(xeon, cluster=profile._cluster_facts(kw["cluster"])))
+    assert main(["baselines", "adopt", "cpu-amd-epyc-2c-24g-1n-x86-64-994d8926", "--baselines-dir", str(store.directory)]) == 2
+    err = capsys.readouterr().err
+    assert "was not recorded on this machine" in err and "cpu_model AMD EPYC -> Intel(R) Xeon(R) Processor" in err
+    assert store.path_for("cpu-amd-epyc-2c-24g-1n-x86-64-994d8926").exists()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
+from helpers.paths import ROOT
 
 from pytest_bpsperf.store import profile as profile_mod
 from pytest_bpsperf.store.profile import collect_facts, list_gpus, make_profile, memory_class_gib
@@ -285,3 +287,75 @@ def test_ray_accelerator_type_wins_and_no_gpu_means_no_model():
     assert profile_mod.host_facts(local, None, 0)["gpu_model"] is None
     with pytest.raises(ValueError, match="no node hosted a role"):
         profile_mod.cluster_profile_facts([], [])
+
+
+# --- what a model name can hide: the CPU's identity and vector sets ------------------------------
+
+EPYC_MILAN = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n"
+              "stepping\t: 1\nflags\t\t: fpu sse sse4_1 sse4_2 avx avx2 fma f16c\n\n"
+              "processor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n")
+EPYC_GENOA = EPYC_MILAN.replace("model\t\t: 1\n", "model\t\t: 17\n", 1).replace(
+    "f16c", "f16c avx512f avx512bw avx512vl avx512_bf16")
+
+
+def _facts(tmp_path, text, name="cpuinfo"):
+    cpu = tmp_path / name
+    cpu.write_text(text)
+    mem = tmp_path / "meminfo"
+    mem.write_text(_meminfo(24684092))
+    return collect_facts(cpuinfo_path=str(cpu), meminfo_path=str(mem), gpu_lister=list,
+                         cluster={"nodes": [{"gpus": 0, "cpus": 2}]})
+
+
+def test_the_profile_names_vendor_family_model_stepping_and_vector_sets(tmp_path):
+    facts = _facts(tmp_path, EPYC_MILAN)
+    assert (facts["cpu_vendor"], facts["cpu_family"], facts["cpu_model_number"], facts["cpu_stepping"]) == \
+        ("AuthenticAMD", 25, 1, 1)
+    assert facts["cpu_isa"] == ["sse4_2", "avx", "avx2", "fma", "f16c"]  # sse/fpu: no kernel picks by them
+    assert facts["profile_scheme"] == profile_mod.PROFILE_SCHEME
+    assert make_profile(facts).name.startswith("cpu-amd-epyc-f25m1-avx2-")
+    arm = _facts(tmp_path, "processor\t: 0\nFeatures\t: fp asimd asimddp sve\nCPU implementer\t: 0x41\n"
+                           "CPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd0c\n", "arm")
+    assert (arm["cpu_vendor"], arm["cpu_family"], arm["cpu_model_number"], arm["cpu_isa"]) == \
+        ("0x41", 8, "0xd0c", ["asimd", "asimddp", "sve"])
+
+
+def test_one_model_name_two_cpus_two_profiles(tmp_path):
+    # "AMD EPYC" on both: another model or other vector sets is another machine, never the same baselines
+    milan, genoa = _facts(tmp_path, EPYC_MILAN), _facts(tmp_path, EPYC_GENOA, "genoa")
+    assert milan["cpu_model"] == genoa["cpu_model"] == "AMD EPYC"
+    assert make_profile(milan).id != make_profile(genoa).id
+    stepping = _facts(tmp_path, EPYC_MILAN.replace("stepping\t: 1", "stepping\t: 2"), "stepping")
+    assert make_profile(stepping).id != make_profile(milan).id
+
+
+def test_the_older_schemes_id_is_what_it_was(tmp_path):
+    # the committed file was written by the older scheme: its facts give its id, and a machine with those
+    # facts and a CPU identity of its own finds it under legacy_id
+    committed = json.loads((ROOT / "baselines" / "cpu-amd-epyc-2c-24g-1n-x86-64-994d8926.json").read_text())
+    old = committed["profile"]["facts"]
+    assert make_profile(old).id == committed["profile"]["id"] and profile_mod.is_legacy(old)
+    now = _facts(tmp_path, EPYC_MILAN)
+    assert not profile_mod.is_legacy(now) and profile_mod.legacy_id(now) == committed["profile"]["id"]
+    # clusters too: each node kind loses what the older scheme did not record
+    hosts = [profile_mod.host_facts(now, None, 0)] * 2
+    cluster = profile_mod.cluster_profile_facts(hosts, hosts[:1])
+    node = {k: now[k] for k in ("cpu_model", "arch", "cores", "memory_gib_class", "gpu_model", "gpu_count")}
+    older = {**node, "cluster": {"nodes": 3, "worker_nodes": [{**node, "count": 2}],
+                                 "server_nodes": [{**node, "count": 1}]}}  # as the older scheme wrote it
+    assert profile_mod.legacy_id(cluster) == make_profile(older).id
+
+
+def test_the_nearest_recorded_profile_and_how_it_differs(tmp_path):
+    milan, genoa = _facts(tmp_path, EPYC_MILAN), _facts(tmp_path, EPYC_GENOA, "genoa")
+    xeon = _facts(tmp_path, EPYC_MILAN.replace("AuthenticAMD", "GenuineIntel").replace("cpu family\t: 25",
+                                                                                      "cpu family\t: 6"), "xeon")
+    found = profile_mod.nearest(milan, {"genoa": genoa, "xeon": xeon})
+    assert found[0] == "genoa"
+    assert found[1] == ["cpu_model_number 17 -> 1", "cpu_isa -avx512f -avx512bw -avx512vl -avx512_bf16"]
+    older = {k: v for k, v in milan.items() if k not in ("cpu_vendor", "cpu_family", "cpu_model_number",
+                                                         "cpu_stepping", "cpu_isa", "profile_scheme")}
+    pid, said = profile_mod.nearest(milan, {"older": older})
+    assert pid == "older" and said[0].startswith("recorded before profiles named the CPU's family")
+    assert profile_mod.nearest(milan, {}) is None
+    assert profile_mod.cpu_text(genoa) == "AuthenticAMD family 25 model 17 stepping 1, AVX-512, AVX2, AVX"
