@@ -71,12 +71,16 @@ def _arm_line(name: str, arm: Mapping[str, Any]) -> tuple:
             Code(str(arm.get("python") or "as head")), f" ({v})" if v else "")
 
 
+def _cores(value: "float | None") -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def _pair_rows(entry: Mapping[str, Any]) -> tuple:
     rows = []
     for p in entry.get("pair_table") or ():
         ratio = "dropped: " + str(p["dropped"]) if p.get("dropped") else f"{float(p['ratio']):.3f}"
         rows.append((str(p["pair"]), p["order"], _img(p.get("base_img_per_sec")), _img(p.get("head_img_per_sec")),
-                     ratio))
+                     ratio, f"{_cores(p.get('base_foreign_cores'))}, {_cores(p.get('head_foreign_cores'))}"))
     return tuple(rows)
 
 
@@ -103,8 +107,8 @@ def pairs_pieces(entries: Sequence[Mapping[str, Any]], arms: Mapping[str, Any]) 
                              note=True))
     for v in entries:
         out.append(Folded(("pairs of ", Code(v["nodeid"])), (
-            Table(("pair", "order", "base img/s", "head img/s", "head/base"), _pair_rows(v),
-                  (True, False, True, True, True)),)))
+            Table(("pair", "order", "base img/s", "head img/s", "head/base", "foreign load, cores (base, head)"),
+                  _pair_rows(v), (True, False, True, True, True, True)),)))
     out.append(Paragraph("Method: " + str((entries[0].get("comparison") or {}).get("method", "")), note=True))
     return out
 
@@ -153,9 +157,10 @@ def _runs_pieces(runs: Sequence[Mapping[str, Any]]) -> "list[Block]":
         seconds = ["-" if r.get(k) is None else f"{r[k]:.1f}s" for k in ("bringup_s", "teardown_s")]
         # compute/sync are null in timing=overlapped (the default): only breakdown splits a step
         rows.append(((Code(r["nodeid"]), arm), _img(r["img_per_sec"]), seconds_cell(r.get("compute_s_per_step")),
-                     seconds_cell(r.get("sync_s_per_step")), *seconds))
-    return [Table(("test", "img/s", "compute/step", "sync/step", "bring-up", "teardown"), tuple(rows),
-                  (False,) + (True,) * 5)]
+                     seconds_cell(r.get("sync_s_per_step")), *seconds,
+                     _cores((r.get("foreign_load") or {}).get("cores"))))
+    return [Table(("test", "img/s", "compute/step", "sync/step", "bring-up", "teardown", "foreign load, cores"),
+                  tuple(rows), (False,) + (True,) * 6)]
 
 
 def matrix_pieces(table: MatrixTable) -> "list[Block]":

@@ -22,6 +22,8 @@ def result_line(result: RunResult) -> str:
         f"{_step(m)}; "
         f"warm-up steps {_ranges(warm)}; bring-up {m.bringup_s:.1f}s, teardown {m.teardown_s:.1f}s"
     )
+    if result.output.load:
+        line += f"; foreign load {result.output.foreign_cores:.2f} cores ({_nodes(result.output.load)})"
     for note in result.output.notes:
         line += f"; note: {note}"
     for window in result.output.comm:
@@ -31,6 +33,11 @@ def result_line(result: RunResult) -> str:
             line += (f"; {window.name}: PUSH {window.push_s:.4f}s PULL {window.pull_s:.4f}s per step "
                      f"({window.steps} traced steps)")
     return line
+
+
+def _nodes(load: Sequence) -> str:
+    """``127.0.0.1 0.93 of 2 cores``, per node: the CPU others used while the run was timed."""
+    return ", ".join(f"{n.node} {n.foreign_cores:.2f} of {n.cpus}" for n in load)
 
 
 def _step(m: Measurement) -> str:

@@ -31,6 +31,18 @@ def single_img_per_sec(config, spec):
     return None
 
 
+def foreign_load(config, spec):
+    """Cores of CPU that others used on this run's node while it was timed; None (not measured) unless redefined."""
+    return None
+
+
+def _load(cores):
+    """The run's NodeLoad: a 10 s window on node-0 (2 cores) with ``cores`` of others beside 1.5 of the roles."""
+    if cores is None:
+        return ()
+    return (NodeLoad(node="node-0", window_s=10.0, busy_s=10.0 * (1.5 + cores), roles_s=15.0, cpus=2),)
+
+
 def _step_s(i, step_s):
     """Step 0 is WARMUP times slower; the others alternate WOBBLE above and below ``step_s``."""
     if i == 0:
@@ -62,7 +74,7 @@ def pytest_bpsperf_run(config, spec):
     roles = tuple(RoleOutcome(w.name, "worker", w.node, 0, spec.log_dir + "/" + w.name + ".log") for w in workers)
     return RunOutput(workers=workers, roles=roles, bringup_s=1.0, teardown_s=0.5, wall_s=8.0, log_dir=spec.log_dir,
                      topology={"workers": len(workers), "worker_processes": len(workers)}, backend="mxnet",
-                     single_img_per_sec=single_img_per_sec(config, spec))
+                     single_img_per_sec=single_img_per_sec(config, spec), load=_load(foreign_load(config, spec)))
 '''
 
 
@@ -77,12 +89,13 @@ def fake_run_conftest(speed_by_trick: "dict | None" = None, *, timing: str = "ov
       ``wobble``: the other steps alternate this fraction above and below ``step_s``;
     - ``workers``: how many workers record (None: as many as the settings say), each on its own node;
     - ``extra``: source appended as it is; it may redefine ``scenario(config, spec)`` (a factor on
-      the speed, called first in every run) and ``single_img_per_sec(config, spec)``, and add hooks.
+      the speed, called first in every run), ``single_img_per_sec(config, spec)`` and
+      ``foreign_load(config, spec)`` (cores of others' CPU beside the run), and add hooks.
     """
     if timing not in TIMINGS:
         raise ValueError(f"timing must be one of {TIMINGS}, not {timing!r}")
     head = (f'"""A fed run in the {timing} timing (tests/helpers/fakes.py)."""\n\n'
-            "from pytest_bpsperf.judge.records import RoleOutcome, RunOutput, WorkerRecords\n\n"
+            "from pytest_bpsperf.judge.records import NodeLoad, RoleOutcome, RunOutput, WorkerRecords\n\n"
             f"SPEED_BY_TRICK = {dict(speed_by_trick or {})!r}\n"
             f"TIMING = {timing!r}\n"
             f"STEP_S = {step_s!r}\n"

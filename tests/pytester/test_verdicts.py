@@ -49,6 +49,14 @@ def scenario(config, spec):
 def single_img_per_sec(config, spec):
     # FAKE_SINGLE: the single-process img/s of this session (scaling reference)
     return float(os.environ["FAKE_SINGLE"]) if os.environ.get("FAKE_SINGLE") else None
+
+
+def foreign_load(config, spec):
+    # FAKE_FOREIGN=R:C: repeat R (0-based) saw C cores of other processes; the others 0.03 (the harness)
+    if not os.environ.get("FAKE_FOREIGN"):
+        return None
+    repeat, cores = os.environ["FAKE_FOREIGN"].split(":")
+    return float(cores) if spec.repeat == int(repeat) else 0.03
 '''
 
 #: omp-passive at 1.25x the default trick's throughput (so the two entries differ)
@@ -678,3 +686,25 @@ def test_a_baseline_recorded_from_a_modified_tree_says_so_and_verdicts_name_chan
     result = run(ourtester, "-v")
     result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: * since the baseline was recorded: "
                                  "mxnet 0.0.1 -> *"])
+
+
+def test_a_run_under_foreign_load_is_named_in_its_verdict_and_beside_its_img_per_sec(ourtester, monkeypatch):
+    record(ourtester, monkeypatch)
+    monkeypatch.setenv("FAKE_FOREIGN", "1:0.9")  # a neighbour used 0.9 cores beside the second repeat
+    result = run(ourtester, "-v", "--bpsperf-repeats=2", "--bpsperf-session-spread=1%", "--bpsperf-json=perf.json",
+                 "--bpsperf-markdown=perf.md")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default-r2[]]: *; under foreign load: run 2 0.90 cores of "
+                                 "other processes on its nodes while timed, of 2 runs (foreign_load 0.25)"])
+    result.stdout.fnmatch_lines(["test_x.py::test_x[[]default-r2[]]: * img/s *; foreign load 0.90 cores (node-0 0.90 "
+                                 "of 2)*"])
+    doc = json.loads((ourtester.path / "perf.json").read_text())
+    tests = [t for t in doc["tests"] if t["trick"] == "default"]
+    assert [t["foreign_load"]["cores"] for t in tests] == [0.03, 0.9]
+    verdict = tests[-1]["verdict"]
+    assert verdict["status"] == "ok"  # named, never a verdict of its own
+    assert verdict["foreign_load_cores"] == [0.03, 0.9] and verdict["under_foreign_load"] == [2]
+    assert "| 0.90 |" in (ourtester.path / "perf.md").read_text()
+    # below the setting nothing is said
+    result = run(ourtester, "-v", "--bpsperf-repeats=2", "--bpsperf-session-spread=1%", "--bpsperf-foreign-load=1")
+    assert "under foreign load" not in result.stdout.str()
