@@ -119,6 +119,7 @@ def session_line(doc: dict, kind: str, percent: float, index: int, seconds: floa
                      "wall_s": t.get("wall_s"), "bringup_s": t.get("bringup_s"), "teardown_s": t.get("teardown_s"),
                      "foreign_cores": (t.get("foreign_load") or {}).get("cores"),
                      "step_s": [w.get("step_s") for w in t.get("workers", [])],
+                     "setup_s": [w.get("setup_s") for w in t.get("workers", [])],
                      "warmup_steps": [w.get("warmup_steps") for w in t.get("workers", [])]})
     settings = (doc.get("tests") or [{}])[0].get("settings", {})
     return {"index": index, "kind": kind, "slowdown_pct": percent, "exit": exit_code, "seconds": round(seconds, 1),

@@ -143,6 +143,8 @@ class RunResult:
         out["workers"] = [{"name": w.name, "batch_size": w.batch_size, "step_s": list(w.step_seconds),
                            "python": starts.get(w.name, {}).get("python"),
                            "entry_file": starts.get(w.name, {}).get("entry_file"),
+                           # seconds from the workload's start to its first step: backend, data, model, kvstore
+                           "setup_s": starts.get(w.name, {}).get("setup_s"),
                            "compute_s": None if w.compute_seconds is None else list(w.compute_seconds),
                        "sync_s": None if w.sync_seconds is None else list(w.sync_seconds),
                            "warmup_steps": list(w.steady.warmup_steps)}

@@ -4,8 +4,9 @@
 suggests updating), ``inconclusive`` (the data cannot tell: skipped unless
 strict, never shown as a pass) or ``no-baseline`` (skipped unless strict). The decision is
 :func:`pytest_bpsperf.stats.compare` on this session's runs against the
-baseline's recorded sessions: a drop beyond the noise of runs *and* of
-sessions, not shown to be smaller than the tolerance. With ``normalize``
+baseline's recorded sessions, read with the rule of :mod:`pytest_bpsperf.stats.rule`:
+a regression is a drop beyond the noise of runs *and* of sessions, and beyond
+half the tolerance. With ``normalize``
 ``single`` each run's img/s is first divided by its session's single-process
 img/s, which takes the machine's speed of the day out.
 
@@ -25,7 +26,7 @@ from ..stats.paired import MIN_PAIRS
 from ..store.entries import entry_samples, entry_sessions, latest_session
 
 OK, REGRESSION, IMPROVEMENT, NO_BASELINE = "ok", "regression", "improvement", "no-baseline"
-#: the interval holds both no change and a drop of the tolerance: the data cannot tell (never a pass)
+#: neither a drop beyond noise and half the tolerance nor any drop shown smaller than it: the data cannot tell (never a pass)
 INCONCLUSIVE = "inconclusive"
 #: What a job does after a verdict (:func:`next_step`).
 STOP, CONFIRM, MORE = "stop", "confirm", "more"
@@ -343,9 +344,8 @@ def next_step(verdict: Verdict, *, confirmations: int, confirm: int, max_repeats
 
     One loop serves both kinds of extra run. A ``regression`` is run again up
     to ``confirm`` times, each time decided on all runs together, so that one
-    unlucky run does not fail unchanged code. Any other verdict that is not
-    decided (its interval holds both "no change" and "a drop of the
-    tolerance") is run again while the job has fewer than ``max_repeats``
+    unlucky run does not fail unchanged code. A verdict that is not decided
+    (``inconclusive``) is run again while the job has fewer than ``max_repeats``
     runs and more runs of this session could still decide it; a clear result
     stops at once.
     """

@@ -198,8 +198,8 @@ def test_overlapped_runs_render_a_dash_for_compute_and_sync(project, capsys, fmt
 
 def test_an_empty_document_renders_an_empty_runs_table():
     text = blocks.markdown(session_pieces(json_document([], [], [])))
-    assert text == ("## bpsperf results\n\n| test | img/s | compute/step | sync/step | bring-up | teardown |\n"
-                    "|---|---:|---:|---:|---:|---:|\n\n")
+    assert text == ("## bpsperf results\n\n| test | img/s | compute/step | sync/step | bring-up | teardown | "
+                    "foreign load, cores |\n|---|---:|---:|---:|---:|---:|---:|\n\n")
 
 
 # --- the HTML page is the same pieces ------------------------------------------------------------
