@@ -394,11 +394,12 @@ def curve_table(sessions: "list[Session]", noise: Noise, gate: Gate) -> "list[st
         n = len(replays)
         if real:
             counts = {k: sum(v == k for v, _p in replays) for k in ("regression", "ok", "inconclusive")}
-            pairs = sorted(p for _v, p in replays) or [0]
+            pairs = sorted(p for _v, p in replays)
             left = f" ({len(real) - n} stopped too early to replay)" if n < len(real) else ""
             own = [s.seconds for s in real]
             cells = (f"{_share(counts['regression'], n)}{left} | {_share(counts['ok'], n)} | "
-                     f"{_share(counts['inconclusive'], n)} | {statistics.median(pairs):g} ({pairs[-1]}) | "
+                     f"{_share(counts['inconclusive'], n)} | "
+                     f"{f'{statistics.median(pairs):g} ({pairs[-1]})' if pairs else '-'} | "
                      f"{_minutes(statistics.median(own))} ({_minutes(max(own))})")
         else:
             cells = "- | - | - | - | -"

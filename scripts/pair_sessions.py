@@ -122,7 +122,10 @@ def session_line(doc: dict, kind: str, percent: float, index: int, seconds: floa
                      "setup_s": [w.get("setup_s") for w in t.get("workers", [])],
                      "warmup_steps": [w.get("warmup_steps") for w in t.get("workers", [])]})
     settings = (doc.get("tests") or [{}])[0].get("settings", {})
-    return {"index": index, "kind": kind, "slowdown_pct": percent, "exit": exit_code, "seconds": round(seconds, 1),
+    waited = float((doc.get("session_info") or {}).get("lock_waited_s") or 0.0)
+    return {"index": index, "kind": kind, "slowdown_pct": percent, "exit": exit_code,
+            # pytest time without the wait for another session's measurement (which is never timed)
+            "seconds": round(seconds - waited, 1), "lock_waited_s": waited,
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seed": section.get("seed"),
             "gate": {k: settings.get(k) for k in ("tolerance", "confidence", "max_pairs", "repeats", "steps",
                                                    "foreign_load")},

@@ -273,6 +273,8 @@ class RunnerPlugin:
             "run_id": self._session.run_id,
             "ray": {"embedded": c.owned, "address": c.address, "startup_s": c.startup_s, "shutdown_s": c.shutdown_s,
                     "job": c.job.submission_id if c.job is not None else None},
+            # seconds the session waited for another session's measurement on this machine (never timed)
+            "lock_waited_s": round(c.lock_waited_s, 1),
             "backend_choice": self._session.backend_choice[1] if self._session.backend_choice else None,
             "backend_fallback": self._session.backend_fallback,
             "nodes": [{"name": n.name, "node_id": n.node_id, "ip": n.ip, "cpus": n.cpus, "gpus": n.gpus}
