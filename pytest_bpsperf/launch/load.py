@@ -7,7 +7,8 @@ step (training has started; the first step is warm-up anyway) and the last
 poll at which every role still ran, before or when the workers finished; per
 node, the difference is the run's :class:`~pytest_bpsperf.judge.records.NodeLoad`.
 The window is that of the polls (half a second apart), not the workers' own
-clocks: close enough to name a neighbour, not to correct for one.
+clocks: close enough to name a neighbour, not to correct for one; a run that
+trains for less than two polls records none.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ __all__ = ["LoadWatch"]
 
 
 class LoadWatch:
-    """Per node: the CPU snapshot at training's start and the last one while every role ran."""
+    """Per role: the CPU snapshot its actor took at training's start and the last one while every role ran.
+
+    Each actor reads the node's CPU and its own role's at the moment it answers, and on a
+    loaded node the answers of one poll are tens of milliseconds apart: so each role's
+    figures are taken as rates over its own actor's interval, and a node's load is the mean
+    of its actors' node rates less the sum of their roles' rates, over the mean interval.
+    """
 
     def __init__(self, nodes: Mapping[str, str]) -> None:
         #: role name -> the name of the node it runs on (reports name nodes by it)
@@ -29,17 +36,14 @@ class LoadWatch:
         self.last: "dict[str, dict] | None" = None
         self.done = False
 
-    def _by_node(self, status: Mapping[str, Mapping]) -> "dict[str, dict] | None":
-        """Node -> its snapshot now (the first role's clock and node figures, the roles' CPU summed); None
-        unless every role reported one and still runs."""
+    def _snapshots(self, status: Mapping[str, Mapping]) -> "dict[str, dict] | None":
+        """Role -> its actor's CPU snapshot in this poll; None unless every role reported one and still runs."""
         out: "dict[str, dict]" = {}
-        for role, node in self.nodes.items():
+        for role in self.nodes:
             cpu = (status.get(role) or {}).get("cpu")
             if not isinstance(cpu, Mapping) or not cpu.get("alive"):
                 return None
-            seen = out.setdefault(node, {"time": cpu["time"], "busy_s": cpu["busy_s"], "steal_s": cpu["steal_s"],
-                                         "cpus": cpu.get("cpus", 1), "role_s": 0.0})
-            seen["role_s"] += float(cpu["role_s"])
+            out[role] = dict(cpu)
         return out
 
     def observe(self, status: Mapping[str, Mapping], workers: Sequence[str]) -> None:
@@ -48,7 +52,7 @@ class LoadWatch:
             return
         steps = [(status.get(w) or {}).get("steps") or 0 for w in workers]
         finished = all((status.get(w) or {}).get("finished") for w in workers)
-        now = self._by_node(status)
+        now = self._snapshots(status)
         if self.start is None:
             if now is not None and min(steps) >= 1 and not finished:
                 self.start = now
@@ -61,12 +65,19 @@ class LoadWatch:
         """Each node's load over the window (empty when training was never seen running for two polls)."""
         if self.start is None or self.last is None:
             return ()
-        out = []
-        for node, a in sorted(self.start.items()):
-            b = self.last.get(node)
-            if b is None or b["time"] <= a["time"]:
+        by_node: "dict[str, list[tuple[float, float, float, float, int]]]" = {}
+        for role, node in self.nodes.items():
+            a, b = self.start[role], self.last[role]
+            dt = b["time"] - a["time"]
+            if dt <= 0:
                 continue
-            out.append(NodeLoad(node=node, window_s=b["time"] - a["time"], busy_s=b["busy_s"] - a["busy_s"],
-                                roles_s=b["role_s"] - a["role_s"], cpus=int(a["cpus"]),
-                                steal_s=b["steal_s"] - a["steal_s"]))
+            by_node.setdefault(node, []).append((dt, (b["busy_s"] - a["busy_s"]) / dt, (b["role_s"] - a["role_s"]) / dt,
+                                                 (b["steal_s"] - a["steal_s"]) / dt, int(a.get("cpus", 1))))
+        out = []
+        for node, rows in sorted(by_node.items()):
+            window = sum(r[0] for r in rows) / len(rows)
+            busy = sum(r[1] for r in rows) / len(rows)
+            steal = sum(r[3] for r in rows) / len(rows)
+            out.append(NodeLoad(node=node, window_s=window, busy_s=busy * window,
+                                roles_s=sum(r[2] for r in rows) * window, cpus=rows[0][4], steal_s=steal * window))
         return tuple(out)

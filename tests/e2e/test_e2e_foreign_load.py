@@ -39,7 +39,7 @@ INI = """[pytest]
 markers =
     perf: performance tests
 bpsperf_entry = bench:build
-bpsperf_steps = 30
+bpsperf_steps = 60
 bpsperf_batch_size = 8
 bpsperf_image_size = 16
 bpsperf_omp_threads = 1
@@ -90,7 +90,7 @@ def git(path, *args) -> str:
 def user_repo(tmp_path) -> Path:
     repo = tmp_path / "user-repo"
     repo.mkdir()
-    # 60 extra products a step: a few seconds of training, so that the launcher's polls see it run
+    # 60 extra products a step, 60 steps: seconds of training, so that the launcher's polls see it run
     (repo / "bench.py").write_text(ENTRY.format(extra=60))
     (repo / "test_perf.py").write_text(PERF_TEST)
     (repo / "pytest.ini").write_text(INI)
@@ -129,7 +129,8 @@ def test_a_cpu_hog_beside_one_run_is_named_and_its_pair_run_again(user_repo, tmp
     assert len(lines) == len(doc["tests"]) and all("; foreign load " in line for line in lines), lines
     print(f"hogs {hogs}: {hog_s:.1f} CPU-s in {hog_wall:.1f} s; run foreign {hogged['foreign_load']['cores']:.2f} "
           f"cores over {node['window_s']:.1f} s; its base {row['base_foreign_cores']:.2f}; img/s "
-          f"{row['base_img_per_sec']:.1f} base, {row['head_img_per_sec']:.1f} head")
+          f"{row['base_img_per_sec']:.1f} base, {row['head_img_per_sec']:.1f} head; every run's foreign load "
+          f"{[t['foreign_load']['cores'] for t in doc['tests']]}")
     # a base-vs-head session runs no scaling reference, and leaves nothing running
     assert not (logs / "reference").exists() and all(t.get("single_img_per_sec") is None for t in doc["tests"])
     assert role_processes(doc["session_info"]["run_id"]) == []

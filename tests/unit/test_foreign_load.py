@@ -89,3 +89,20 @@ def test_a_runs_foreign_load_is_its_busiest_nodes():
     assert NodeLoad("c", 2.0, 1.0, 1.5, 2).foreign_cores == 0.0  # never below zero
     assert RunOutput(workers=(), roles=(), bringup_s=0, teardown_s=0, wall_s=1, log_dir="",
                      backend="mxnet").foreign_cores is None
+
+
+def test_snapshots_of_one_poll_taken_apart_still_give_the_load():
+    # the node runs 2 cores busy: the worker 1.0, the server 0.5, others 0.5; on a loaded node the
+    # actors answer one poll at different moments, and each role counts over its own actor's interval
+    def poll(t_worker, t_server, *, steps=3, finished=False):
+        return {"worker-0": {"steps": steps, "finished": finished,
+                             "cpu": {"time": t_worker, "busy_s": 2.0 * t_worker, "steal_s": 0.0,
+                                     "role_s": 1.0 * t_worker, "alive": True, "cpus": 2}},
+                "server-0": {"cpu": {"time": t_server, "busy_s": 2.0 * t_server, "steal_s": 0.0,
+                                     "role_s": 0.5 * t_server, "alive": True, "cpus": 2}}}
+
+    watch = LoadWatch({"worker-0": "n1", "server-0": "n1"})
+    watch.observe(poll(1.0, 1.3), ["worker-0"])
+    watch.observe(poll(3.0, 3.05, finished=True), ["worker-0"])
+    (load,) = watch.loads()
+    assert load.foreign_cores == pytest.approx(0.5) and load.window_s == pytest.approx(1.875)
