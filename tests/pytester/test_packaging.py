@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "pytest_bpsperf"
 
 #: import name -> the distribution that provides it, for what the package imports
-PROVIDER = {"pytest": "pytest", "_pytest": "pytest", "pytest_benchmark": "pytest-benchmark", "ray": "ray",
+PROVIDER = {"pytest": "pytest", "_pytest": "pytest", "ray": "ray",
             "jsonschema": "jsonschema", "matplotlib": "matplotlib", "mxnet": "mxnet", "gluoncv": "gluoncv",
             "byteps": "byteps", "yaml": "pyyaml"}
 #: imported only by code that runs as (or probes for) a role, on the node that hosts it
@@ -70,6 +70,38 @@ def test_core_dependencies_are_what_the_pytest_process_and_the_cli_import():
     for name in ROLE_ONLY & set(imports):
         outside = sorted(m for m in imports[name] if not m.startswith(("remote/", "backends/")))
         assert not outside, f"{name} is imported outside role code (remote/, backends/): {outside}"
+
+
+def _requirement_closure(requirements: "list[str]") -> "dict[str, object]":
+    """The installed distributions that ``requirements`` bring, and theirs in turn (extras' own left out)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    found: "dict[str, object]" = {}
+    todo = [Requirement(r) for r in requirements]
+    while todo:
+        req = todo.pop()
+        name = req.name.lower().replace("_", "-")
+        if name in found or (req.marker is not None and not req.marker.evaluate({"extra": ""})):
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            pytest.fail(f"{name}, a dependency, is not installed here: make setup")
+        found[name] = dist
+        todo += [Requirement(r) for r in (dist.requires or [])]
+    return found
+
+
+def test_no_dependency_brings_a_pytest_plugin_into_the_users_sessions():
+    # A pytest11 entry point is loaded into every session of the user, perf tests or none, and may print
+    # (pytest-benchmark's header line did, when it was a dependency): only the plugin itself may have one.
+    closure = _requirement_closure(_project()["dependencies"])
+    assert {"pytest", "ray", "matplotlib", "jsonschema"} <= set(closure)
+    plugins = {name: [ep.name for ep in dist.entry_points if ep.group == "pytest11"]  # type: ignore[attr-defined]
+               for name, dist in closure.items()}
+    assert {name: eps for name, eps in plugins.items() if eps} == {}
 
 
 def test_the_mxnet_stack_is_an_extra_and_not_a_core_dependency():
