@@ -115,6 +115,20 @@ def test_the_mxnet_stack_is_an_extra_and_not_a_core_dependency():
         ".ci/run and tests/test_dependency_floors.py read the Ray floor in this spelling"
 
 
+def test_the_jobs_extra_brings_rays_jobs_cli_at_the_plugins_ray_range():
+    from importlib import metadata
+
+    project = _project()
+    (ray,) = [r for r in project["dependencies"] if _names([r]) == {"ray"}]
+    assert project["optional-dependencies"]["jobs"] == [ray.replace("ray", "ray[default]", 1)]
+    # 'default' is the extra of Ray's that brings the Jobs CLI and SDK (aiohttp among them)
+    assert "default" in (metadata.metadata("ray").get_all("Provides-Extra") or [])
+    assert any("aiohttp" in r and 'extra == "default"' in r for r in metadata.requires("ray") or [])
+    jobs = (ROOT / "docs" / "clusters.md").read_text().split("## Ray Jobs", 1)[1].split("\n## ", 1)[0]
+    assert "[jobs]" in jobs and "ray[default]" in jobs and "The machine that submits" in jobs
+    assert "`pytest-bpsperf[jobs]`" in (ROOT / "docs" / "install.md").read_text()
+
+
 def test_license_file_is_the_apache_license_the_metadata_names():
     project = _project()
     assert project["license"] == "Apache-2.0"
