@@ -159,7 +159,7 @@ def test_report_of_overlapped_runs_shows_no_split(results, tmp_path, capsys, fmt
                              "--format", fmt)
     assert code == 0, err
     page = (tmp_path / "rep" / name).read_text()
-    cell = "<td>- (overlapped)</td>" * 2 if fmt == "html" else " | - (overlapped) | - (overlapped) |"
+    cell = "<td class=\"num\">- (overlapped)</td>" * 2 if fmt == "html" else " | - (overlapped) | - (overlapped) |"
     assert page.count(cell) == 6, page
     assert not list((tmp_path / "rep" / "bpsperf-img").glob("split-*.png"))  # nothing split to draw
 
