@@ -96,9 +96,9 @@ def _baselines_dir(q: argparse.ArgumentParser, help_text: str = "baselines direc
             aliases=aliases)
 
 
-def _json_flag(q: argparse.ArgumentParser) -> None:
+def _json_flag(q: argparse.ArgumentParser, default: object = False) -> None:
     """``--json``: the same facts as the text, as one JSON document on stdout (errors stay on stderr)."""
-    q.add_argument("--json", action="store_true",
+    q.add_argument("--json", action="store_true", default=default,
                    help="print one JSON document (sorted keys, schema_version; schema "
                         "pytest_bpsperf/schemas/cli.schema.json) instead of text; same exit status, errors on "
                         "stderr")
@@ -199,11 +199,13 @@ def _report_option(q: argparse.ArgumentParser, name: str, help_text: str, *, def
                    help=f"{help_text} [as {opt.flag}={opt.metavar}]")
 
 
-def _history_dir(q: argparse.ArgumentParser) -> None:
-    """``--history DIR`` (``--dir`` kept), default :data:`~pytest_bpsperf.store.history.HISTORY_DIR`."""
+def _history_dir(q: argparse.ArgumentParser, default: "str | None" = None) -> None:
+    """``--history DIR`` (``--dir`` kept), default :data:`~pytest_bpsperf.store.history.HISTORY_DIR`
+    (``default`` replaces it, the help still naming it)."""
     from ..store.history import HISTORY_DIR
 
-    _report_option(q, "history", "history directory (default: %(default)s)", default=HISTORY_DIR, aliases=("--dir",))
+    _report_option(q, "history", f"history directory (default: {HISTORY_DIR})", default=default or HISTORY_DIR,
+                   aliases=("--dir",))
 
 
 def _history_command(add: Adder, c) -> None:
@@ -216,12 +218,15 @@ def _history_command(add: Adder, c) -> None:
     _option(q, "profile", "profile id (default: the one the results record)", metavar="PROFILE", default=None)
     q.add_argument("--commit", help="commit measured (default: the one the results record)")
     q.add_argument("--branch", help="branch measured (default: the one the results record)")
-    for target in (h, add("show", c.history_show, "the trend tables (the default action)", hsub)):
-        _history_dir(target)
-        _option(target, "profile", "only this profile", metavar="PROFILE", default=None)
-        target.add_argument("--branch", help="only records of this branch")
-        target.add_argument("--test", help="only tests matching this glob")
-        _json_flag(target)
+    # 'show' takes the options of 'history' too, without defaults of its own: argparse copies a
+    # subparser's defaults over what its parent parsed, so 'history --dir X show' lost X
+    show = add("show", c.history_show, "the trend tables (the default action)", hsub)
+    for target, unset in ((h, None), (show, argparse.SUPPRESS)):
+        _history_dir(target, default=unset)
+        _option(target, "profile", "only this profile", metavar="PROFILE", default=unset)
+        target.add_argument("--branch", default=unset, help="only records of this branch")
+        target.add_argument("--test", default=unset, help="only tests matching this glob")
+        _json_flag(target, default=False if unset is None else unset)
 
 
 def _report_command(add: Adder, c) -> None:

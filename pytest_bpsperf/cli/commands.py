@@ -320,7 +320,7 @@ def export(args: argparse.Namespace) -> int:
     """``bpsperf export RESULTS.json --format bmf|github-benchmark|benchmark-json -o PATH``."""
     results = read_document(args.results, "results")
     doc = exporters()[args.format.replace("-", "_")](results)
-    _write(args.output, json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    _write(args.output, json.dumps(doc, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n")
     print(f"wrote {args.output} ({args.format})")
     return 0
 

@@ -78,5 +78,5 @@ def write_text(path: "str | os.PathLike", text: str) -> None:
 
 
 def write_json(path: "str | os.PathLike", document: dict) -> None:
-    """Stable, sorted, pretty-printed JSON, written atomically."""
-    write_text(path, json.dumps(document, indent=2, sort_keys=True, default=str) + "\n")
+    """Stable, sorted, pretty-printed JSON, written atomically as UTF-8 (letters beyond ASCII not escaped)."""
+    write_text(path, json.dumps(document, indent=2, sort_keys=True, default=str, ensure_ascii=False) + "\n")

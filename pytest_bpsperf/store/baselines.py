@@ -328,7 +328,7 @@ class BaselineStore:
             try:
                 # allow_nan=False: NaN/Infinity are not JSON and other tools
                 # reading the committed file would choke on them.
-                text = json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n"
+                text = json.dumps(document, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
             except (TypeError, ValueError) as exc:
                 raise BaselineError(
                     f"cannot write baselines file {path}: the data is not plain JSON ({exc}); "
@@ -360,7 +360,8 @@ class BaselineStore:
                 "profile": current.profile,
                 "entries": {k: v for k, v in current.entries.items() if k not in set(keys)},
             }
-            atomic_write_text(path, json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n")
+            atomic_write_text(path, json.dumps(document, sort_keys=True, indent=2, allow_nan=False,
+                                               ensure_ascii=False) + "\n")
         return path
 
 

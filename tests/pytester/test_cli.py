@@ -135,6 +135,8 @@ def test_history_add_and_trend_table(results, tmp_path, capsys):
     assert code == 0
     lines = [line for line in out.splitlines() if line.startswith("test_x ")]
     assert len(lines) == 2 and all("at 33333333" in line for line in lines), out
+    for argv in (("--dir", hist, "show"), ("show", "--dir", hist)):  # the directory before or after 'show'
+        assert bpsperf(capsys, "history", *argv)[1] == out
     code, _, err = bpsperf(capsys, "history", "add", tmp_path / "r0.json", "--dir", hist)
     assert code == 2 and "already exists" in err
 
@@ -157,7 +159,7 @@ def test_report_of_overlapped_runs_shows_no_split(results, tmp_path, capsys, fmt
                              "--format", fmt)
     assert code == 0, err
     page = (tmp_path / "rep" / name).read_text()
-    cell = "<td>- (overlapped)</td>" * 2 if fmt == "html" else " | - (overlapped) | - (overlapped) |"
+    cell = "<td class=\"num\">- (overlapped)</td>" * 2 if fmt == "html" else " | - (overlapped) | - (overlapped) |"
     assert page.count(cell) == 6, page
     assert not list((tmp_path / "rep" / "bpsperf-img").glob("split-*.png"))  # nothing split to draw
 

@@ -18,13 +18,13 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 from helpers.fakes import GATED_TEST, fake_run_conftest
 from helpers.junit import suite_properties
+from helpers.paths import pytest_benchmark_tool
 
 #: The speed of a run, from the environment (see above), and the single-process img/s (FAKE_SINGLE).
 SCENARIO = '''
@@ -390,12 +390,7 @@ def test_benchmark_json_is_readable_by_pytest_benchmark_compare(ourtester, tmp_p
         assert stats["min"] <= stats["median"] <= stats["max"]
     assert doc["machine_info"]["bpsperf_profile"] == "testprof"
 
-    exe = Path(sys.executable).with_name("pytest-benchmark")
-    if not exe.exists():
-        found = shutil.which("pytest-benchmark")
-        if found is None:
-            pytest.skip("pytest-benchmark's command is not installed")
-        exe = Path(found)
+    exe = pytest_benchmark_tool("pytest-benchmark")  # in a venv of its own: not a dependency of the plugin
     first, second = tmp_path / "0001_first.json", tmp_path / "0002_second.json"
     shutil.copy(path, first)
     shutil.copy(path, second)
