@@ -103,6 +103,11 @@ class RunOutput:
     #: shutdown's exit error), roles that would not die with their actor (no setpriv on their node)
     notes: "tuple[str, ...]" = ()
 
+    @property
+    def simulation(self) -> "str | None":
+        """What ran instead of the real thing, when a stand-in did (the workers' start records say so)."""
+        return next((str(w.start["simulation"]) for w in self.workers if w.start.get("simulation")), None)
+
     def __post_init__(self) -> None:
         if self.backend == "auto" or not self.backend:
             raise ValueError(f"RunOutput.backend must name the backend that ran, not {self.backend!r}")

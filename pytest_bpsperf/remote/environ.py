@@ -20,6 +20,10 @@ TREE = "{tree}"
 #: Import path entries (``os.pathsep``-separated, may use ``TREE``) that the role actor
 #: puts first on a role's PYTHONPATH, after the harness: the code under test.
 IMPORT_PATH = "BPSPERF_IMPORT_PATH"
+#: Set in every process of a simulated run (a stand-in for BytePS, tests/helpers/standin): what
+#: ran instead of the real thing. The workload records it; reports say the run was a simulation,
+#: and its figures never become baselines.
+SIMULATION = "BPSPERF_SIMULATION"
 
 #: Variables that configure OpenMP, ps-lite, BytePS, MXNet or the GPUs a role
 #: sees. A role inherits none of them (Ray puts OMP_NUM_THREADS=1 into every
