@@ -67,11 +67,15 @@ class BytePSBackend(BackendBase):
         )
 
     def probe(self) -> "str | None":
+        """Why BytePS cannot train on this node: its MXNet plugin does not import, or the node's MXNet build
+        cannot run on its GPUs (:func:`pytest_bpsperf.remote.gpu_stack.stack_problem`); None when it can."""
         try:
             import byteps.mxnet  # noqa: F401
         except Exception as exc:  # noqa: BLE001 - any import failure means "not usable"
             return f"byteps.mxnet does not import: {type(exc).__name__}: {exc}"
-        return None
+        from ..remote.gpu_stack import stack_problem
+
+        return stack_problem()
 
     @staticmethod
     def _local(role: "RolePlan") -> "tuple[int | None, int]":

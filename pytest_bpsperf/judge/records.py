@@ -28,6 +28,7 @@ class RoleOutcome:
     ip: str = ""
     hostname: str = ""
     gpu_ids: "tuple[int, ...]" = ()
+    cpus: float = 0.0  # the CPUs its actor held while it ran
 
     @property
     def clean(self) -> bool:
@@ -44,7 +45,7 @@ class RoleOutcome:
             "killed": self.killed,
             "log_path": self.log_path,
             "ran_on": {"node_id": self.node_id, "ip": self.ip, "hostname": self.hostname,
-                       "gpu_ids": list(self.gpu_ids)},
+                       "gpu_ids": list(self.gpu_ids), "cpus": self.cpus},
             "env": reported(self.environ),
         }
 

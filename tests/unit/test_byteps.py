@@ -47,6 +47,8 @@ def test_worker_env_for_one_local_rank():
         "NVIDIA_VISIBLE_DEVICES": "0,1,2,3",
         "CUDA_VISIBLE_DEVICES": "0,1,2,3",
         "BYTEPS_NUMA_ON": "0",
+        # the node's local ranks' sockets: a directory of this run and worker node (see socket_path)
+        "BYTEPS_SOCKET_PATH": "{scratch}/byteps-w1",
     }
 
 
