@@ -75,11 +75,12 @@ def test_the_byteps_gpu_path_runs_end_to_end_on_a_simulated_cluster(cluster, pyt
     rec = make_rec(tmp_path / "data", images=16, size=40)
     pytester.makeini(INI)
     pytester.makepyfile(test_perf=PERF_TESTS.format(rec=str(rec)))
-    out, logs, stored = tmp_path / "result.json", tmp_path / "logs", tmp_path / "baselines"
+    out, logs, stored, history = (tmp_path / "result.json", tmp_path / "logs", tmp_path / "baselines",
+                                  tmp_path / "history")
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "-m", "perf", f"--bpsperf-ray-address={cluster.address}",
         f"--bpsperf-runtime-env={runtime_env()}", f"--bpsperf-json={out}", f"--bpsperf-log-dir={logs}",
-        "--bpsperf-update-baselines", f"--bpsperf-baselines-dir={stored}")
+        "--bpsperf-update-baselines", f"--bpsperf-baselines-dir={stored}", f"--bpsperf-history={history}")
     result.assert_outcomes(passed=2)
     doc = json.loads(out.read_text())
     info = doc["session_info"]
@@ -94,6 +95,8 @@ def test_the_byteps_gpu_path_runs_end_to_end_on_a_simulated_cluster(cluster, pyt
     result.stdout.fnmatch_lines(["*test_direct*img/s*SIMULATION (a stand-in ran, never a baseline)*",
                                  "*refused: *test_direct [[]default[]]: a simulation is never a baseline*"])
     assert result.ret != 0 and not any(stored.glob("*.json"))
+    result.stdout.fnmatch_lines(["bpsperf: history not saved: a simulation (BytePS stand-in*"])
+    assert not any(history.rglob("*.json"))
     tests = {t["test"].split("::")[-1]: t for t in doc["tests"]}
     for name, entry in tests.items():
         assert entry["backend"] == "byteps" and entry["simulation"]

@@ -1,4 +1,5 @@
-"""A simulation (a run under the BytePS stand-in of the tests) never becomes a baseline, whatever is asked.
+"""A simulation (a run under the BytePS stand-in of the tests) never becomes a baseline, whatever is asked,
+nor a point of the history.
 
 The plugin's own refusal is seen end to end on the simulated GPU cluster (``tests/e2e/test_e2e_gpu_sim.py``);
 here ``bpsperf baselines record`` refuses a results file whose runs say they were a simulation.
@@ -29,3 +30,14 @@ def test_baselines_record_refuses_a_simulation_even_forced(results, tmp_path, ca
         assert out.count("a simulation is never a baseline") == 1 and SIMULATION in out
         stored = json.loads((bl / "testprof.json").read_text())["entries"]
         assert first not in stored and len(stored) == 1  # the other job, measured for real, is recorded
+
+
+def test_history_add_refuses_a_simulation(results, tmp_path, capsys):
+    doc = json.loads(results.read_text())
+    doc["simulation"] = SIMULATION
+    simulated = tmp_path / "simulated.json"
+    simulated.write_text(json.dumps(doc))
+    history = tmp_path / "history"
+    code, _out, err = bpsperf(capsys, "history", "add", simulated, "--dir", history, "--commit", "a" * 40)
+    assert code == 1 and "is a simulation" in err and SIMULATION in err
+    assert not history.exists() or not any(history.rglob("*.json"))
