@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -220,6 +221,10 @@ def baselines_prune(args: argparse.Namespace) -> int:
 def history_add(args: argparse.Namespace) -> int:
     """``bpsperf history add RESULTS.json [--history DIR]``."""
     results = read_document(args.results, "results")
+    if results.get("simulation"):  # as baselines record: a stand-in's figures never become history
+        print(f"refused: {args.results} is a simulation ({results['simulation']}): never a point of the history",
+              file=sys.stderr)
+        return 1
     profile_id = profile_of(results, args.profile, source=args.results)
     profile = dict(results.get("profile") or {})
     profile["id"] = profile_id

@@ -209,6 +209,24 @@ def _stall_timeout(raw: Any) -> float:
     return _positive_float(raw)
 
 
+def _server_nodes(raw: Any) -> int:
+    if str(raw).strip().lower() == "auto":
+        return 0  # as many as the worker nodes, where the cluster has the nodes (see config.settings)
+    return _int_at_least(1)(raw)
+
+
+def _cpus(raw: Any) -> float:
+    if str(raw).strip().lower() == "auto":
+        return 0.0  # the run's share of each node's CPUs, split among its processes there (planning.plan)
+    try:
+        value = float(str(raw).strip()) if not isinstance(raw, (int, float)) or isinstance(raw, bool) else float(raw)
+    except ValueError:
+        raise ValueError("expected a number of CPUs > 0 or 'auto'") from None
+    if not value > 0 or value != value or value == float("inf") or isinstance(raw, bool):
+        raise ValueError("expected a number of CPUs > 0 or 'auto'")
+    return value
+
+
 def _gpus_per_worker(raw: Any) -> int:
     if str(raw).strip().lower() == "auto":
         return 0  # every worker node's GPUs, which must then be the same count everywhere

@@ -25,6 +25,7 @@ from .parsers import (
     RuntimeEnvSetting,
     _backend,
     _base,
+    _cpus,
     _gpus_per_worker,
     _int_at_least,
     _interpreter,
@@ -38,6 +39,7 @@ from .parsers import (
     _resource,
     _role_env,
     _seed,
+    _server_nodes,
     _stall_timeout,
     _switch,
     _trace_window,
@@ -110,7 +112,8 @@ OPTIONS: tuple = (
            "auto", True),
     Option("workers", "worker nodes (DMLC_NUM_WORKER; 'auto': 2 on CPUs, every GPU node on GPUs: one on a single "
            "GPU machine)", _workers, "an integer >= 1 or 'auto'", 0),
-    Option("server_nodes", "server nodes", _int_at_least(1), "an integer >= 1", 1),
+    Option("server_nodes", "server nodes ('auto': one per worker node, as BytePS asks, where the cluster has "
+           "that many server nodes; 1 on a single machine)", _server_nodes, "an integer >= 1 or 'auto'", 0),
     Option("servers_per_node", "server processes per server node", _int_at_least(1), "an integer >= 1", 1),
     Option("steps", "training steps per run (warm-up included)", _int_at_least(4), "an integer >= 4", None),
     Option("batch_size", "batch size per worker process (per GPU)", _int_at_least(1), "an integer >= 1", None),
@@ -184,7 +187,9 @@ OPTIONS: tuple = (
     Option("connect_timeout", "seconds to reach an existing Ray cluster (ray_address) before the session stops",
            _positive_float, "a number of seconds > 0", 30.0, False),
     Option("sync_every", "wait for the device every K training steps and time windows of K steps (1: every "
-           "step); fewer syncs leave less host gap between steps", _int_at_least(1), "an integer >= 1", 1),
+           "step); on GPUs a step's last push/pulls then overlap the next forward pass, as users train "
+           "(the default, at most a third of the steps)", _int_at_least(1), "an integer >= 1", 1,
+           shown_default="10 on GPU, 1 on CPU (at most a third of the steps)"),
     Option("base", "measure the working tree (head) against this base in one session, in pairs of runs: a git "
            "revision of the tests' repository (checked out as a temporary worktree) or a directory of the base's "
            "code", _base, "a git revision (origin/main, HEAD~1, a commit) or a directory", None, False,
@@ -195,6 +200,10 @@ OPTIONS: tuple = (
            _int_at_least(3), "an integer >= 3", 12),
     Option("seed", "seed of the order of the arms in each job's pairs ('random': a new one per session; the "
            "results record it)", _seed, "an integer >= 0 or 'random'", None, False),
+    Option("cpus_per_worker", "CPUs Ray holds for each worker process while it trains ('auto': the run's share "
+           "of its node, split among the run's processes there)", _cpus, "a number of CPUs > 0 or 'auto'", 0.0),
+    Option("cpus_per_server", "CPUs Ray holds for each server process ('auto': its node's CPUs, split among the "
+           "run's processes there)", _cpus, "a number of CPUs > 0 or 'auto'", 0.0),
     Option("runtime_env", "Ray runtime_env of the role actors, merged with the Ray job's and the plugin's own "
            "(py_modules lists joined; a key set twice is an error)", parse_runtime_env,
            "a JSON object or the path of a JSON or YAML file", None, False),
@@ -209,7 +218,8 @@ OPTION_GROUPS: "tuple[tuple[str, str, tuple[str, ...]], ...]" = (
      ("backend", "model", "entry", "steps", "batch_size", "image_size", "dtype", "data", "data_threads",
       "omp_threads", "timing", "sync_every", "trace", "launch", "tricks", "scaling")),
     ("topology", "how many roles, and where they run",
-     ("workers", "server_nodes", "servers_per_node", "gpus_per_worker", "colocate", "role_env", "server_resource")),
+     ("workers", "server_nodes", "servers_per_node", "gpus_per_worker", "colocate", "role_env", "server_resource",
+      "cpus_per_worker", "cpus_per_server")),
     ("gate", "verdicts, baselines, base against head",
      ("tolerance", "confidence", "repeats", "max_repeats", "confirm", "session_spread", "normalize", "strict",
       "profile", "baselines_dir", "sessions", "max_spread", "base", "base_python", "max_pairs", "seed")),
@@ -264,6 +274,8 @@ class Hardware:
     cores: int
     #: nodes with GPUs (what ``workers=auto`` plans on GPUs); this machine alone: 1 when it has GPUs
     gpu_nodes: int = -1
+    #: nodes that can host servers (what ``server_nodes=auto`` may use); -1: this machine alone
+    server_nodes: int = -1
 
     def __post_init__(self) -> None:
         if self.gpu_nodes < 0:
@@ -287,8 +299,10 @@ class Hardware:
 #: default suite finishes in minutes. A backend may specialize them
 #: (``Backend.workload_defaults``).
 DEVICE_DEFAULTS: Mapping[str, Mapping[str, int]] = {
-    "gpu": {"steps": 100, "batch_size": 64, "image_size": 224},
-    "cpu": {"steps": 20, "batch_size": 8, "image_size": 32},
+    # sync_every: on GPUs a sync per step stops a step's last push/pulls from overlapping the next
+    # forward pass (what BytePS's priority scheduling is for); CPU workers compute synchronously
+    "gpu": {"steps": 100, "batch_size": 64, "image_size": 224, "sync_every": 10},
+    "cpu": {"steps": 20, "batch_size": 8, "image_size": 32, "sync_every": 1},
 }
 
 #: ``workers`` of a backend's defaults: one worker node per GPU node of the cluster.
@@ -365,6 +379,8 @@ class Settings:
     max_pairs: int = OPTIONS_BY_NAME["max_pairs"].default
     seed: "int | None" = OPTIONS_BY_NAME["seed"].default  # None: random per session
     runtime_env: "RuntimeEnvSetting | None" = OPTIONS_BY_NAME["runtime_env"].default
+    cpus_per_worker: float = OPTIONS_BY_NAME["cpus_per_worker"].default  # 0: auto (planning.plan)
+    cpus_per_server: float = OPTIONS_BY_NAME["cpus_per_server"].default
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).
@@ -494,8 +510,31 @@ def resolve(sources: Sequence[Source], hardware: Hardware, defaults_for: "Defaul
     for name in ("omp_threads", "workers"):
         if values[name] == 0:  # 'auto'
             values[name] = hardware_defaults(hardware, defaults_for, values["backend"])[name]
+    if values["server_nodes"] == 0:  # 'auto'
+        values["server_nodes"] = auto_server_nodes(hardware, values["workers"], values["colocate"])
+    if origins["sync_every"] == "default":
+        values["sync_every"] = auto_sync_every(values["sync_every"], values["steps"], values["timing"])
     check_limits(values, origins)
     return Settings(origins=origins, **values)
+
+
+def auto_server_nodes(hardware: Hardware, workers: int, colocate: bool) -> int:
+    """``server_nodes=auto``: one server node per worker node, as BytePS asks ("at least equal to the
+    number of workers", its docs/step-by-step-tutorial.md:74), as far as the cluster has server nodes;
+    with ``colocate``, one per worker node anyway (they share the workers' nodes); on a single machine 1."""
+    if hardware.server_nodes < 0:
+        return 1
+    if hardware.server_nodes == 0:
+        return workers if colocate else 1
+    return max(1, min(workers, hardware.server_nodes))
+
+
+def auto_sync_every(default: "int | None", steps: "int | None", timing: str) -> int:
+    """The default ``sync_every``: the device kind's (10 on GPUs, 1 on CPUs), at most a third of the
+    steps (every run keeps three windows or more), 1 with ``timing=breakdown`` (it syncs in every step)."""
+    if timing == "breakdown" or not default:
+        return 1
+    return max(1, min(int(default), int(steps or 0) // 3))
 
 
 #: No training step is faster than this: a step count that needs more steps per

@@ -244,6 +244,10 @@ class BaselineGate:
         for key, job in self.ledger.jobs.items():
             first = job.runs[0]
             settings = first.spec.settings
+            simulated = next((r.output.simulation for r in job.runs if r.output.simulation), None)
+            if simulated:  # --bpsperf-force-update does not make a stand-in's figures a measurement
+                refused.append(f"{first.spec.test} [{first.trick}]: a simulation is never a baseline ({simulated})")
+                continue
             problem = check_baseline_quality(job.samples, max_rel_spread=settings.max_spread)
             if problem and not force:
                 refused.append(f"{first.spec.test} [{first.trick}]: {problem} "

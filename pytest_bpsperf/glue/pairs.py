@@ -42,6 +42,7 @@ from .gate import BaselineGate
 from .runner import spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..config.settings import Settings
     from ..judge.job import Ledger
     from .config import SettingsPlugin
     from .runner import RunnerPlugin
@@ -159,7 +160,7 @@ class PairGate(BaselineGate):
         checked); with no entry point nothing runs. Another interpreter imports
         everything its roles need.
         """
-        from ..remote.preflight import check_interpreter, role_needs
+        from ..remote.preflight import check_interpreter
         from ..remote.provenance import software_versions
 
         entry = spec.settings.entry.spec if spec.settings.entry else None
@@ -168,9 +169,7 @@ class PairGate(BaselineGate):
                 return {"executable": sys.executable, "versions": software_versions(), "problems": []}
             needs: "list[str]" = []
         else:
-            backend = spec.settings.backend if spec.settings.backend != "auto" else "mxnet"
-            needs = sorted({n for role in ("scheduler", "server", "worker")
-                            for n in role_needs(backend, role, spec.settings)})
+            needs = arm_needs(spec.settings, self.settings_plugin.auto_backend, self.settings_plugin.hardware.gpus)
         return check_interpreter(arm.python, arm.paths, arm.tree, needs, entry=entry, entry_path=arm.entry_path,
                                  harness_dir=str(self.runner.base_log_dir()))
 
@@ -298,6 +297,19 @@ class PairGate(BaselineGate):
 
     def update_baselines(self, interrupted: bool) -> None:
         """Never: a base-vs-head session records no baseline (refused at configure)."""
+
+
+def arm_needs(settings: "Settings", resolved_auto: "str | None", gpus: int) -> "list[str]":
+    """What every role of a run of ``settings`` imports, ``auto`` being what the session resolved it to
+    (``resolved_auto``), else what it picks on this machine's device kind (``gpus``): on GPUs BytePS's
+    MXNet plugin, not MXNet's alone."""
+    from ..backends import AUTO
+    from ..remote.preflight import role_needs
+
+    backend = settings.backend
+    if backend == "auto":
+        backend = resolved_auto or AUTO["gpu" if gpus else "cpu"]
+    return sorted({n for role in ("scheduler", "server", "worker") for n in role_needs(backend, role, settings)})
 
 
 def _not_an_interpreter(path: str) -> "str | None":

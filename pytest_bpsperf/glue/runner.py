@@ -121,7 +121,7 @@ class RunnerPlugin:
 
         if self.settings.ray_address:
             try:
-                self.settings_plugin.use_hardware(self.session.hardware())
+                self.settings_plugin.use_hardware(self.session.hardware(self.settings.server_resource))
             except ClusterError as exc:
                 raise pytest.UsageError(f"bpsperf: {exc} (setting 'ray_address' from "
                                         f"{self.settings.origins.get('ray_address')})") from None

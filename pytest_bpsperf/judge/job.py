@@ -149,6 +149,8 @@ class RunResult:
             out["timeline"] = {w.name: w.as_dict() for w in self.output.comm}
         if self.output.notes:
             out["exit_notes"] = list(self.output.notes)
+        if self.output.simulation:
+            out["simulation"] = self.output.simulation
         if self.verdict is not None:
             out["verdict"] = self.verdict.as_dict()
         return out

@@ -133,12 +133,17 @@ def baseline_sessions(results: Mapping[str, Any], *, max_spread: Optional[float]
 
     The same checks as ``--bpsperf-update-baselines``: at least two runs and a
     spread within ``max_spread`` (each test's own setting unless given);
-    ``force`` records them anyway. Commit, date and versions are those of the
+    ``force`` records them anyway; a job that ran under a stand-in (``simulation``)
+    is refused whatever ``force`` says. Commit, date and versions are those of the
     results; the store adds each session to its entry, as the plugin does.
     """
     sessions: "dict[str, tuple[dict, dict]]" = {}
     refused: "list[str]" = []
+    simulated = {run_key_of(t): t["simulation"] for t in results.get("tests", []) if t.get("simulation")}
     for key, job in jobs_of(results).items():
+        if key in simulated:  # --force does not make a stand-in's figures a measurement
+            refused.append(f"{job.test} [{job.trick}]: a simulation is never a baseline ({simulated[key]})")
+            continue
         limit = max_spread if max_spread is not None else float(
             job.settings.get("max_spread", OPTIONS_BY_NAME["max_spread"].default))
         problem = check_baseline_quality(job.samples, max_rel_spread=limit)

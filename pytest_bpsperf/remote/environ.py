@@ -20,6 +20,15 @@ TREE = "{tree}"
 #: Import path entries (``os.pathsep``-separated, may use ``TREE``) that the role actor
 #: puts first on a role's PYTHONPATH, after the harness: the code under test.
 IMPORT_PATH = "BPSPERF_IMPORT_PATH"
+#: Stands for this run's scratch directory on the role's node (``<tmp>/bpsperf-<BPSPERF_RUN_ID>``);
+#: the role actor creates every directory an environment value names under it before the role
+#: starts (BytePS binds its sockets in ``BYTEPS_SOCKET_PATH`` and creates no directory), and
+#: removes the scratch directory after the role stops.
+SCRATCH = "{scratch}"
+#: Set in every process of a simulated run (a stand-in for BytePS, tests/helpers/standin): what
+#: ran instead of the real thing. The workload records it; reports say the run was a simulation,
+#: and its figures never become baselines.
+SIMULATION = "BPSPERF_SIMULATION"
 
 #: Variables that configure OpenMP, ps-lite, BytePS, MXNet or the GPUs a role
 #: sees. A role inherits none of them (Ray puts OMP_NUM_THREADS=1 into every
@@ -41,7 +50,7 @@ REPORTED_PREFIXES = CONFIG_PREFIXES + ("BPSPERF_",)
 PLANNER_OWNED = (
     "DMLC_ROLE", "DMLC_NUM_WORKER", "DMLC_NUM_SERVER", "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NODE_HOST",
     "DMLC_WORKER_ID", "BYTEPS_LOCAL_RANK", "BYTEPS_LOCAL_SIZE", "BYTEPS_TRACE_*", "NVIDIA_VISIBLE_DEVICES",
-    "CUDA_VISIBLE_DEVICES", "BPSPERF_RUN_ID",
+    "CUDA_VISIBLE_DEVICES", "BPSPERF_RUN_ID", "BYTEPS_SOCKET_PATH",
 )
 
 

@@ -23,10 +23,12 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Mapping, Sequence
 
-from .environ import IMPORT_PATH, PYTHON, RECORDS, TREE, package_dir, pythonpath, rank_records_path, scrub
+from .environ import (IMPORT_PATH, PYTHON, RECORDS, SCRATCH, TREE, package_dir, pythonpath, rank_records_path,
+                      scrub)
 
 _SETPRIV = shutil.which("setpriv")
 
@@ -57,6 +59,50 @@ def harness_root(directory: str) -> str:
             if os.path.realpath(link) != os.path.realpath(target):
                 raise
     return root
+
+
+def scratch_dir(run_id: str) -> str:
+    """This run's scratch directory on this node (what ``SCRATCH`` stands for): short, for socket paths."""
+    safe = "".join(c for c in run_id if c.isalnum() or c in "-_") or "run"
+    return os.path.join(tempfile.gettempdir(), f"bpsperf-{safe}")
+
+
+def with_scratch(env: Mapping[str, str]) -> "tuple[dict[str, str], str | None]":
+    """``env`` with ``SCRATCH`` replaced, and the scratch directory (None when no value names it).
+
+    Every directory a value names under it is created (0700); BytePS creates none of its own.
+    """
+    if not any(SCRATCH in str(v) for v in env.values()):
+        return dict(env), None
+    root = scratch_dir(str(env.get("BPSPERF_RUN_ID", "")))
+    out = {k: str(v).replace(SCRATCH, root) for k, v in env.items()}
+    for key, value in env.items():
+        if str(value).startswith(SCRATCH):
+            os.makedirs(out[key], mode=0o700, exist_ok=True)
+    return out, root
+
+
+#: SIOCGIFADDR: the IPv4 address of a network interface (linux/sockios.h).
+_SIOCGIFADDR = 0x8915
+
+
+def interface_address(name: str) -> str:
+    """The IPv4 address of network interface ``name`` on this node: what ps-lite binds to with
+    ``DMLC_INTERFACE`` (and what the role's ``DMLC_NODE_HOST`` must then say). Raises ValueError
+    naming the node's interfaces when it has no such interface or no IPv4 address on it."""
+    import fcntl
+    import struct
+
+    names = [n for _i, n in socket.if_nameindex()]
+    where = f"node {socket.gethostname()} (interfaces: {', '.join(names) or 'none'})"
+    if name not in names:
+        raise ValueError(f"DMLC_INTERFACE={name}: no such network interface on {where}")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            packed = fcntl.ioctl(sock.fileno(), _SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
+        except OSError:
+            raise ValueError(f"DMLC_INTERFACE={name} has no IPv4 address on {where}") from None
+    return socket.inet_ntoa(packed[20:24])
 
 
 def free_port(host: str) -> int:
@@ -127,6 +173,8 @@ class RoleProcess:
         # per records file (one, or one per local rank under bpslaunch): bytes read, progress
         self._offsets: "dict[str, int]" = {}
         self._progress: "dict[str, dict]" = {}
+        #: this run's scratch directory on the node, when the role's environment names it (removed at stop)
+        self.scratch: "str | None" = None
 
     def rename(self, name: str) -> None:
         """Take another role's name before starting (the launcher matches GPU ids to local ranks)."""
@@ -154,6 +202,13 @@ class RoleProcess:
         """Choose the scheduler's port here, on the scheduler's own node."""
         return free_port(host)
 
+    def address_of(self, interface: str) -> dict:
+        """``{"ip": ...}`` of ``interface`` on this node, or ``{"error": why}`` (see :func:`interface_address`)."""
+        try:
+            return {"ip": interface_address(interface)}
+        except ValueError as exc:
+            return {"error": str(exc)}
+
     # -- lifecycle ---------------------------------------------------------
     def start(self, command: Sequence[str], env: Mapping[str, str]) -> int:
         """Start the role; returns its pid. ``command`` may use the PYTHON/RECORDS placeholders."""
@@ -165,6 +220,7 @@ class RoleProcess:
         if _SETPRIV:
             argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
         full_env = scrub(os.environ)
+        env, self.scratch = with_scratch(env)
         full_env.update(env)
         arm_paths = full_env.pop(IMPORT_PATH, "")
         if arm_paths:
@@ -275,6 +331,8 @@ class RoleProcess:
             self.proc.wait(5)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
             pass
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
         return self.poll()
 
     # -- what the role left ------------------------------------------------

@@ -38,7 +38,7 @@ from typing import IO, Any, Callable, Sequence
 
 from .data import Batches, records, synthetic
 from .entry import EntryError, TrainContext, build_zoo_model, load
-from .environ import rank_records_path, reported
+from .environ import SIMULATION, rank_records_path, reported
 
 #: Fault injection, for testing the harness itself: ``crash-at-step:N`` makes the
 #: worker die abruptly (os._exit) at step N, as a segfaulting worker would;
@@ -309,6 +309,8 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
     timer = Timer(args.timing == "breakdown")
     step, info = _build(args, timer)
     env = reported(os.environ)  # what the role really got, not what the plan meant to give it
+    if os.environ.get(SIMULATION):  # a stand-in ran instead of the real thing (tests/helpers/standin)
+        info["simulation"] = os.environ[SIMULATION]
     recorder.write(
         "start",
         pid=os.getpid(),

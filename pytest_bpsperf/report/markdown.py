@@ -173,6 +173,9 @@ def session_pieces(document: Mapping[str, Any]) -> "list[Block]":
     runs, the trick matrices."""
     verdicts = verdicts_of(document)
     out: "list[Block]" = [Heading(2, "bpsperf results")]
+    if document.get("simulation"):
+        out.append(Paragraph(Strong(f"SIMULATION, not a measurement of BytePS: {document['simulation']}. "
+                                    "Its figures never become baselines.")))
     if verdicts:
         counts = {st: sum(v["status"] == st for v in verdicts) for st in dict.fromkeys(v["status"] for v in verdicts)}
         out.append(Paragraph(Strong(", ".join(f"{n} {st}" for st, n in counts.items()))))

@@ -47,6 +47,8 @@ def test_worker_env_for_one_local_rank():
         "NVIDIA_VISIBLE_DEVICES": "0,1,2,3",
         "CUDA_VISIBLE_DEVICES": "0,1,2,3",
         "BYTEPS_NUMA_ON": "0",
+        # the node's local ranks' sockets: a directory of this run and worker node (see socket_path)
+        "BYTEPS_SOCKET_PATH": "{scratch}/byteps-w1",
     }
 
 
@@ -338,7 +340,7 @@ def test_the_byteps_preflight_is_one_push_pull_through_a_real_scheduler_and_serv
     assert [r.role for r in plan.roles] == ["scheduler", "server", "worker"]
     (worker,) = plan.by_role("worker")
     assert worker.gpus == 1 and worker.env["BYTEPS_FORCE_DISTRIBUTED"] == "1"  # through the server, not NCCL only
-    assert "byteps_push_pull" in worker.command[2] and worker.command[-1] == "{records}"
+    assert worker.command[1:3] == ("-m", "pytest_bpsperf.remote.byteps_preflight") and worker.command[-1] == "{records}"
     assert plan.backend == "byteps"  # the launcher collects as for BytePS (nothing: no trace)
 
 
