@@ -91,10 +91,10 @@ class RunnerPlugin:
             self._write_line(f"bpsperf: {message}")
 
     def notice(self, message: str) -> None:
-        """A line shown whatever the verbosity (e.g. waiting for another session)."""
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None:
-            tr.write_line(f"bpsperf: {message}")
+        """A line shown whatever the verbosity (e.g. waiting for another session), also while a test runs:
+        written past the capture as the live lines are (written into it, it was lost, and the terminal
+        took its line as ended, so the next live line ran on after pytest's file name)."""
+        self._write_line(f"bpsperf: {message}")
 
     def close(self) -> None:
         """Tear down Ray (if this session started it)."""
