@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
+from ..remote.environ import hide_in_text, shown
 from ..store.profile import core_count, local_gpus
 from .parsers import (
     BACKENDS,
@@ -54,7 +55,14 @@ from .parsers import (
 
 
 class SettingsError(ValueError):
-    """A setting has a value that is not accepted; the message says which and where from."""
+    """A setting has a value that is not accepted; the message says which and where from.
+
+    The message is printed and logged: the value of a ``NAME=VALUE`` in it whose name looks secret
+    is hidden (:func:`~pytest_bpsperf.remote.environ.hide_in_text`).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(hide_in_text(message))
 
 
 def flag(name: str) -> str:
@@ -236,7 +244,7 @@ def format_value(opt: Option, value: Any) -> str:
     if opt.name == "trace":
         return f"{value[0]}:{value[1]}"
     if opt.name == "role_env":
-        return " ".join(f"{role}:{var}={val}" for role, var, val in value)
+        return " ".join(f"{role}:{var}={shown(var, val)}" for role, var, val in value)
     if isinstance(value, (tuple, list)):
         return ",".join(map(str, value))
     return str(value)
@@ -396,6 +404,8 @@ class Settings:
             out["entry"] = out["entry"].spec
         if out["runtime_env"] is not None:
             out["runtime_env"] = out["runtime_env"].as_dict()
+        if out["role_env"] is not None:  # what the results say: a value whose name looks secret is hidden
+            out["role_env"] = [[role, var, shown(var, value)] for role, var, value in out["role_env"]]
         return out
 
     def with_values(self, **values: Any) -> "Settings":

@@ -26,7 +26,8 @@ import sys
 import time
 from typing import Mapping, Sequence
 
-from .environ import IMPORT_PATH, PYTHON, RECORDS, TREE, package_dir, pythonpath, rank_records_path, scrub
+from .environ import (IMPORT_PATH, PYTHON, RECORDS, TREE, hide_in_text, package_dir, pythonpath, rank_records_path,
+                      scrub)
 
 _SETPRIV = shutil.which("setpriv")
 
@@ -186,7 +187,7 @@ class RoleProcess:
                 log.write(f"# bpsperf: setpriv not found: {self.name} does not die with its actor (no "
                           "PR_SET_PDEATHSIG); a killed driver or actor may leave it running: install util-linux "
                           "on this node\n".encode())
-            log.write(f"# bpsperf: starting {self.name}: {' '.join(argv)}\n".encode())
+            log.write(f"# bpsperf: starting {self.name}: {hide_in_text(' '.join(argv))}\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
                 argv,
