@@ -269,8 +269,9 @@ def _comment_command(add: Adder, c) -> None:
             "cut below GitHub's limit")
     q.add_argument("results", metavar="RESULTS.json")
     q.add_argument("--markdown", required=True, metavar="PATH", help="the session's --bpsperf-markdown report")
-    q.add_argument("--marker", required=True, help="names this comment among others (e.g. the runner kind)")
-    q.add_argument("--link", help="where the whole report is (the run's artifacts)")
+    q.add_argument("--marker", required=True, help="names this comment among others (e.g. the runner kind; "
+                   "letters, digits, '.', '_', '-')")
+    q.add_argument("--link", help="where the whole report is (the run's artifacts; an http(s) address)")
     q.add_argument("--out", required=True, metavar="PATH", help="where the comment's body goes")
 
 
