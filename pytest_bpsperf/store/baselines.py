@@ -143,6 +143,8 @@ def _parse(path: Path, raw: bytes) -> BaselineFile:
             f"baselines file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
             f"{exc.msg}); {_UNTOUCHED}"
         ) from None
+    except RecursionError:
+        raise BaselineError(f"baselines file {path} nests its JSON too deeply to be read; {_UNTOUCHED}") from None
     if not isinstance(data, dict):
         raise BaselineError(
             f"baselines file {path} holds a JSON {type(data).__name__}, expected an object with "
