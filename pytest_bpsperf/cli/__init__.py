@@ -200,6 +200,9 @@ def _baselines_command(add: Adder, c) -> None:
                     default=None)
             q.add_argument("--force", action="store_true", help="record entries whose runs spread too much")
             _option(q, "sessions", "recorded sessions each entry keeps (default: %(default)s)", metavar="N")
+        if name in ("record", "prune"):
+            _option(q, "lock_timeout", "seconds to wait for another writer's lock on the directory "
+                    "(default: %(default)s)", metavar="S")
         if name == "prune":
             q.add_argument("--test", help="only entries whose test matches this glob")
             q.add_argument("--trick", help="only entries of this trick")

@@ -191,6 +191,15 @@ def baselines_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _writer(args: argparse.Namespace) -> BaselineStore:
+    """The store of ``--baselines-dir`` for a command that writes it: it waits ``--lock-timeout`` seconds
+    for another writer's lock, and says so on stderr."""
+    import sys
+
+    return BaselineStore(args.baselines_dir, lock_timeout=args.lock_timeout,
+                         say=lambda message: print(f"bpsperf baselines: {message}", file=sys.stderr, flush=True))
+
+
 def baselines_record(args: argparse.Namespace) -> int:
     """``bpsperf baselines record RESULTS.json``."""
     results = read_document(args.results, "results")
@@ -199,9 +208,15 @@ def baselines_record(args: argparse.Namespace) -> int:
     profile = dict(results.get("profile") or {"id": profile_id})
     profile["id"] = profile_id
     if sessions:
-        path = BaselineStore(args.baselines_dir).add_sessions(profile_id, profile, sessions, window=args.sessions)
-        print(f"recorded {len(sessions)} baseline entr{'y' if len(sessions) == 1 else 'ies'} in {path} "
-              f"(a session each; each keeps its last {args.sessions})")
+        already: "list[str]" = []
+        path = _writer(args).add_sessions(profile_id, profile, sessions, window=args.sessions, already=already)
+        for key in already:
+            print(f"already recorded: {key} holds this session of {args.results} (commit "
+                  f"{str(results.get('commit') or '-')[:12]}, {results.get('date') or 'undated'}): not added again")
+        added = len(sessions) - len(already)
+        if added:
+            print(f"recorded {added} baseline entr{'y' if added == 1 else 'ies'} in {path} "
+                  f"(a session each; each keeps its last {args.sessions})")
     for line in refused:
         print(f"refused: {line}")
     return 1 if refused else 0
@@ -209,7 +224,7 @@ def baselines_record(args: argparse.Namespace) -> int:
 
 def baselines_prune(args: argparse.Namespace) -> int:
     """``bpsperf baselines prune PROFILE [--test GLOB] [--trick NAME] [--older-than DATE]``."""
-    store = BaselineStore(args.baselines_dir)
+    store = _writer(args)
     data = store.load(args.profile)
     if not data.exists:
         raise ValueError(f"no baselines file {data.path} (bpsperf baselines list shows the profiles)")

@@ -173,6 +173,9 @@ OPTIONS: tuple = (
            _percent, PERCENT_ACCEPTED, 0.25),
     Option("sessions", "recorded sessions a baseline entry keeps (--bpsperf-update-baselines adds one)",
            _int_at_least(1), "an integer >= 1", 10, False),
+    Option("lock_timeout", "seconds a baselines write waits for another process's lock on the baselines "
+           "directory (recording, pruning) before it gives up, naming the holder", _positive_float,
+           "a number of seconds > 0", 60.0, False),
     Option("normalize", "judge img/s as measured (off) or relative to this session's single-process img/s",
            _normalize, "off or single", "off"),
     Option("timing", "overlapped: one sync per step, as users train; breakdown: serialize each step to split "
@@ -220,7 +223,7 @@ OPTION_GROUPS: "tuple[tuple[str, str, tuple[str, ...]], ...]" = (
      ("workers", "server_nodes", "servers_per_node", "gpus_per_worker", "colocate", "role_env", "server_resource")),
     ("gate", "verdicts, baselines, base against head",
      ("tolerance", "confidence", "repeats", "max_repeats", "confirm", "session_spread", "normalize", "strict",
-      "profile", "baselines_dir", "sessions", "max_spread", "base", "base_python", "max_pairs", "seed")),
+      "profile", "baselines_dir", "sessions", "max_spread", "lock_timeout", "base", "base_python", "max_pairs", "seed")),
     ("cluster", "Ray, the runs and their limits",
      ("ray_address", "runtime_env", "connect_timeout", "placement_timeout", "timeout", "stall_timeout", "log_dir")),
 )
@@ -373,6 +376,7 @@ class Settings:
     max_pairs: int = OPTIONS_BY_NAME["max_pairs"].default
     seed: "int | None" = OPTIONS_BY_NAME["seed"].default  # None: random per session
     runtime_env: "RuntimeEnvSetting | None" = OPTIONS_BY_NAME["runtime_env"].default
+    lock_timeout: float = OPTIONS_BY_NAME["lock_timeout"].default  # of the baselines directory's lock
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).
