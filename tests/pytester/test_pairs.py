@@ -113,6 +113,25 @@ def test_resolve_base_names_a_bad_revision_and_where_it_came_from(project):
     assert not found.is_revision and found.commit == git(project.path, "rev-parse", "HEAD")
 
 
+def test_a_name_that_is_both_a_directory_and_a_revision_is_refused_naming_both(project, monkeypatch):
+    git(project.path, "branch", "feature", "HEAD~1")
+    (project.path / "feature").mkdir()
+    monkeypatch.chdir(project.path)
+    with pytest.raises(ArmError) as excinfo:
+        resolve_base("feature", "command line option --bpsperf-base", str(project.path))
+    msg = str(excinfo.value)
+    sha = git(project.path, "rev-parse", "feature")
+    assert f"it names the directory {os.path.realpath(project.path / 'feature')} and the revision feature = " \
+           f"{sha[:12]}" in msg and "write ./feature" in msg and "refs/heads/feature" in msg
+    # written as a path it is the directory; by its full name, the revision
+    assert not resolve_base("./feature", "x", str(project.path)).is_revision
+    found = resolve_base("refs/heads/feature", "x", str(project.path))
+    assert found.is_revision and found.commit == sha
+    result = run(project, "--bpsperf-base=feature")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "ambiguous value 'feature'" in result.stderr.str()
+    assert worktrees(project.path) == [os.path.realpath(project.path)]
+
+
 def test_worktree_is_detached_outside_the_checkout_and_removed_without_a_trace(project):
     repo = str(project.path)
     sha = git(repo, "rev-parse", "HEAD~1")
