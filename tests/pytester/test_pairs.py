@@ -341,7 +341,8 @@ def test_ctrl_c_mid_session_removes_the_worktree(project, monkeypatch):
     assert worktrees(project.path) == [os.path.realpath(project.path)]
 
 
-def test_sigterm_mid_session_removes_the_worktree(project, monkeypatch, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
+def test_sigterm_or_sighup_mid_session_removes_the_worktree(project, monkeypatch, tmp_path, sig):
     marker = tmp_path / "sleep"
     env = dict(os.environ, FAKE_SLEEP=str(marker))
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *PINNED, "--bpsperf-base=HEAD~1"], cwd=project.path,
@@ -349,7 +350,7 @@ def test_sigterm_mid_session_removes_the_worktree(project, monkeypatch, tmp_path
     try:
         assert wait_until(lambda: os.path.exists(str(marker) + ".started"), 60)
         assert len(worktrees(project.path)) == 2
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
