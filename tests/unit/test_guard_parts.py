@@ -215,3 +215,39 @@ def test_the_preflights_child_and_what_it_started_die_when_it_is_stopped(tmp_pat
     if alive:
         os.kill(helper, 9)
     assert not alive, "the preflight's helper outlived it"
+
+
+# --- the scheduler's port --------------------------------------------------------------
+
+#: A scheduler as ps-lite's ZeroMQ listener binds: SO_REUSEADDR, bind, listen; then it waits.
+LISTENER = ("import os, socket, time\n"
+            "s = socket.socket()\n"
+            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            "s.bind(('127.0.0.1', int(os.environ['DMLC_PS_ROOT_PORT'])))\n"
+            "s.listen()\n"
+            "print('listening', flush=True)\n"
+            "time.sleep(60)\n")
+
+
+def test_the_schedulers_port_is_held_until_the_scheduler_listens_on_it(tmp_path):
+    import socket
+    import time
+
+    from pytest_bpsperf.remote.environ import PYTHON
+    from pytest_bpsperf.remote.roles import RoleProcess, listening
+
+    role = RoleProcess("scheduler", str(tmp_path))
+    port = role.pick_port("127.0.0.1")
+    # between choosing it and the scheduler binding it, no other process can take the port
+    with socket.socket() as other:
+        with pytest.raises(OSError):
+            other.bind(("127.0.0.1", port))
+    role.start([PYTHON, "-c", LISTENER], {"DMLC_PS_ROOT_PORT": str(port)})
+    try:
+        deadline = time.monotonic() + 30
+        while not listening(port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert listening(port), open(role.log_path).read()  # the scheduler took the held port
+        assert role.status()["code"] is None and role._held_port is None  # and the hold is let go
+    finally:
+        role.stop(grace=1.0)
