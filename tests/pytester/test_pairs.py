@@ -279,6 +279,9 @@ def test_a_failed_base_run_drops_its_pair_and_a_failure_of_head_only_fails(proje
 @pytest.mark.parametrize("args, message", [
     (("--bpsperf-base=nope",), "invalid value 'nope' for setting 'base' from command line option --bpsperf-base: "
                                "neither a directory nor a revision"),
+    # passed to git, it would be an option: refused (and git gets --end-of-options anyway)
+    (("--bpsperf-base=--output=/x",), "invalid value '--output=/x' for setting 'base' from command line option "
+                                      "--bpsperf-base: a revision cannot start with '-'"),
     (("--bpsperf-base=HEAD", "--bpsperf-update-baselines"), "--bpsperf-update-baselines cannot be used with "
                                                              "setting 'base'"),
     (("--bpsperf-base=HEAD", "--bpsperf-base-python=/no/such/python"), "invalid value '/no/such/python' for "
