@@ -196,6 +196,9 @@ def test_the_preflights_child_and_what_it_started_die_when_it_is_stopped(tmp_pat
     work.mkdir()
     timer = None
     if how == "ctrl-c":
+        # Python's own Ctrl-C handler, whatever an earlier test of this process left there
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+
         def interrupt():
             while not (tmp_path / "helper.pid").exists():
                 time.sleep(0.05)
@@ -207,6 +210,8 @@ def test_the_preflights_child_and_what_it_started_die_when_it_is_stopped(tmp_pat
     with pytest.raises(expected):
         _check(str(python), [], str(tmp_path), ["mxnet"], None, None, None, str(work),
                timeout=2.0 if how == "timeout" else 60.0)
+    if how == "ctrl-c":
+        signal.signal(signal.SIGINT, previous)
     helper = int((tmp_path / "helper.pid").read_text())
     deadline = time.monotonic() + 10
     while _alive(helper) and time.monotonic() < deadline:
