@@ -5,9 +5,17 @@ Everything here works on files the plugin wrote (``--bpsperf-json`` results,
 plugin. It imports neither Ray nor MXNet, nor pytest, and starts in well
 under a second.
 
-Exit status: 0 when all is well, 1 when a verdict is ``regression`` (or a
-baseline was refused; with ``--strict`` also ``inconclusive``), 2 for bad
-input (the message names the file or value).
+Exit statuses (``EXIT_STATUSES``), one table for every command:
+
+- 0: all is well;
+- 1: the gate says no: a verdict is ``regression`` (with ``--strict`` also
+  ``inconclusive``, a missing baseline, or a job that HEAD has no runs of), or
+  a baseline was refused for its spread;
+- 2: a usage or input error: a bad option or value, a file that cannot be read,
+  parsed or written, a lock not taken in time; the message names the file or value;
+- 3: an internal error (a bug of bpsperf): one line naming it; ``--debug`` shows the traceback.
+
+No traceback is printed without ``--debug``.
 """
 
 from __future__ import annotations
@@ -18,7 +26,12 @@ from typing import Callable, Optional, Sequence
 
 from .. import __version__
 
-__all__ = ["main"]
+__all__ = ["EXIT_STATUSES", "main"]
+
+OK, GATE_FAILED, INPUT_ERROR, INTERNAL_ERROR = 0, 1, 2, 3
+#: What each exit status of ``bpsperf`` means (the module's docstring says when each is given).
+EXIT_STATUSES = {OK: "ok", GATE_FAILED: "regression (the gate says no)", INPUT_ERROR: "usage or input error",
+                 INTERNAL_ERROR: "internal error"}
 
 
 def _setting(option: str, setting: str = "tolerance") -> Callable[[str], object]:
@@ -104,6 +117,8 @@ def _json_flag(q: argparse.ArgumentParser, default: object = False) -> None:
                         "stderr")
 
 
+_DEBUG_HELP = "on an internal error (exit status 3), print its traceback"
+
 #: ``add(name, func, help, parent=None)``: a subcommand under ``parent`` (default: the top level).
 Adder = Callable[..., argparse.ArgumentParser]
 
@@ -112,13 +127,17 @@ def _parser() -> argparse.ArgumentParser:
     """The ``bpsperf`` parser: one builder per command below, each adding its own arguments."""
     from . import commands as c
 
-    p = argparse.ArgumentParser(prog="bpsperf", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="bpsperf", description=__doc__.split("\n\n")[0],
+                                epilog="exit statuses: " + ", ".join(f"{k} {v}" for k, v in EXIT_STATUSES.items()))
     p.add_argument("--version", action="version", version=f"bpsperf {__version__}")
+    p.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name: str, func: "Callable | None", help_text: str, parent=None) -> argparse.ArgumentParser:
         q = (parent or sub).add_parser(name, help=help_text, description=help_text)
         q.set_defaults(func=func)
+        # after the command too; SUPPRESS: unset there, it leaves the top level's value alone
+        q.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
         return q
 
     for build in (_compare_command, _check_command, _baselines_command, _history_command, _report_command,
@@ -181,6 +200,9 @@ def _baselines_command(add: Adder, c) -> None:
                     default=None)
             q.add_argument("--force", action="store_true", help="record entries whose runs spread too much")
             _option(q, "sessions", "recorded sessions each entry keeps (default: %(default)s)", metavar="N")
+        if name in ("record", "prune"):
+            _option(q, "lock_timeout", "seconds to wait for another writer's lock on the directory "
+                    "(default: %(default)s)", metavar="S")
         if name == "prune":
             q.add_argument("--test", help="only entries whose test matches this glob")
             q.add_argument("--trick", help="only entries of this trick")
@@ -274,28 +296,45 @@ def _comment_command(add: Adder, c) -> None:
             "cut below GitHub's limit")
     q.add_argument("results", metavar="RESULTS.json")
     q.add_argument("--markdown", required=True, metavar="PATH", help="the session's --bpsperf-markdown report")
-    q.add_argument("--marker", required=True, help="names this comment among others (e.g. the runner kind)")
-    q.add_argument("--link", help="where the whole report is (the run's artifacts)")
+    q.add_argument("--marker", required=True, help="names this comment among others (e.g. the runner kind; "
+                   "letters, digits, '.', '_', '-')")
+    q.add_argument("--link", help="where the whole report is (the run's artifacts; an http(s) address)")
     q.add_argument("--out", required=True, metavar="PATH", help="where the comment's body goes")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the ``bpsperf`` command; returns its exit status."""
+    """Run the ``bpsperf`` command; returns its exit status (:data:`EXIT_STATUSES`)."""
     from ..store.baselines import BaselineError
     from ..store.history import HistoryError
     from ..store.results import DocumentError
 
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # a usage error exits 2 here (argparse), naming the option
     if args.func is None:
         parser.parse_args([*(argv or sys.argv[1:]), "--help"])
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # e.g. piped into head
+        return OK
     except (DocumentError, BaselineError, HistoryError, ValueError) as exc:
         print(f"bpsperf {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # e.g. piped into head
-        return 0
+        return INPUT_ERROR
+    except OSError as exc:  # a file the command reads or writes, named by the system's message
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"bpsperf {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return INPUT_ERROR
+    except KeyboardInterrupt:
+        print(f"bpsperf {args.command}: interrupted", file=sys.stderr)
+        return 130  # the shell's status of a command ended by SIGINT
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, and the traceback only when asked for
+        if args.debug:
+            import traceback
+
+            traceback.print_exc()
+        print(f"bpsperf {args.command}: internal error: {type(exc).__name__}: {exc} (a bug of bpsperf "
+              f"{__version__}; {'the traceback is above' if args.debug else 'run it again with --debug for the traceback'}"
+              ", and report it)", file=sys.stderr)
+        return INTERNAL_ERROR
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -112,6 +112,14 @@ def resolve_base(value: str, origin: str, rootdir: str) -> BaseSource:
     text = value.strip()
     as_dir = os.path.abspath(os.path.expanduser(text))
     if os.path.isdir(as_dir):
+        # a name that is both a directory and a revision (./master beside the branch master) is
+        # ambiguous: measuring the wrong one would pass or fail a change on code it does not hold
+        other = None if _path_like(text) else _revision_of(text, rootdir)
+        if other is not None:
+            raise ArmError(f"ambiguous value {text!r} for setting 'base' from {origin}: it names the directory "
+                           f"{os.path.realpath(as_dir)} and the revision {text} = {other[:12]} of {git_toplevel(rootdir)}; "
+                           f"write ./{text} (or its absolute path) for the directory, or the revision's full name "
+                           f"(refs/heads/{text}, refs/remotes/{text}) or its commit {other[:12]}")
         state = git_state(as_dir) if git_toplevel(as_dir) == os.path.realpath(as_dir) else GitState(None)
         return BaseSource(text, origin, os.path.realpath(as_dir), state.commit, False, state.dirty)
     top = git_toplevel(rootdir)
@@ -133,6 +141,23 @@ def resolve_base(value: str, origin: str, rootdir: str) -> BaseSource:
                        "tag or commit (origin/main, HEAD~1, the merge base of the pull request) or the path of "
                        "a directory holding the base's code")
     return BaseSource(text, origin, top, sha, True)
+
+
+def _path_like(text: str) -> bool:
+    """Whether ``text`` is written as a path (``/x``, ``./x``, ``../x``, ``~/x``, ``.``): never a revision."""
+    return text in (".", "..") or text.startswith(("/", "./", "../", "~"))
+
+
+def _revision_of(text: str, rootdir: str) -> "str | None":
+    """The commit that ``text`` names in the repository of ``rootdir``, or None (no repository, no such revision)."""
+    top = git_toplevel(rootdir)
+    if top is None or text.startswith("-"):
+        return None
+    try:
+        proc = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}"], top, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
 
 
 @dataclass

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..remote.environ import planner_owned
+from ..remote.environ import hide_in_text, planner_owned
 from ..store.profile import validate_profile_id
 
 #: The shipped backends; plugins may register more (``pytest_bpsperf.backends.register``).
@@ -173,12 +173,12 @@ def parse_env_item(item: str) -> "list[tuple[str, str, str]]":
     roles_text, colon, assignment = item.partition(":")
     var, eq, value = assignment.partition("=")
     if not colon or not eq or not var or var[0].isdigit() or not set(var) <= _VAR_CHARS:
-        raise ValueError(f"{item!r} is not ROLES:VAR=VALUE (ROLES from {','.join(ROLE_NAMES)} or 'all')")
+        raise ValueError(hide_in_text(f"{item!r} is not ROLES:VAR=VALUE (ROLES from {','.join(ROLE_NAMES)} or 'all')"))
     roles = ROLE_NAMES if roles_text == "all" else tuple(r for r in roles_text.split(",") if r)
     unknown = [r for r in roles if r not in ROLE_NAMES]
     if unknown or not roles:
-        raise ValueError(f"invalid role {unknown[0] if unknown else roles_text!r} in {item!r}; roles are "
-                         f"{', '.join(ROLE_NAMES)} or 'all'")
+        raise ValueError(hide_in_text(f"invalid role {unknown[0] if unknown else roles_text!r} in {item!r}; roles "
+                                      f"are {', '.join(ROLE_NAMES)} or 'all'"))
     return [(role, var, value) for role in roles]
 
 

@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
+from ..remote.environ import hide_in_text, shown
 from ..store.profile import core_count, local_gpus
 from .parsers import (
     BACKENDS,
@@ -56,7 +57,14 @@ from .parsers import (
 
 
 class SettingsError(ValueError):
-    """A setting has a value that is not accepted; the message says which and where from."""
+    """A setting has a value that is not accepted; the message says which and where from.
+
+    The message is printed and logged: the value of a ``NAME=VALUE`` in it whose name looks secret
+    is hidden (:func:`~pytest_bpsperf.remote.environ.hide_in_text`).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(hide_in_text(message))
 
 
 def flag(name: str) -> str:
@@ -168,6 +176,9 @@ OPTIONS: tuple = (
            _percent, PERCENT_ACCEPTED, 0.25),
     Option("sessions", "recorded sessions a baseline entry keeps (--bpsperf-update-baselines adds one)",
            _int_at_least(1), "an integer >= 1", 10, False),
+    Option("lock_timeout", "seconds a baselines write waits for another process's lock on the baselines "
+           "directory (recording, pruning) before it gives up, naming the holder", _positive_float,
+           "a number of seconds > 0", 60.0, False),
     Option("normalize", "judge img/s as measured (off) or relative to this session's single-process img/s",
            _normalize, "off or single", "off"),
     Option("timing", "overlapped: one sync per step, as users train; breakdown: serialize each step to split "
@@ -222,7 +233,7 @@ OPTION_GROUPS: "tuple[tuple[str, str, tuple[str, ...]], ...]" = (
       "cpus_per_worker", "cpus_per_server")),
     ("gate", "verdicts, baselines, base against head",
      ("tolerance", "confidence", "repeats", "max_repeats", "confirm", "session_spread", "normalize", "strict",
-      "profile", "baselines_dir", "sessions", "max_spread", "base", "base_python", "max_pairs", "seed")),
+      "profile", "baselines_dir", "sessions", "max_spread", "lock_timeout", "base", "base_python", "max_pairs", "seed")),
     ("cluster", "Ray, the runs and their limits",
      ("ray_address", "runtime_env", "connect_timeout", "placement_timeout", "timeout", "stall_timeout", "log_dir")),
 )
@@ -246,7 +257,7 @@ def format_value(opt: Option, value: Any) -> str:
     if opt.name == "trace":
         return f"{value[0]}:{value[1]}"
     if opt.name == "role_env":
-        return " ".join(f"{role}:{var}={val}" for role, var, val in value)
+        return " ".join(f"{role}:{var}={shown(var, val)}" for role, var, val in value)
     if isinstance(value, (tuple, list)):
         return ",".join(map(str, value))
     return str(value)
@@ -381,6 +392,7 @@ class Settings:
     runtime_env: "RuntimeEnvSetting | None" = OPTIONS_BY_NAME["runtime_env"].default
     cpus_per_worker: float = OPTIONS_BY_NAME["cpus_per_worker"].default  # 0: auto (planning.plan)
     cpus_per_server: float = OPTIONS_BY_NAME["cpus_per_server"].default
+    lock_timeout: float = OPTIONS_BY_NAME["lock_timeout"].default  # of the baselines directory's lock
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).
@@ -412,6 +424,8 @@ class Settings:
             out["entry"] = out["entry"].spec
         if out["runtime_env"] is not None:
             out["runtime_env"] = out["runtime_env"].as_dict()
+        if out["role_env"] is not None:  # what the results say: a value whose name looks secret is hidden
+            out["role_env"] = [[role, var, shown(var, value)] for role, var, value in out["role_env"]]
         return out
 
     def with_values(self, **values: Any) -> "Settings":

@@ -110,7 +110,14 @@ class BaselineGate:
 
     def store(self) -> BaselineStore:
         """The baseline store (--bpsperf-baselines-dir, else baselines/ under the rootdir)."""
-        return BaselineStore(baselines_directory(self.settings.baselines_dir, str(self.config.rootpath)))
+        return BaselineStore(baselines_directory(self.settings.baselines_dir, str(self.config.rootpath)),
+                             lock_timeout=self.settings.lock_timeout, say=self._say)
+
+    def _say(self, message: str) -> None:
+        """A line on the terminal now (waiting for the baselines lock), not only in the summary."""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line(f"bpsperf: {message}")
 
     def update_command(self, test_id: str) -> str:
         """The command that records a baseline for ``test_id``."""

@@ -210,8 +210,7 @@ def _check(python: "str | None", paths: "list[str]", root: str, needs: Sequence[
     if data:
         argv += ["--data", data]
     try:
-        proc = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, timeout=timeout,
-                              check=False)
+        proc = _run_in_own_group(argv, env, work, timeout)
     except (OSError, subprocess.SubprocessError) as exc:
         raise PreflightError(f"interpreter {argv[0]} cannot be run: {exc}") from None
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -223,6 +222,25 @@ def _check(python: "str | None", paths: "list[str]", root: str, needs: Sequence[
         raise PreflightError(f"interpreter {found.get('executable') or argv[0]} cannot run the roles: "
                              + "; ".join(found["problems"]))
     return found
+
+
+def _run_in_own_group(argv: "list[str]", env: dict, cwd: str, timeout: float) -> "subprocess.CompletedProcess[str]":
+    """Run ``argv`` as the leader of a process group of its own, and kill the whole group when it runs past
+    ``timeout`` or this process is interrupted (Ctrl-C, SIGTERM): what the preflight started (an import
+    that spawns helpers, a ps-lite node) dies with it. In its own group it gets no Ctrl-C from the
+    terminal itself, so this is what ends it."""
+    from .roles import kill_group
+
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        kill_group(proc.pid, grace=1.0)
+        proc.communicate()
+        raise
+    kill_group(proc.pid, grace=1.0)  # what it left behind after it exited
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 

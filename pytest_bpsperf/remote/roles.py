@@ -27,8 +27,8 @@ import tempfile
 import time
 from typing import Mapping, Sequence
 
-from .environ import (IMPORT_PATH, PYTHON, RECORDS, SCRATCH, TREE, package_dir, pythonpath, rank_records_path,
-                      scrub)
+from .environ import (IMPORT_PATH, PYTHON, RECORDS, SCRATCH, TREE, hide_in_text, package_dir, pythonpath,
+                      rank_records_path, scrub)
 
 _SETPRIV = shutil.which("setpriv")
 
@@ -105,11 +105,40 @@ def interface_address(name: str) -> str:
     return socket.inet_ntoa(packed[20:24])
 
 
-def free_port(host: str) -> int:
-    """A TCP port that is free on ``host`` right now (for the ps-lite scheduler)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def hold_port(host: str) -> socket.socket:
+    """A socket bound to a TCP port that was free on ``host``, held for the ps-lite scheduler.
+
+    While it is held, no other process gets the port (``bind`` to port 0 skips it, a plain bind
+    to it fails), and the scheduler still can take it: ps-lite's ZeroMQ listener sets
+    ``SO_REUSEADDR``, as this socket does, and Linux lets such sockets share a port while the
+    other one does not listen. So the port cannot be lost between choosing it and the
+    scheduler binding it (a port only found free, then closed, could be). Not inherited by children.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def listening(port: int) -> "bool | None":
+    """Whether some socket of this machine listens on TCP ``port`` (``/proc/net/tcp*``); None where unknown."""
+    found = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        found = bool(found)
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 3 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return found
 
 
 def kill_group(pid: int, grace: float = 5.0) -> None:
@@ -175,6 +204,8 @@ class RoleProcess:
         self._progress: "dict[str, dict]" = {}
         #: this run's scratch directory on the node, when the role's environment names it (removed at stop)
         self.scratch: "str | None" = None
+        #: the scheduler's port, held from :meth:`pick_port` until the scheduler listens on it
+        self._held_port: "socket.socket | None" = None
 
     def rename(self, name: str) -> None:
         """Take another role's name before starting (the launcher matches GPU ids to local ranks)."""
@@ -199,8 +230,21 @@ class RoleProcess:
                     "pid": os.getpid()}
 
     def pick_port(self, host: str) -> int:
-        """Choose the scheduler's port here, on the scheduler's own node."""
-        return free_port(host)
+        """Choose the scheduler's port here, on the scheduler's own node, and hold it (:func:`hold_port`)
+        until the scheduler listens on it (seen by :meth:`status`) or the role is stopped."""
+        self._release_port()
+        self._held_port = hold_port(host)
+        return self._held_port.getsockname()[1]
+
+    def _release_port(self, *, unless_unused: bool = False) -> None:
+        """Close the held port; with ``unless_unused``, only once something listens on it (or none can tell)."""
+        sock = self._held_port
+        if sock is None:
+            return
+        if unless_unused and listening(sock.getsockname()[1]) is False:
+            return
+        sock.close()
+        self._held_port = None
 
     def address_of(self, interface: str) -> dict:
         """``{"ip": ...}`` of ``interface`` on this node, or ``{"error": why}`` (see :func:`interface_address`)."""
@@ -242,7 +286,7 @@ class RoleProcess:
                 log.write(f"# bpsperf: setpriv not found: {self.name} does not die with its actor (no "
                           "PR_SET_PDEATHSIG); a killed driver or actor may leave it running: install util-linux "
                           "on this node\n".encode())
-            log.write(f"# bpsperf: starting {self.name}: {' '.join(argv)}\n".encode())
+            log.write(f"# bpsperf: starting {self.name}: {hide_in_text(' '.join(argv))}\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
                 argv,
@@ -281,6 +325,7 @@ class RoleProcess:
         says how many files were read). Reads only what each file gained since the last call.
         """
         code = self.poll()
+        self._release_port(unless_unused=code is None)  # the scheduler took it (or exited): let go
         state = process_state(self.proc.pid) if self.proc is not None and code is None else None
         files = self._progress_files()
         for path in files:
@@ -322,6 +367,7 @@ class RoleProcess:
 
     def stop(self, grace: float = 3.0) -> "int | None":
         """Kill the role's process group (if still running); returns its exit status."""
+        self._release_port()
         if self.proc is None:
             return None
         if self.proc.poll() is None:

@@ -40,6 +40,11 @@ def seconds_cell(value: "float | None") -> str:
     return "- (overlapped)" if value is None else f"{value:.3f}s"
 
 
+def _tolerance(entry: Mapping[str, Any]) -> str:
+    tolerance = entry.get("tolerance")
+    return "-" if tolerance is None else f"-{100 * float(tolerance):.0f}%"
+
+
 def _paired(entry: Mapping[str, Any]) -> bool:
     return entry.get("kind") == "pairs"
 
@@ -58,9 +63,11 @@ def verdicts_of(document: Mapping[str, Any]) -> "list[dict]":
     by_job: "dict[str, dict]" = {}
     for run in document.get("tests", []):
         verdict = run.get("verdict")
-        if verdict and not _paired(verdict):
-            by_job[verdict["key"]] = {**verdict, "nodeid": run["nodeid"], "test": run["test"], "trick": run["trick"]}
-    return paired + list(by_job.values())
+        if verdict and not _paired(verdict) and verdict.get("status"):
+            by_job[verdict.get("key") or run.get("key") or run["nodeid"]] = {
+                **verdict, "nodeid": run["nodeid"], "test": run["test"], "trick": run["trick"]}
+    # a base-vs-head job of schema 2 names its test by its key only
+    return [{"nodeid": j.get("key"), **j} for j in paired] + list(by_job.values())
 
 
 def _arm_line(name: str, arm: Mapping[str, Any]) -> tuple:
@@ -74,7 +81,8 @@ def _arm_line(name: str, arm: Mapping[str, Any]) -> tuple:
 def _pair_rows(entry: Mapping[str, Any]) -> tuple:
     rows = []
     for p in entry.get("pair_table") or ():
-        ratio = "dropped: " + str(p["dropped"]) if p.get("dropped") else f"{float(p['ratio']):.3f}"
+        ratio = ("dropped: " + str(p["dropped"]) if p.get("dropped")
+                 else "-" if p.get("ratio") is None else f"{float(p['ratio']):.3f}")
         rows.append((str(p["pair"]), p["order"], _img(p.get("base_img_per_sec")), _img(p.get("head_img_per_sec")),
                      ratio))
     return tuple(rows)
@@ -86,12 +94,15 @@ def pairs_pieces(entries: Sequence[Mapping[str, Any]], arms: Mapping[str, Any]) 
         return []
     rows = []
     for v in entries:
+        # what the schema does not require may be missing: a dash, as for a figure not computed
         first_look = (v.get("comparison") or {}).get("first_look", 0)
-        interval = ("-" if v.get("ci_low") is None or v["pairs"] < first_look
+        pairs = v.get("pairs")
+        interval = ("-" if v.get("ci_low") is None or v.get("ci_high") is None or (pairs or 0) < first_look
                     else f"{_pct(v['ci_low'])} to {_pct(v['ci_high'])}")
         rows.append((Code(v["nodeid"]), Status(v["status"]), _img(v.get("base_img_per_sec")),
-                     _img(v["measured_img_per_sec"]), f"{v['change_pct']:+.1f}%", interval,
-                     f"-{100 * v['tolerance']:.0f}%", str(v["pairs"]), str(v["looks"])))
+                     _img(v.get("measured_img_per_sec")), _change_cells(v)[0], interval,
+                     _tolerance(v), str(pairs if pairs is not None else "-"),
+                     str(v.get("looks", "-"))))
     out: "list[Block]" = [
         Heading(3, "Base vs head"),
         Table(("test", "verdict", "base img/s", "head img/s", "head vs base", "interval (all looks)", "tolerance",
@@ -124,8 +135,8 @@ def gate_pieces(entries: Sequence[Mapping[str, Any]]) -> "list[Block]":
     rows = []
     for v in entries:
         change, margin, mdc = _change_cells(v)
-        rows.append((Code(v["nodeid"]), Status(v["status"]), _img(v["measured_img_per_sec"]),
-                     _img(v.get("baseline_img_per_sec")), change, f"-{100 * v['tolerance']:.0f}%", margin, mdc))
+        rows.append((Code(v["nodeid"]), Status(v["status"]), _img(v.get("measured_img_per_sec")),
+                     _img(v.get("baseline_img_per_sec")), change, _tolerance(v), margin, mdc))
     out: "list[Block]" = [
         Heading(3, "Verdicts"),
         Table(("test", "verdict", "measured img/s", "baseline img/s", "change", "tolerance", "noise margin",

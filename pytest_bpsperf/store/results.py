@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping
@@ -38,6 +39,9 @@ def read_document(path: "str | os.PathLike", kind: str) -> "dict[str, Any]":
     except json.JSONDecodeError as exc:
         raise DocumentError(f"{kind} file {p} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
                             f"{exc.msg})") from None
+    except RecursionError:
+        raise DocumentError(f"{kind} file {p} nests its JSON too deeply to be read (deeper than "
+                            f"{sys.getrecursionlimit()} levels)") from None
     if not isinstance(doc, dict):
         raise DocumentError(f"{kind} file {p} holds a JSON {type(doc).__name__}, expected an object")
     try:

@@ -135,3 +135,15 @@ def test_sync_every_times_windows_of_steps_that_measurement_reads(tmp_path):
     steady = m.steady.steady_steps
     assert m.img_per_sec == pytest.approx(sum(steps[i]["images"] for i in steady) /
                                           sum(steps[i]["total_s"] for i in steady))
+
+
+def test_the_start_record_names_secret_looking_variables_and_hides_their_values(tmp_path):
+    token = "ghp_s3cr3tV4lueThatMustNeverBeWritten"
+    (tmp_path / "entry_mod.py").write_text(ENTRY)
+    proc = _run(tmp_path, "--entry", "entry_mod:build", "--entry-path", str(tmp_path),
+                env={"BPSPERF_PR_TOKEN": token, "BPSPERF_CHOSEN_VARS": "HF_TOKEN,OMP_WAIT_POLICY",
+                     "HF_TOKEN": token, "OMP_WAIT_POLICY": "PASSIVE"})
+    assert proc.returncode == 0, proc.stdout
+    env = _records(tmp_path)[0]["env"]  # what the role process itself wrote
+    assert env["BPSPERF_PR_TOKEN"] == env["HF_TOKEN"] == "***" and env["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert token not in (tmp_path / "r.jsonl").read_text() and token not in proc.stdout

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers.cli import bpsperf
+from helpers.cli import another_session, bpsperf
 
 from pytest_bpsperf.store.results import read_document
 
@@ -86,9 +86,9 @@ def test_record_then_check_then_prune(results, tmp_path, capsys):
     stored = json.loads((bl / "testprof.json").read_text())
     assert {e["trick"] for e in stored["entries"].values()} == {"default", "omp-passive"}
     assert all([len(x["samples"]) for x in e["sessions"]] == [3] for e in stored["entries"].values())
-    # a second recording adds a session to each entry (as --bpsperf-update-baselines does): with two
-    # sessions the spread between sessions is estimated, not assumed
-    code, out, _ = bpsperf(capsys, "baselines", "record", results, "--dir", bl)
+    # a second session's recording adds a session to each entry (as --bpsperf-update-baselines does):
+    # with two sessions the spread between sessions is estimated, not assumed
+    code, out, _ = bpsperf(capsys, "baselines", "record", another_session(results, tmp_path / "day2.json"), "--dir", bl)
     stored = json.loads((bl / "testprof.json").read_text())
     assert code == 0 and all(len(e["sessions"]) == 2 for e in stored["entries"].values())
 

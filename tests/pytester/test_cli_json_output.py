@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers.cli import bpsperf
+from helpers.cli import another_session, bpsperf
 from helpers.fakes import MATRIX_TEST, fake_run_conftest, run
 
 from pytest_bpsperf.store.schema import validate
@@ -44,8 +44,9 @@ def document(out: str) -> dict:
 def recorded(results, tmp_path, capsys):
     """A baselines directory with two recorded sessions of every job of ``results``."""
     bl = tmp_path / "baselines"
-    for _ in range(2):
-        assert bpsperf(capsys, "baselines", "record", results, "--baselines-dir", bl)[0] == 0
+    for day in (1, 2):
+        session = another_session(results, tmp_path / f"day{day}.json", f"2030-01-0{day}T00:00:00Z")
+        assert bpsperf(capsys, "baselines", "record", session, "--baselines-dir", bl)[0] == 0
     return bl
 
 

@@ -14,7 +14,9 @@ import subprocess
 
 import matplotlib.figure  # noqa: F401 - imported once here, not again inside each pytester run
 import pytest
+from helpers.cli import bpsperf
 from helpers.fakes import MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
+from helpers.markdown_check import NASTY_ID, check_report
 from helpers.paths import pytest_benchmark_tool
 
 from pytest_bpsperf.report import exports, plots
@@ -237,3 +239,32 @@ def test_live_lines_reach_the_terminal_while_a_test_runs(ourtester, args, shown)
     assert result.ret == 0, result.stdout.str()
     line = "bpsperf: test_x.py::test_x[default]: step 5/20, 12.5 img/s"
     assert (line in result.stdout.lines) is shown
+
+
+def test_a_test_id_cannot_break_the_report_the_summary_or_the_comment(ourtester, monkeypatch, capsys):
+    summary = ourtester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    case = NASTY_ID.split("[", 1)[1][:-1]
+    ourtester.makepyfile(test_x=f"""
+import pytest
+
+pytestmark = pytest.mark.perf
+
+
+@pytest.mark.parametrize("case", [1], ids=[{case!r}])
+@pytest.mark.bpsperf_tricks("default", "omp-passive")
+def test_x(bpsperf_train, case):
+    bpsperf_train().assert_within_baseline()
+""")
+    result = run(ourtester, "--bpsperf-markdown=out/report.md", "--bpsperf-json=out/results.json",
+                 "--bpsperf-profile=testprof")
+    assert result.ret == 0, result.stdout.str()
+    monkeypatch.chdir(ourtester.path)
+    code, out, err = bpsperf(capsys, "comment", "out/results.json", "--markdown", "out/report.md", "--marker", "cpu",
+                             "--link", "https://github.example/o/r/actions/runs/1#artifacts", "--out", "comment.md")
+    assert code == 0, err
+    for path in ("out/report.md", "summary.md", "comment.md"):
+        text = (ourtester.path / path).read_text()
+        assert case in text.replace("\\|", "|")  # the id is there, as code (a cell escapes its "|")
+        check_report(text)

@@ -295,6 +295,8 @@ INVALID = [
     ("session_spread", "0"),
     ("session_spread", "wide"),
     ("sessions", "0"),
+    ("lock_timeout", "0"),
+    ("lock_timeout", "soon"),
     ("normalize", "double"),
     ("timing", "serial"),
     ("data", "imagenet.zip"),
