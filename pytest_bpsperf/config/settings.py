@@ -26,6 +26,7 @@ from .parsers import (
     _backend,
     _base,
     _gpus_per_worker,
+    _head,
     _int_at_least,
     _interpreter,
     _normalize,
@@ -189,6 +190,10 @@ OPTIONS: tuple = (
            "revision of the tests' repository (checked out as a temporary worktree) or a directory of the base's "
            "code", _base, "a git revision (origin/main, HEAD~1, a commit) or a directory", None, False,
            shown_default="none: the stored baselines", empty_is_value=True),
+    Option("head", "with base: measure this instead of the working tree, a git revision (checked out as a "
+           "temporary worktree, as base is) or a directory; any two commits as the arms (what bpsperf bisect does)",
+           _head, "a git revision (HEAD~3, a commit) or a directory", None, False,
+           shown_default="none: the working tree", empty_is_value=True),
     Option("base_python", "interpreter of the base arm's roles (a venv with other builds of MXNet, BytePS, gluoncv)",
            _interpreter, "the path of a Python interpreter", None, False, shown_default="the nodes' own"),
     Option("max_pairs", "most pairs of base and head runs a job takes to decide (it stops once decided)",
@@ -212,7 +217,7 @@ OPTION_GROUPS: "tuple[tuple[str, str, tuple[str, ...]], ...]" = (
      ("workers", "server_nodes", "servers_per_node", "gpus_per_worker", "colocate", "role_env", "server_resource")),
     ("gate", "verdicts, baselines, base against head",
      ("tolerance", "confidence", "repeats", "max_repeats", "confirm", "session_spread", "normalize", "strict",
-      "profile", "baselines_dir", "sessions", "max_spread", "base", "base_python", "max_pairs", "seed")),
+      "profile", "baselines_dir", "sessions", "max_spread", "base", "head", "base_python", "max_pairs", "seed")),
     ("cluster", "Ray, the runs and their limits",
      ("ray_address", "runtime_env", "connect_timeout", "placement_timeout", "timeout", "stall_timeout", "log_dir")),
 )
@@ -362,6 +367,8 @@ class Settings:
     #: base-vs-head: a revision or a directory (see pytest_bpsperf.config.arms)
     base: "str | None" = OPTIONS_BY_NAME["base"].default
     base_python: "str | None" = OPTIONS_BY_NAME["base_python"].default
+    #: with base: the head arm's revision or directory (None: the working tree)
+    head: "str | None" = OPTIONS_BY_NAME["head"].default
     max_pairs: int = OPTIONS_BY_NAME["max_pairs"].default
     seed: "int | None" = OPTIONS_BY_NAME["seed"].default  # None: random per session
     runtime_env: "RuntimeEnvSetting | None" = OPTIONS_BY_NAME["runtime_env"].default

@@ -310,6 +310,7 @@ INVALID = [
     ("connect_timeout", "-1"),
     ("base", "two words"),
     ("base_python", "/usr/bin/"),
+    ("head", "two words"),
     ("max_pairs", "2"),
     ("max_pairs", "many"),
     ("seed", "-1"),
