@@ -170,6 +170,9 @@ OPTIONS: tuple = (
            _normalize, "off or single", "off"),
     Option("timing", "overlapped: one sync per step, as users train; breakdown: serialize each step to split "
            "compute from sync", parse_timing, "overlapped or breakdown", "overlapped"),
+    Option("breakdown_steps", "diagnostic steps after the timed ones, each waiting between input, compute and "
+           "push/pull, to say where a step's time goes (never counted as throughput; 0: none)", _int_at_least(0),
+           "an integer >= 0", 3),
     Option("data", "training data: synthetic, or an ImageNet-style .rec (with its .idx beside it)", parse_data,
            "'synthetic' or the path of a .rec file", "synthetic"),
     Option("data_threads", "decoding threads of the .rec reader (per worker process)", _int_at_least(1),
@@ -212,7 +215,7 @@ OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
 OPTION_GROUPS: "tuple[tuple[str, str, tuple[str, ...]], ...]" = (
     ("workload", "what the workers train, under which tricks",
      ("backend", "model", "entry", "steps", "batch_size", "image_size", "dtype", "data", "data_threads",
-      "omp_threads", "timing", "sync_every", "trace", "launch", "tricks", "scaling")),
+      "omp_threads", "timing", "sync_every", "breakdown_steps", "trace", "launch", "tricks", "scaling")),
     ("topology", "how many roles, and where they run",
      ("workers", "server_nodes", "servers_per_node", "gpus_per_worker", "colocate", "role_env", "server_resource")),
     ("gate", "verdicts, baselines, base against head",
@@ -372,6 +375,8 @@ class Settings:
     max_pairs: int = OPTIONS_BY_NAME["max_pairs"].default
     seed: "int | None" = OPTIONS_BY_NAME["seed"].default  # None: random per session
     runtime_env: "RuntimeEnvSetting | None" = OPTIONS_BY_NAME["runtime_env"].default
+    #: diagnostic steps after the timed ones (where a step's time goes; never throughput)
+    breakdown_steps: int = OPTIONS_BY_NAME["breakdown_steps"].default
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).

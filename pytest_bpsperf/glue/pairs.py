@@ -308,8 +308,9 @@ class PairGate(BaselineGate):
                          if run is not None else "pending")
             return
         for name, value in verdict.as_dict().items():
-            if name not in ("comparison", "pair_table", "key", "note"):
+            if name not in ("comparison", "pair_table", "key", "note", "breakdown"):
                 junit.record(item, f"bpsperf_{name}", value)
+        junit.record_breakdown(item, verdict)
         junit.record(item, "bpsperf_adaptive_pairs", job.adaptive_pairs)
         text = verdict.message()
         settings = run.spec.settings if run is not None else self.settings

@@ -5,7 +5,8 @@
 - compute against sync seconds per step, per trick (:func:`split_picture`);
 - a job's history across commits with the baseline band and the detected
   change points (:func:`history_picture`);
-- a base-vs-head job's ratio per pair with its interval (:func:`pairs_picture`).
+- a base-vs-head job's ratio per pair with its interval (:func:`pairs_picture`);
+- where a base-vs-head job's step time went on each side (:func:`breakdown_picture`).
 
 Each function computes the numbers first and returns a :class:`Picture` that
 keeps them (``data``), so that a test, or a reader, can check that what was
@@ -31,8 +32,8 @@ from ..store.entries import entry_samples
 from ..store.history import Trend
 from ..store.results import step_img_per_sec
 
-__all__ = ["Picture", "history_picture", "matrix_picture", "pairs_picture", "session_pictures", "split_picture",
-           "steps_picture"]
+__all__ = ["Picture", "breakdown_picture", "history_picture", "matrix_picture", "pairs_picture", "session_pictures",
+           "split_picture", "steps_picture"]
 
 
 @dataclass(frozen=True)
@@ -299,6 +300,37 @@ def pairs_picture(job: Mapping[str, Any], out_dir: "str | os.PathLike") -> Pictu
     return Picture(str(path), "pairs", title, data)
 
 
+#: The parts of a step as the breakdown pictures draw them (name, words, colour).
+_PARTS = (("input_s", "input wait", "#72b7b2"), ("compute_s", "compute", "#4c78a8"),
+          ("sync_s", "push/pull wait", "#f58518"), ("unsplit_s", "compute + push/pull", "#9d755d"))
+
+
+def breakdown_picture(job: Mapping[str, Any], out_dir: "str | os.PathLike") -> Picture:
+    """Where a base-vs-head job's step time went: stacked seconds per diagnostic step of each part, per side."""
+    sides = job.get("breakdown") or {}
+    data = {"sides": [s for s in ("base", "head") if sides.get(s)], "status": job.get("status")}
+    for name, _label, _colour in _PARTS:
+        data[name] = [(sides[s] or {}).get(name) for s in data["sides"]]
+    fig = _figure()
+    ax = fig.add_subplot(1, 1, 1)
+    bottom = [0.0] * len(data["sides"])
+    for name, label, colour in _PARTS:
+        values = [float(v or 0.0) for v in data[name]]
+        if any(values):
+            ax.bar(data["sides"], values, bottom=bottom, color=colour, label=label)
+            bottom = [b + v for b, v in zip(bottom, values)]
+    ax.set_ylabel("seconds per diagnostic step")
+    name = str(job.get("nodeid", job.get("test", "job")))
+    title = f"where the step time went, {data['status']}: {name.split('::')[-1]}"
+    ax.set_title(title, fontsize="medium")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3, axis="y")
+    digest = hashlib.sha1(str(job.get("key", name)).encode()).hexdigest()[:6]
+    path = Path(out_dir) / f"breakdown-{_slug(name)}-{digest}.png"
+    _save(fig, path)
+    return Picture(str(path), "breakdown", title, data)
+
+
 def session_pictures(results: Mapping[str, Any], out_dir: "str | os.PathLike", *,
                      trends: Sequence[Trend] = (), baselines: "Mapping[str, Mapping[str, Any]] | None" = None,
                      tolerances: "Mapping[str, float] | None" = None) -> "list[Picture]":
@@ -317,6 +349,8 @@ def session_pictures(results: Mapping[str, Any], out_dir: "str | os.PathLike", *
             out.append(split_picture(test, split, out_dir))
     for job in (results.get("base_vs_head") or {}).get("jobs", []):
         out.append(pairs_picture(job, out_dir))
+        if job.get("breakdown"):
+            out.append(breakdown_picture(job, out_dir))
     for trend in trends:
         if len(trend.points) < 2:
             continue

@@ -311,6 +311,7 @@ INVALID = [
     ("base", "two words"),
     ("base_python", "/usr/bin/"),
     ("head", "two words"),
+    ("breakdown_steps", "-1"),
     ("max_pairs", "2"),
     ("max_pairs", "many"),
     ("seed", "-1"),
