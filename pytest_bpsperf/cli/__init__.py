@@ -7,7 +7,9 @@ under a second.
 
 Exit status: 0 when all is well, 1 when a verdict is ``regression`` (or a
 baseline was refused; with ``--strict`` also ``inconclusive``), 2 for bad
-input (the message names the file or value).
+input (the message names the file or value). ``bisect`` reads them as a
+search does: 0 a culprit found, 1 none beyond the tolerance, 2 bad input, 4
+the range could not be narrowed to one commit.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Callable, Optional, Sequence
 
 from .. import __version__
 
-__all__ = ["main"]
+__all__ = ["main", "split_pytest_args"]
 
 
 def _setting(option: str, setting: str = "tolerance") -> Callable[[str], object]:
@@ -122,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
         return q
 
     for build in (_compare_command, _check_command, _baselines_command, _history_command, _report_command,
-                  _export_command, _comment_command):
+                  _export_command, _comment_command, _bisect_command):
         build(add, c)
     return p
 
@@ -274,6 +276,56 @@ def _comment_command(add: Adder, c) -> None:
     q.add_argument("--out", required=True, metavar="PATH", help="where the comment's body goes")
 
 
+def _positive(option: str) -> Callable[[str], int]:
+    """A parser for an integer option of at least 1."""
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{option} {text!r}: expected an integer >= 1")
+        return value
+
+    return convert
+
+
+def _bisect_command(add: Adder, c) -> None:
+    """The ``bisect`` command's arguments: the range, the pytest arguments after ``--``, the reports."""
+    q = add("bisect", c.bisect, "find the first commit between GOOD and BAD whose throughput drops beyond the "
+            "tolerance: each step a base-vs-head pytest session (exit 0 culprit found, 1 none, 2 bad input, "
+            "4 not narrowed to one commit)")
+    q.add_argument("good", metavar="GOOD", help="a revision as fast as it should be (the last good nightly)")
+    q.add_argument("bad", metavar="BAD", help="a later revision that is slower (BAD's first parents are walked)")
+    # PYTEST_ARGS are what follows the first "--" (main() splits them off: argparse would take an
+    # option between GOOD BAD and "--" as the end of a variable-length positional)
+    q.usage = "bpsperf bisect [options] GOOD BAD [-- PYTEST_ARGS ...]"
+    q.epilog = ("PYTEST_ARGS, after --: the arguments of every step's pytest session (e.g. -m perf -k "
+                "test_resnet50 --bpsperf-tricks=default); the bisect adds --bpsperf-base, --bpsperf-head and "
+                "--bpsperf-json to each")
+    q.set_defaults(pytest_args=[])
+    q.add_argument("--out", default="bpsperf-bisect", metavar="DIR",
+                   help="where bisect.md, bisect.json, bisect.png and each session's results and log go "
+                        "(default: %(default)s)")
+    q.add_argument("-C", "--directory", metavar="DIR", help="run the sessions there (default: here), in the "
+                   "repository that holds the perf tests")
+    q.add_argument("--retries", type=int, choices=(0, 1, 2), default=1,
+                   help="times an inconclusive step is run again with more pairs before the range is reported "
+                        "(default: %(default)s)")
+    q.add_argument("--retry-pairs", type=_positive("--retry-pairs"), metavar="N",
+                   help="max_pairs of a step run again (default: twice the first session's)")
+    q.add_argument("--python", metavar="PATH",
+                   help="the interpreter that runs pytest (default: the one that runs bpsperf)")
+
+
+def split_pytest_args(words: "list[str]") -> "tuple[list[str], list[str] | None]":
+    """``bisect``'s own words and the PYTEST_ARGS after its first ``--`` (None: no ``--``, or not bisect)."""
+    if "bisect" not in words or "--" not in words[words.index("bisect"):]:
+        return words, None
+    cut = words.index("--", words.index("bisect"))
+    return words[:cut], words[cut + 1:]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the ``bpsperf`` command; returns its exit status."""
     from ..store.baselines import BaselineError
@@ -281,7 +333,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from ..store.results import DocumentError
 
     parser = _parser()
-    args = parser.parse_args(argv)
+    words, rest = split_pytest_args(list(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(words)
+    if rest is not None:
+        args.pytest_args = rest
     if args.func is None:
         parser.parse_args([*(argv or sys.argv[1:]), "--help"])
     try:

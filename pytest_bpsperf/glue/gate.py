@@ -194,8 +194,7 @@ class BaselineGate:
         text = verdict.message(
             update_command=self.update_command(run.spec.test),
             bisect=bisect_hint(latest_session(verdict.baseline).get("commit"), current_commit(str(self.config.rootpath)),
-                               ["-m", "perf", "--bpsperf-repeats", str(max(3, settings.repeats)),
-                                "--bpsperf-tricks", run.spec.trick.name, run.spec.test]),
+                               ["-m", "perf", "--bpsperf-tricks", run.spec.trick.name, run.spec.test]),
         )
         if self.updating:
             return  # recording: the session's end writes the entry; nothing fails here

@@ -349,12 +349,13 @@ def next_step(verdict: Verdict, *, confirmations: int, confirm: int, max_repeats
 
 
 def bisect_hint(baseline_commit: "str | None", head: "str | None", pytest_args: Sequence[str]) -> str:
-    """Where to look for the change that regressed, and a command that bisects it."""
+    """Where to look for the change that regressed, and the command that finds it (``bpsperf bisect``:
+    each step a base-vs-head session, so noise between sessions cannot point at the wrong commit)."""
     if not baseline_commit:
         return "bisect: the baseline does not record its commit"
     short = baseline_commit[:12]
-    test_cmd = " ".join(shlex.quote(a) for a in ["pytest", *pytest_args])
+    args = " ".join(shlex.quote(a) for a in pytest_args)
     return (
         f"bisect: the baseline was measured at {short}; the change is in {short}..{(head or 'HEAD')[:12]}:\n"
-        f"    git bisect start HEAD {short} && git bisect run {test_cmd}"
+        f"    bpsperf bisect {short} {(head or 'HEAD')[:12]} -- {args}"
     )
