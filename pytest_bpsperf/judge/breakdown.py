@@ -6,8 +6,8 @@ cannot say which part of a step grew. The workers therefore train a few
 :func:`pytest_bpsperf.remote.workload.diagnose`), each waiting for its input
 batch, then for forward and backward (``ctx.split()``), then for the optimizer
 step's push and pull. :func:`run_breakdown` reads them (medians over a
-worker's diagnostic steps, the mean over workers); with BytePS traces the
-timed steps' PUSH and PULL per tensor come along (``tensors``).
+worker's diagnostic steps; of a run, the worker the others waited for); with
+BytePS traces the timed steps' PUSH and PULL per tensor come along (``tensors``).
 
 A verdict carries the breakdown of both sides (base and head runs, or the
 baseline's recorded session and this session's runs: :func:`combine` takes
@@ -109,19 +109,26 @@ def _tensor_means(comm: Iterable[Any]) -> "dict[str, dict[str, float]]":
     return {t: {p: sum(v) / len(v) for p, v in parts.items()} for t, parts in sums.items()}
 
 
+def _before_sync(b: StepBreakdown) -> float:
+    return sum(v for v in (b.input_s, b.compute_s, b.unsplit_s if b.compute_s is None else None) if v is not None)
+
+
 def run_breakdown(workers: Sequence[Any], comm: Iterable[Any] = ()) -> "StepBreakdown | None":
-    """A run's breakdown: the mean over its workers (``WorkerRecords``) of each one's; None when no
-    worker trained diagnostic steps. ``comm``: the run's ``CommWindow`` values (per-tensor PUSH/PULL)."""
+    """A run's breakdown: the parts of the worker the others waited for; None when no worker trained
+    diagnostic steps. ``comm``: the run's ``CommWindow`` values (per-tensor PUSH/PULL).
+
+    Synchronous training waits for its slowest worker: the others' push/pull wait
+    holds the time they waited for it to finish its compute. So the parts are
+    those of the worker that took longest to its push/pull (input wait and
+    compute), whose push/pull wait is the communication alone: a straggler's
+    compute counts as compute, never as push/pull wait.
+    """
     found = [b for b in (worker_breakdown(w.records) for w in workers) if b is not None]
     if not found:
         return None
-
-    def mean(name: str) -> "float | None":
-        values = [getattr(b, name) for b in found]
-        return None if any(v is None for v in values) else sum(values) / len(values)
-
-    return StepBreakdown(total_s=float(mean("total_s")), steps=min(b.steps for b in found), workers=len(found),
-                         tensors=_tensor_means(comm), **{name: mean(name) for name, _label in PARTS})
+    slowest = max(found, key=_before_sync)
+    return StepBreakdown(total_s=slowest.total_s, steps=min(b.steps for b in found), workers=len(found),
+                         tensors=_tensor_means(comm), **{name: getattr(slowest, name) for name, _label in PARTS})
 
 
 def combine(breakdowns: Iterable["StepBreakdown | Mapping[str, Any] | None"]) -> "StepBreakdown | None":
