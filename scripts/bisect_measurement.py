@@ -19,10 +19,12 @@ pairs, time, culprit (right or not) and the part its breakdown says grew go to
 idle machine (nothing else measuring), with the venv of this checkout.
 
     .venv/bin/python scripts/bisect_measurement.py --tries 3 --out bisect-runs.jsonl
-    .venv/bin/python scripts/bisect_measurement.py --commits 2 --comm-at 0 --compute-at 1 --ranges ''  # small
+    .venv/bin/python scripts/bisect_measurement.py --commits 2 --comm-at 1 --compute-at 2 --extra 40 \
+        --ranges ''    # small: three sessions, both culprits (about 5 minutes on two cores)
 
-(``--comm-at 0``: no communication regression.) ``tests/e2e/test_e2e_bisect.py``
-bisects a small repository made by :func:`build_repository` in every ``make test``.
+(``--comm-at 0``: no communication regression; pytest arguments the script does
+not know go to every session.) ``tests/e2e/test_e2e_bisect.py`` bisects a small
+repository made by :func:`build_repository` in every ``make test``.
 """
 
 from __future__ import annotations
@@ -248,7 +250,7 @@ def main(argv: "list[str] | None" = None) -> int:
             rows.append(row)
             with open(args.out, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row, sort_keys=True) + "\n")
-            print(f"try {t}, {label}: {row['kind']} in {row['sessions']} sessions, {row['pairs']} pairs, "
+            print(f"try {t}, {label}: {row['kind']} in {row['sessions']} session(s), {row['pairs']} pairs, "
                   f"{row['seconds']:.0f}s; right culprit: {row['right']}; grew most: {row['grew_most']}", flush=True)
     right = sum(r["right"] for r in rows)
     print(f"{right} of {len(rows)} bisects named the right culprit; details in {args.out}")
