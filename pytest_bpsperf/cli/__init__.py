@@ -16,6 +16,9 @@ Exit statuses (``EXIT_STATUSES``), one table for every command:
 - 3: an internal error (a bug of bpsperf): one line naming it; ``--debug`` shows the traceback.
 
 No traceback is printed without ``--debug``.
+
+``bisect`` reads them as a search does: 0 a culprit found, 1 none beyond the tolerance, 2 bad
+input, 3 internal error, 4 the range could not be narrowed to one commit.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Callable, Optional, Sequence
 
 from .. import __version__
 
-__all__ = ["EXIT_STATUSES", "main"]
+__all__ = ["EXIT_STATUSES", "main", "split_pytest_args"]
 
 OK, GATE_FAILED, INPUT_ERROR, INTERNAL_ERROR = 0, 1, 2, 3
 #: What each exit status of ``bpsperf`` means (the module's docstring says when each is given).
@@ -141,7 +144,7 @@ def _parser() -> argparse.ArgumentParser:
         return q
 
     for build in (_compare_command, _check_command, _baselines_command, _history_command, _report_command,
-                  _export_command, _comment_command):
+                  _export_command, _comment_command, _bisect_command):
         build(add, c)
     return p
 
@@ -302,6 +305,56 @@ def _comment_command(add: Adder, c) -> None:
     q.add_argument("--out", required=True, metavar="PATH", help="where the comment's body goes")
 
 
+def _positive(option: str) -> Callable[[str], int]:
+    """A parser for an integer option of at least 1."""
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{option} {text!r}: expected an integer >= 1")
+        return value
+
+    return convert
+
+
+def _bisect_command(add: Adder, c) -> None:
+    """The ``bisect`` command's arguments: the range, the pytest arguments after ``--``, the reports."""
+    q = add("bisect", c.bisect, "find the first commit between GOOD and BAD whose throughput drops beyond the "
+            "tolerance: each step a base-vs-head pytest session (exit 0 culprit found, 1 none, 2 bad input, "
+            "4 not narrowed to one commit)")
+    q.add_argument("good", metavar="GOOD", help="a revision as fast as it should be (the last good nightly)")
+    q.add_argument("bad", metavar="BAD", help="a later revision that is slower (BAD's first parents are walked)")
+    # PYTEST_ARGS are what follows the first "--" (main() splits them off: argparse would take an
+    # option between GOOD BAD and "--" as the end of a variable-length positional)
+    q.usage = "bpsperf bisect [options] GOOD BAD [-- PYTEST_ARGS ...]"
+    q.epilog = ("PYTEST_ARGS, after --: the arguments of every step's pytest session (e.g. -m perf -k "
+                "test_resnet50 --bpsperf-tricks=default); the bisect adds --bpsperf-base, --bpsperf-head and "
+                "--bpsperf-json to each")
+    q.set_defaults(pytest_args=[])
+    q.add_argument("--out", default="bpsperf-bisect", metavar="DIR",
+                   help="where bisect.md, bisect.json, bisect.png and each session's results and log go "
+                        "(default: %(default)s)")
+    q.add_argument("-C", "--directory", metavar="DIR", help="run the sessions there (default: here), in the "
+                   "repository that holds the perf tests")
+    q.add_argument("--retries", type=int, choices=(0, 1, 2), default=1,
+                   help="times an inconclusive step is run again with more pairs before the range is reported "
+                        "(default: %(default)s)")
+    q.add_argument("--retry-pairs", type=_positive("--retry-pairs"), metavar="N",
+                   help="max_pairs of a step run again (default: twice the first session's)")
+    q.add_argument("--python", metavar="PATH",
+                   help="the interpreter that runs pytest (default: the one that runs bpsperf)")
+
+
+def split_pytest_args(words: "list[str]") -> "tuple[list[str], list[str] | None]":
+    """``bisect``'s own words and the PYTEST_ARGS after its first ``--`` (None: no ``--``, or not bisect)."""
+    if "bisect" not in words or "--" not in words[words.index("bisect"):]:
+        return words, None
+    cut = words.index("--", words.index("bisect"))
+    return words[:cut], words[cut + 1:]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the ``bpsperf`` command; returns its exit status (:data:`EXIT_STATUSES`)."""
     from ..store.baselines import BaselineError
@@ -309,7 +362,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from ..store.results import DocumentError
 
     parser = _parser()
-    args = parser.parse_args(argv)  # a usage error exits 2 here (argparse), naming the option
+    words, rest = split_pytest_args(list(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(words)  # a usage error exits 2 here (argparse), naming the option
+    if rest is not None:
+        args.pytest_args = rest
     if args.func is None:
         parser.parse_args([*(argv or sys.argv[1:]), "--help"])
     try:

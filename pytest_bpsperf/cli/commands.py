@@ -390,3 +390,23 @@ def comment(args: argparse.Namespace) -> int:
     _write(args.out, body, "--out")
     print(f"wrote {args.out} ({len(body):,} characters)")
     return 0
+
+
+def bisect(args: argparse.Namespace) -> int:
+    """``bpsperf bisect GOOD BAD [-- PYTEST_ARGS]`` (see :mod:`.bisect`); Ctrl-C ends it with status 130."""
+    from .bisect import bisect as run_bisect
+
+    try:
+        return run_bisect(args)
+    except KeyboardInterrupt:
+        print("bpsperf bisect: interrupted (each session removed its own worktrees; the logs so far are in "
+              f"{Path(args.out) / 'sessions'})", file=sys.stderr)
+        return 130
+    except ValueError:
+        raise  # bad input: main() says so, exit 2
+    except Exception:  # noqa: BLE001 - an internal error must not read as exit 1 ("no drop")
+        import traceback
+
+        traceback.print_exc()
+        print("bpsperf bisect: internal error (a bug: please report it with the traceback above)", file=sys.stderr)
+        return 3

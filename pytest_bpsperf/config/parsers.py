@@ -260,6 +260,22 @@ def _base(raw: Any) -> str:
     return text
 
 
+def _head(raw: Any) -> str:
+    """A git revision or a directory for the head arm (instead of the working tree); never empty.
+
+    An empty value is an error for the same reason as an empty base: a bisect step or a CI
+    expression that came out empty must not measure the working tree in its place.
+    """
+    text = str(raw).strip()
+    if not text or text.lower() == "none":
+        raise ValueError("the head is empty, so the working tree would be measured in its place (a CI step that "
+                         "computes it failed?); to measure the working tree, leave setting 'head' unset; accepted: "
+                         "a git revision (HEAD~3, a commit) or a directory of the head's code")
+    if any(ch.isspace() for ch in text) and not os.path.isdir(os.path.expanduser(text)):
+        raise ValueError("expected a git revision (HEAD~3, a commit) or a directory of the head's code")
+    return text
+
+
 def _interpreter(raw: Any) -> "str | None":
     """The path of a Python interpreter (made absolute: roles start elsewhere); empty for none."""
     text = str(raw).strip()

@@ -28,6 +28,7 @@ from .parsers import (
     _base,
     _cpus,
     _gpus_per_worker,
+    _head,
     _int_at_least,
     _interpreter,
     _normalize,
@@ -183,6 +184,9 @@ OPTIONS: tuple = (
            _normalize, "off or single", "off"),
     Option("timing", "overlapped: one sync per step, as users train; breakdown: serialize each step to split "
            "compute from sync", parse_timing, "overlapped or breakdown", "overlapped"),
+    Option("breakdown_steps", "diagnostic steps after the timed ones, each waiting between input, compute and "
+           "push/pull, to say where a step's time goes (never counted as throughput; 0: none)", _int_at_least(0),
+           "an integer >= 0", 3),
     Option("data", "training data: synthetic, or an ImageNet-style .rec (with its .idx beside it)", parse_data,
            "'synthetic' or the path of a .rec file", "synthetic"),
     Option("data_threads", "decoding threads of the .rec reader (per worker process)", _int_at_least(1),
@@ -205,6 +209,10 @@ OPTIONS: tuple = (
            "revision of the tests' repository (checked out as a temporary worktree) or a directory of the base's "
            "code", _base, "a git revision (origin/main, HEAD~1, a commit) or a directory", None, False,
            shown_default="none: the stored baselines", empty_is_value=True),
+    Option("head", "with base: measure this instead of the working tree, a git revision (checked out as a "
+           "temporary worktree, as base is) or a directory; any two commits as the arms (what bpsperf bisect does)",
+           _head, "a git revision (HEAD~3, a commit) or a directory", None, False,
+           shown_default="none: the working tree", empty_is_value=True),
     Option("base_python", "interpreter of the base arm's roles (a venv with other builds of MXNet, BytePS, gluoncv)",
            _interpreter, "the path of a Python interpreter", None, False, shown_default="the nodes' own"),
     Option("max_pairs", "most pairs of base and head runs a job takes to decide (it stops once decided)",
@@ -227,13 +235,14 @@ OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
 OPTION_GROUPS: "tuple[tuple[str, str, tuple[str, ...]], ...]" = (
     ("workload", "what the workers train, under which tricks",
      ("backend", "model", "entry", "steps", "batch_size", "image_size", "dtype", "data", "data_threads",
-      "omp_threads", "timing", "sync_every", "trace", "launch", "tricks", "scaling")),
+      "omp_threads", "timing", "sync_every", "breakdown_steps", "trace", "launch", "tricks", "scaling")),
     ("topology", "how many roles, and where they run",
      ("workers", "server_nodes", "servers_per_node", "gpus_per_worker", "colocate", "role_env", "server_resource",
       "cpus_per_worker", "cpus_per_server")),
     ("gate", "verdicts, baselines, base against head",
      ("tolerance", "confidence", "repeats", "max_repeats", "confirm", "session_spread", "normalize", "strict",
-      "profile", "baselines_dir", "sessions", "max_spread", "lock_timeout", "base", "base_python", "max_pairs", "seed")),
+      "profile", "baselines_dir", "sessions", "max_spread", "lock_timeout", "base", "head", "base_python",
+      "max_pairs", "seed")),
     ("cluster", "Ray, the runs and their limits",
      ("ray_address", "runtime_env", "connect_timeout", "placement_timeout", "timeout", "stall_timeout", "log_dir")),
 )
@@ -387,12 +396,16 @@ class Settings:
     #: base-vs-head: a revision or a directory (see pytest_bpsperf.config.arms)
     base: "str | None" = OPTIONS_BY_NAME["base"].default
     base_python: "str | None" = OPTIONS_BY_NAME["base_python"].default
+    #: with base: the head arm's revision or directory (None: the working tree)
+    head: "str | None" = OPTIONS_BY_NAME["head"].default
     max_pairs: int = OPTIONS_BY_NAME["max_pairs"].default
     seed: "int | None" = OPTIONS_BY_NAME["seed"].default  # None: random per session
     runtime_env: "RuntimeEnvSetting | None" = OPTIONS_BY_NAME["runtime_env"].default
     cpus_per_worker: float = OPTIONS_BY_NAME["cpus_per_worker"].default  # 0: auto (planning.plan)
     cpus_per_server: float = OPTIONS_BY_NAME["cpus_per_server"].default
     lock_timeout: float = OPTIONS_BY_NAME["lock_timeout"].default  # of the baselines directory's lock
+    #: diagnostic steps after the timed ones (where a step's time goes; never throughput)
+    breakdown_steps: int = OPTIONS_BY_NAME["breakdown_steps"].default
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).

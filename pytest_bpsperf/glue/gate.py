@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..config.settings import baselines_directory
+from ..judge.breakdown import combine
 from ..judge.job import Job, Ledger, RunResult, RunSpec
 from ..judge.offline import profile_prior
 from ..judge.verdict import IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, REGRESSION, Verdict, bisect_hint
@@ -192,15 +193,15 @@ class BaselineGate:
             junit.record(item, "bpsperf_verdict", f"pending: repeat {run.spec.repeat + 1} of {settings.repeats}")
             return
         for name, value in verdict.as_dict().items():
-            if name not in ("method", "samples", "key"):
+            if name not in ("method", "samples", "key", "breakdown"):
                 junit.record(item, f"bpsperf_{name}", value)
+        junit.record_breakdown(item, verdict)
         junit.record(item, "bpsperf_confirmation_runs", job.confirmations)
         junit.record(item, "bpsperf_adaptive_runs", job.adaptive_runs)
         text = verdict.message(
             update_command=self.update_command(run.spec.test),
             bisect=bisect_hint(latest_session(verdict.baseline).get("commit"), current_commit(str(self.config.rootpath)),
-                               ["-m", "perf", "--bpsperf-repeats", str(max(3, settings.repeats)),
-                                "--bpsperf-tricks", run.spec.trick.name, run.spec.test]),
+                               ["-m", "perf", "--bpsperf-tricks", run.spec.trick.name, run.spec.test]),
         )
         if self.updating:
             return  # recording: the session's end writes the entry; nothing fails here
@@ -265,7 +266,7 @@ class BaselineGate:
             sessions[key] = (head, make_session(
                 samples=job.samples, commit=commit, date=date, versions=versions,
                 single_img_per_sec=job.single_img_per_sec, dirty=dirty,
-                extra={"steps_per_run": settings.steps, "median_step_s": [r.measurement.step_s for r in job.runs]},
+                extra=_extra(settings.steps, job.runs),
             ))
         profile = self.profile()
         if sessions:
@@ -285,3 +286,13 @@ class BaselineGate:
             self.update_failed = True
             self.ledger.note(f"baseline update incomplete: {len(refused)} entr{'y' if len(refused) == 1 else 'ies'} "
                               "refused, so the session fails")
+
+
+def _extra(steps: int, runs: "list[RunResult]") -> dict:
+    """What a recorded session keeps besides its samples: steps per run, each run's step time, and where
+    the step time went (the median breakdown of the runs, for later verdicts' "what grew")."""
+    extra: dict = {"steps_per_run": steps, "median_step_s": [r.measurement.step_s for r in runs]}
+    found = combine(r.measurement.breakdown for r in runs)
+    if found is not None:
+        extra["breakdown"] = found.as_dict()
+    return extra

@@ -317,6 +317,8 @@ def report_header(s: "Settings", profile: "Profile | None", baselines: str, *, u
              for name in ("tolerance", "confidence", "strict")]
     if s.base:
         rules.append(f"base {s.base}")
+    if s.head:
+        rules.append(f"head {s.head}")
     if updating:
         rules.append("recording baselines (--bpsperf-update-baselines)")
     return [f"bpsperf: {__version__}, {what}", f"bpsperf baselines: {baselines}",

@@ -228,7 +228,8 @@ class Job:
         return decide_job(nodeid=last.nodeid, test=last.test, trick=last.trick.name, profile_id=self.profile_id,
                           key=self.key, samples=self.samples, baseline=self._baseline(),
                           settings=VerdictSettings.of(last.settings), single_img_per_sec=self.single_img_per_sec,
-                          prior=self._prior(), now=this_session())
+                          prior=self._prior(), now=this_session(),
+                          breakdowns=[r.measurement.breakdown for r in self.runs])
 
     def assert_within_baseline(self, run: RunResult) -> None:
         """Decide once every repeat of ``run`` ran; run again until decided; report the verdict."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..stats import SteadyState, detect_steady_state
+from .breakdown import StepBreakdown, run_breakdown
 from .records import RunOutput, WorkerRecords
 
 
@@ -67,6 +68,8 @@ class Measurement:
     wall_s: float
     #: ``overlapped`` (one sync per step, as users train) or ``breakdown`` (serialized, split steps)
     timing: str = "breakdown"
+    #: where a step's time goes, from the diagnostic steps after the timed ones (None: none ran)
+    breakdown: "StepBreakdown | None" = None
 
     @property
     def per_worker_img_per_sec(self) -> dict:
@@ -112,6 +115,7 @@ class Measurement:
             "teardown_s": self.teardown_s,
             "wall_s": self.wall_s,
             "training_s": self.training_s,
+            "breakdown": self.breakdown.as_dict() if self.breakdown is not None else None,
         }
 
 
@@ -167,4 +171,5 @@ def measure(output: RunOutput) -> Measurement:
         bringup_s=output.bringup_s,
         teardown_s=output.teardown_s,
         wall_s=output.wall_s,
+        breakdown=run_breakdown(output.workers, output.comm),
     )

@@ -22,6 +22,7 @@ from typing import Callable, Mapping, Sequence
 from ..config.arms import BASE, HEAD
 from ..stats import summarize
 from ..stats.paired import PairedComparison, paired_compare
+from .breakdown import breakdown_view, change_phrase, combine
 from .job import RunResult, RunSpec
 from .verdict import VerdictSettings
 
@@ -65,6 +66,10 @@ class Pair:
                      "base_img_per_sec": self.base.img_per_sec if self.base is not None else None,
                      "head_img_per_sec": self.head.img_per_sec if self.head is not None else None,
                      "ratio": math.exp(self.log_ratio) if self.valid else None}
+        for name, run in ((BASE, self.base), (HEAD, self.head)):  # where each run's step time went
+            found = run.measurement.breakdown if run is not None else None
+            if found is not None:
+                row[f"{name}_breakdown"] = found.as_dict()
         if self.dropped is not None:
             row["dropped"] = self.dropped
         return row
@@ -87,6 +92,8 @@ class PairedVerdict:
     aa: bool = False  # both arms resolved to the same commit and interpreter
     note: str = ""
     kind: str = "pairs"
+    #: where the step time went on each side: ``{"base": ..., "head": ...}`` (medians over the pairs used)
+    breakdown: "Mapping[str, object]" = field(default_factory=dict, hash=False)
 
     @property
     def samples(self) -> tuple:
@@ -138,6 +145,9 @@ class PairedVerdict:
                      f"{c.last_look} pairs, the most max_pairs allows)" if n >= c.last_look else " (inconclusive)")
         if self.aa:
             text += "; A/A run: both arms are the same commit and interpreter"
+        where = change_phrase(self.breakdown, c.change_pct) if self.status == REGRESSION else ""
+        if where:
+            text += f"; {where}"
         if self.note:
             text += f"; {self.note}"
         return text
@@ -157,6 +167,7 @@ class PairedVerdict:
             "ci_low": c.ci_low, "ci_high": c.ci_high, "pairs": c.pairs, "looks": c.looks,
             "confidence": c.confidence, "decided": c.decided, "aa": self.aa, "base": self.base_ref,
             "comparison": c.as_dict(), "pair_table": [dict(p) for p in self.pairs], "note": self.note,
+            "breakdown": breakdown_view(self.breakdown),
         }
 
 
@@ -174,9 +185,13 @@ def decide_pairs(*, nodeid: str, test: str, trick: str, profile_id: str, key: st
     ratios = [math.log(float(p["ratio"])) for p in pairs if p.get("ratio") is not None]  # type: ignore[arg-type]
     c = paired_compare(ratios, tolerance=tolerance, confidence=confidence, first_look=first_look,
                        last_look=max_pairs)
+    used = [p for p in pairs if p.get("ratio") is not None]
+    sides = {name: combine(p.get(f"{name}_breakdown") for p in used) for name in (BASE, HEAD)}  # type: ignore[misc]
     return PairedVerdict(status=c.verdict, nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key,
                          tolerance=tolerance, comparison=c, pairs=tuple(dict(p) for p in pairs),
-                         arms=dict(arms or {}), aa=aa, note=note)
+                         arms=dict(arms or {}), aa=aa, note=note,
+                         breakdown={k: v.as_dict() for k, v in sides.items() if v is not None})
+
 
 
 #: ``run_pair(spec, index, first)``: run pair ``index`` of the job (``first`` arm first); the pair.

@@ -23,6 +23,7 @@ from ..config.settings import OPTIONS_BY_NAME, Settings
 from ..stats import BetweenPrior, Comparison, compare, summarize
 from ..stats.paired import MIN_PAIRS
 from ..store.entries import entry_samples, entry_sessions, latest_session
+from .breakdown import breakdown_view, change_phrase, combine
 
 OK, REGRESSION, IMPROVEMENT, NO_BASELINE = "ok", "regression", "improvement", "no-baseline"
 #: the interval holds both no change and a drop of the tolerance: the data cannot tell (never a pass)
@@ -53,6 +54,8 @@ class Verdict:
     #: what differs between the baseline's latest recorded session and this one (software, host):
     #: ``("mxnet 1.9.0 -> 1.9.1", ...)``
     changed: "tuple[str, ...]" = ()
+    #: where the step time went: ``{"base": the baseline's latest session, "head": this session's runs}``
+    breakdown: Mapping[str, object] = field(default_factory=dict, hash=False)
 
     @property
     def runs(self) -> int:
@@ -107,6 +110,7 @@ class Verdict:
             + ("" if c.decided else f" (inconclusive at {c.confidence:.0%}: the interval holds both no change "
                                     "and a drop of the tolerance)")
             + (f"; since the baseline was recorded: {', '.join(self.changed)}" if self.changed else "")
+            + _where(self)
         )
 
     def message(self, *, update_command: str = "", bisect: str = "") -> str:
@@ -142,6 +146,8 @@ class Verdict:
         }
         if self.note:
             out["note"] = self.note
+        if self.breakdown:
+            out["breakdown"] = breakdown_view(self.breakdown)
         if self.changed:
             out["changed_since_baseline"] = list(self.changed)
         if self.comparison is not None:
@@ -164,6 +170,14 @@ class Verdict:
             if self.normalize == "single":
                 out["normalized_samples"] = [x / self.single_img_per_sec for x in self.samples]  # type: ignore[operator]
         return out
+
+
+def _where(verdict: Verdict) -> str:
+    """``; head 14.0% slower: compute +1%, ...`` for a regression whose both sides have a breakdown."""
+    c = verdict.comparison
+    phrase = change_phrase(verdict.breakdown, c.change_pct if c is not None else None) \
+        if verdict.status == REGRESSION else ""
+    return f"; {phrase}" if phrase else ""
 
 
 @dataclass(frozen=True)
@@ -231,22 +245,27 @@ def software_changes(baseline: "Mapping[str, object] | None", now: "Mapping[str,
 def decide_job(*, nodeid: str, test: str, trick: str, profile_id: str, key: str, samples: Sequence[float],
                baseline: "Mapping[str, object] | None", settings: VerdictSettings,
                single_img_per_sec: "float | None" = None, prior: "BetweenPrior | None" = None,
-               now: "Mapping[str, object] | None" = None) -> Verdict:
+               now: "Mapping[str, object] | None" = None,
+               breakdowns: "Sequence[object]" = ()) -> Verdict:
     """The verdict of a job's runs against its baseline: the one decision of the plugin
     (:meth:`pytest_bpsperf.judge.job.Job.decide`) and of ``bpsperf check``/``compare``.
 
     ``single_img_per_sec`` is the session's single-process img/s (what
     ``normalize=single`` divides by); ``prior`` the spread between sessions
     measured elsewhere on the profile; ``now`` this session's ``versions`` and
-    ``host``, which the verdict compares with the baseline's (:func:`software_changes`).
-    See :func:`decide`.
+    ``host``, which the verdict compares with the baseline's (:func:`software_changes`);
+    ``breakdowns`` the runs' breakdowns (:mod:`.breakdown`), which the verdict carries beside the
+    one the baseline's latest session recorded. See :func:`decide`.
     """
     verdict = decide(nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key, samples=samples,
                      baseline=baseline, tolerance=settings.tolerance, confidence=settings.confidence,
                      session_spread=settings.session_spread, normalize=settings.normalize,
                      single_img_per_sec=single_img_per_sec, prior=prior)
     changed = software_changes(baseline, now)
-    return replace(verdict, changed=changed) if changed else verdict
+    head = combine(breakdowns)  # type: ignore[arg-type]
+    base = combine([(latest_session(baseline).get("extra") or {}).get("breakdown")])  # type: ignore[union-attr]
+    sides = {name: side.as_dict() for name, side in (("base", base), ("head", head)) if side is not None}
+    return replace(verdict, changed=changed, breakdown=sides) if changed or sides else verdict
 
 
 def decide(
@@ -330,12 +349,13 @@ def next_step(verdict: Verdict, *, confirmations: int, confirm: int, max_repeats
 
 
 def bisect_hint(baseline_commit: "str | None", head: "str | None", pytest_args: Sequence[str]) -> str:
-    """Where to look for the change that regressed, and a command that bisects it."""
+    """Where to look for the change that regressed, and the command that finds it (``bpsperf bisect``:
+    each step a base-vs-head session, so noise between sessions cannot point at the wrong commit)."""
     if not baseline_commit:
         return "bisect: the baseline does not record its commit"
     short = baseline_commit[:12]
-    test_cmd = " ".join(shlex.quote(a) for a in ["pytest", *pytest_args])
+    args = " ".join(shlex.quote(a) for a in pytest_args)
     return (
         f"bisect: the baseline was measured at {short}; the change is in {short}..{(head or 'HEAD')[:12]}:\n"
-        f"    git bisect start HEAD {short} && git bisect run {test_cmd}"
+        f"    bpsperf bisect {short} {(head or 'HEAD')[:12]} -- {args}"
     )

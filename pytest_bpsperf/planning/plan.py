@@ -335,6 +335,8 @@ def workload_command(settings: Settings, backend: str, *, per_rank_records: bool
     )
     if settings.sync_every != 1:
         command += ("--sync-every", str(settings.sync_every))
+    if settings.breakdown_steps and backend != "local":  # the single-process reference is not broken down
+        command += ("--diagnostic-steps", str(settings.breakdown_steps))
     if settings.entry is not None:
         command += ("--entry", settings.entry.spec)
         if settings.entry.path:

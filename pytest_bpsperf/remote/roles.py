@@ -347,6 +347,8 @@ class RoleProcess:
                 if rec.get("event") == "step":
                     progress.update(steps=progress["steps"] + 1, last_step=rec.get("step"),
                                     step_s=rec.get("total_s"))
+                elif rec.get("event") == "diagnostic":  # progress too (after the timed steps), not a step
+                    progress.update(steps=progress["steps"] + 1)
                 elif rec.get("event") == "end":
                     progress["ended"] = True
         slowest = dict(min((self._progress[p] for p in files), key=lambda pr: pr["steps"]))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence, Union
 
+from ..judge.breakdown import LABELS, breakdown_change
 from ..judge.job import RunResult
 from ..judge.pairs import PairedVerdict
 from ..judge.verdict import Verdict
@@ -22,7 +23,7 @@ from .blocks import (Block, Bullets, Code, Folded, Heading, Paragraph, Status, S
 from .documents import json_document, verdict_entry
 from .matrix import HEADER, MatrixTable, row_cells
 
-__all__ = ["format_matrix_markdown", "markdown_document", "matrix_pieces", "pairs_markdown", "seconds_cell",
+__all__ = ["breakdown_pieces", "format_matrix_markdown", "markdown_document", "matrix_pieces", "pairs_markdown", "seconds_cell",
            "session_pieces", "verdict_markdown", "verdict_pieces", "verdict_text", "verdicts_of"]
 
 
@@ -151,10 +152,41 @@ def gate_pieces(entries: Sequence[Mapping[str, Any]]) -> "list[Block]":
     return out
 
 
+def _seconds(value: "float | None") -> str:
+    return "-" if value is None else f"{1000 * float(value):.1f} ms"
+
+
+def breakdown_pieces(entries: Sequence[Mapping[str, Any]]) -> "list[Block]":
+    """Where the step time went on both sides of each verdict that has a breakdown: one row per part
+    (base, head, change), the part that grew most, the tensors that grew most (BytePS traces)."""
+    rows, lines = [], []
+    for v in entries:
+        sides = v.get("breakdown") or {}
+        change = breakdown_change(sides.get("base"), sides.get("head"))
+        if change is None:
+            continue
+        reference = "base" if _paired(v) else "baseline"
+        for name, before, after, pct in change.rows():
+            rows.append((Code(v["nodeid"]), LABELS[name], _seconds(before), _seconds(after),
+                         "-" if pct is None else f"{pct:+.0f}%"))
+        if v["status"] == "regression":
+            lines.append((Code(v["nodeid"]), f" ({reference} to head): ", change.phrase(v.get("change_pct"))))
+    if not rows:
+        return []
+    return [Heading(3, "Where the time went"),
+            Table(("test", "part", "base or baseline /step", "head /step", "change"), tuple(rows),
+                  (False, False, True, True, True)),
+            *([Bullets(tuple(lines))] if lines else []),
+            Paragraph("Diagnostic steps after the timed ones (setting breakdown_steps), each waiting between input, "
+                      "compute and push/pull: the share of each part, not the throughput (the timed steps overlap "
+                      "them, as users train); medians over the runs of each side.", note=True)]
+
+
 def verdict_pieces(entries: Sequence[Mapping[str, Any]], arms: Mapping[str, Any]) -> "list[Block]":
-    """The verdict tables: base-vs-head verdicts first, then those against the stored baselines."""
+    """The verdict tables: base-vs-head verdicts first, then those against the stored baselines, then where
+    the step time went."""
     return (pairs_pieces([v for v in entries if _paired(v)], arms)
-            + gate_pieces([v for v in entries if not _paired(v)]))
+            + gate_pieces([v for v in entries if not _paired(v)]) + breakdown_pieces(entries))
 
 
 def _runs_pieces(runs: Sequence[Mapping[str, Any]]) -> "list[Block]":

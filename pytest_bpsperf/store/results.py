@@ -94,6 +94,8 @@ class JobSamples:
     median_step_s: "tuple[float, ...]" = ()
     #: the session's single-process img/s for the job's workload (its latest run's), if measured
     single_img_per_sec: "float | None" = None
+    #: each run's ``breakdown`` (where its step time went; None for a run without one)
+    breakdowns: "tuple[dict | None, ...]" = field(default=(), hash=False)
 
 
 def jobs_of(document: Mapping[str, Any]) -> "dict[str, JobSamples]":
@@ -119,5 +121,6 @@ def jobs_of(document: Mapping[str, Any]) -> "dict[str, JobSamples]":
             median_step_s=tuple(float(r["step_s"]) for r in runs if "step_s" in r),
             single_img_per_sec=next((float(r["single_img_per_sec"]) for r in reversed(runs)
                                      if r.get("single_img_per_sec")), None),
+            breakdowns=tuple(r.get("breakdown") for r in runs),
         )
     return out

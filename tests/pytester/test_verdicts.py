@@ -246,8 +246,8 @@ def test_slowdown_fails_each_trick_naming_figures_and_bisect(ourtester, monkeypa
             "measured * img/s (5 runs) vs baseline * img/s (n=3, 1 session): -[23][09].*%, tolerance -15%*"
             "verdict after 5 runs",
         ])
-        assert (f"git bisect start HEAD {sha[:12]} && git bisect run pytest -m perf --bpsperf-repeats 3 "
-                f"--bpsperf-tricks {trick} test_x.py::test_x") in out
+        assert (f"bpsperf bisect {sha[:12]} {sha[:12]} -- -m perf --bpsperf-tricks {trick} "
+                "test_x.py::test_x") in out
     result.stdout.fnmatch_lines(["FAILED test_x.py::test_x[[]default-r3[]]*",
                                  "FAILED test_x.py::test_x[[]omp-passive-r3[]]*"])
 

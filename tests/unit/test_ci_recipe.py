@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from helpers.paths import HELPERS, ROOT
-from helpers.workflows import DOCKERFILE, GATES, IMAGE, MAIN, PR, RECORD, WORKFLOWS, all_runs, load, steps
+from helpers.workflows import BISECT, DOCKERFILE, GATES, IMAGE, MAIN, PR, RECORD, WORKFLOWS, all_runs, load, steps
 
 yaml = pytest.importorskip("yaml")  # PyYAML comes with Ray
 
@@ -312,3 +312,30 @@ def test_the_image_is_built_from_the_dockerfile_in_examples():
     assert "examples/docker/Dockerfile.gpu" in wf["on"]["push"]["paths"]
     text = DOCKERFILE.read_text()
     assert "mxnet-cu112==1.9.1" in text and "byteps==0.2.5" in text
+
+
+def test_a_failed_nightly_is_bisected_on_its_profile_and_the_culprit_posted():
+    wf = load(BISECT)
+    run = wf["on"]["workflow_run"]
+    assert run["workflows"] == [load(MAIN)["name"]] and run["types"] == ["completed"]
+    assert set(wf["on"]["workflow_dispatch"]["inputs"]) == {"good", "bad", "profile", "tests"}
+    assert wf["permissions"] == {"contents": "read", "actions": "read", "issues": "write"}
+    job = wf["jobs"]["bisect"]
+    # only a scheduled nightly that failed (a push's failure is the pull request gate's to catch)
+    assert "workflow_run.conclusion == 'failure'" in job["if"] and "workflow_run.event == 'schedule'" in job["if"]
+    assert job["strategy"]["matrix"]["profile"] == load(MAIN)["jobs"]["stored-baselines"]["strategy"]["matrix"][
+        "profile"]
+    assert job["concurrency"]["cancel-in-progress"] is False
+    by_name = {s["name"]: s for s in steps(wf, "bisect") if "name" in s}
+    assert steps(wf, "bisect")[0]["with"]["fetch-depth"] == 0  # the whole range is in the clone
+    find = by_name["The range and the tests to bisect"]["run"]
+    assert "gh run list --workflow bpsperf-main.yml --branch main --status success" in find
+    assert 'gh run download "$FAILED_RUN" --name "bpsperf-$PROFILE"' in find
+    assert 'test -n "$good" && test -n "$bad"' in find  # fails closed
+    bisect = by_name["Bisect"]
+    assert '.venv/bin/bpsperf bisect "$GOOD" "$BAD" --out "$OUT" -- ' in bisect["run"]
+    assert 'test "$status" -ne 2 && test "$status" -ne 3' in bisect["run"] and "eval " not in bisect["run"]
+    post = by_name["Open an issue with the culprit"]
+    assert post["if"] == "steps.bisect.outcome == 'success'" and "gh issue create" in post["run"]
+    assert '"$OUT/bisect.md"' in post["run"]
+    assert by_name["Upload the bisect's reports and sessions"]["with"]["path"] == "bpsperf-bisect/"

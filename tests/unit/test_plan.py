@@ -67,9 +67,12 @@ def test_commands():
     assert args == {
         "--backend": "mxnet", "--model": "resnet18_v1", "--steps": "9", "--batch-size": "3", "--image-size": "40",
         "--timing": "overlapped", "--dtype": "float32", "--data": "synthetic", "--data-threads": "4",
-        "--records": RECORDS,
+        "--records": RECORDS, "--diagnostic-steps": "3",
     }
     assert workload_command(settings(), "local")[4] == "local"
+    # the single-process reference trains no diagnostic steps (it is never broken down)
+    assert "--diagnostic-steps" not in workload_command(settings(), "local")
+    assert "--diagnostic-steps" not in workload_command(settings(breakdown_steps="0"), "mxnet")
 
 
 def test_verbose_ps_reaches_every_role():

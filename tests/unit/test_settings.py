@@ -312,6 +312,8 @@ INVALID = [
     ("connect_timeout", "-1"),
     ("base", "two words"),
     ("base_python", "/usr/bin/"),
+    ("head", "two words"),
+    ("breakdown_steps", "-1"),
     ("max_pairs", "2"),
     ("max_pairs", "many"),
     ("seed", "-1"),
