@@ -214,9 +214,10 @@ BYTEPS_IMPORTS = "import byteps.mxnet, sys; print(getattr(byteps.mxnet, 'SIMULAT
 def _run_plan_here(plan, log_dir: str, timeout: float) -> dict:
     """Every role of ``plan`` as a process of this machine, through the plugin's role-process code (no Ray):
     each role's exit status, the workers' records, the end of each log."""
-    from pytest_bpsperf.remote.roles import RoleProcess, free_port
+    from pytest_bpsperf.remote.roles import RoleProcess, hold_port
 
-    root = {"DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": str(free_port("127.0.0.1"))}
+    held = hold_port("127.0.0.1")  # held while the roles run: the scheduler binds it beside (SO_REUSEADDR)
+    root = {"DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": str(held.getsockname()[1])}
     roles = {r.name: RoleProcess(r.name, log_dir) for r in plan.roles}
     try:
         for r in plan.roles:
@@ -228,6 +229,7 @@ def _run_plan_here(plan, log_dir: str, timeout: float) -> dict:
         codes = {name: p.poll() for name, p in roles.items()}
         for p in roles.values():
             p.stop()
+        held.close()
     return {"exit": codes, "records": {r.name: roles[r.name].records() for r in plan.by_role("worker")},
             "logs": {name: p.log_tail(8) for name, p in roles.items() if codes[name] != 0}}
 

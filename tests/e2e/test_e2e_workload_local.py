@@ -177,7 +177,8 @@ def test_diagnostic_steps_follow_the_timed_ones_and_split_each_part(tmp_path, sp
     diag = [r for r in records if r["event"] == "diagnostic"]
     assert all(r["input_s"] > 0 for r in diag)  # decoding a .rec batch is waited for
     if split:
-        assert all(r["unsplit_s"] is None and r["compute_s"] > r["sync_s"] >= 0 for r in diag)
+        # both parts measured, each its own figure (which one is larger is the machine's load, not the rule)
+        assert all(r["unsplit_s"] is None and r["compute_s"] > 0 and r["sync_s"] >= 0 for r in diag)
         assert all(r["input_s"] + r["compute_s"] + r["sync_s"] == pytest.approx(r["total_s"]) for r in diag)
     else:  # without ctx.split() compute and push/pull are one figure
         assert all(r["compute_s"] is None and r["sync_s"] is None and r["unsplit_s"] > 0 for r in diag)

@@ -45,6 +45,7 @@ def test_the_smoke_checks_byteps_preflight_and_training_steps_where_byteps_impor
                           capture_output=True, text=True, timeout=600, env=standin_env(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     byteps = json.loads(out.read_text())["byteps"]
+    assert "error" not in byteps, byteps.get("traceback")  # the part's own failure, not only its absence
     assert "skipped" not in byteps and "BytePS stand-in" in byteps["simulation"]
     assert byteps["preflight"]["value"] == 1.0 and set(byteps["preflight"]["exit"].values()) == {0}
     training = byteps["training"]
