@@ -125,8 +125,8 @@ def _activate(config: pytest.Config) -> None:
     anything runs (the recording directory, the base-vs-head gate, an existing cluster)."""
     settings, runner, gate = config.stash[settings_key], config.stash[runner_key], config.stash[gate_key]
     SessionGuard.check_baselines_dir(str(gate.store().directory), gate.updating)
-    if settings.settings.base:
-        # The base-vs-head gate takes the stored-baseline gate's place (its checks of the base run now).
+    if settings.settings.base or settings.settings.head:
+        # The base-vs-head gate takes the stored-baseline gate's place (its checks of the arms run now).
         pairs = PairGate(config, settings, runner, gate.ledger)
         config.pluginmanager.unregister(gate)
         config.stash[gate_key] = config.stash[report_key].gate = pairs

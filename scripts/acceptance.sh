@@ -7,8 +7,8 @@
 #    distribution arrives and numpy stays at the version it had; `bpsperf` runs.
 # 2. In the throwaway repository (one unit test, one perf test, addopts "-m 'not perf'"):
 #    plain `pytest` runs the unit test untouched by the plugin: it passes, the perf test is
-#    deselected, the output says nothing of bpsperf beyond pytest's plugin list, and the
-#    repository is left as it was.
+#    deselected, the output says nothing of bpsperf beyond pytest's plugin list, every line of it
+#    is pytest's own (none of a dependency), and the repository is left as it was.
 # 3. The same wheel with the extra [mxnet]: one MXNet distribution, importable; plain `pytest`
 #    as in 2; `pytest -m perf` with small settings runs the perf test for real (embedded Ray,
 #    MXNet's parameter server): a run with img/s in its JSON report, skipped as no-baseline,
@@ -85,6 +85,12 @@ plain_pytest_untouched() {
     if printf '%s\n' "$out" | grep -v -e '^plugins:' -e '^rootdir:' | grep -qi bpsperf; then
         printf '%s\n' "$out"; echo "expected no bpsperf output"; return 1
     fi
+    # Every line is pytest's own: nothing of the plugin's dependencies either (pytest-benchmark, when it
+    # was one, printed its header line in every session).
+    local other
+    other="$(printf '%s\n' "$out" | grep -v -E -e '^$' -e '^=+ (test session starts|1 passed, 1 deselected in .*) =+$' \
+        -e '^(platform |rootdir: |configfile: |plugins: |collected )' -e '^tests/test_unit\.py \. +\[100%\]$')"
+    [ -z "$other" ] || { printf '%s\n' "$out"; echo "expected only pytest's own lines, also got:"; printf '%s\n' "$other"; return 1; }
     [ -z "$(git -C "$repo" status --porcelain)" ] || { git -C "$repo" status --short; echo "the session wrote into the repository"; return 1; }
 }
 

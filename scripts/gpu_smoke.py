@@ -7,6 +7,12 @@ pytest, and no MXNet, no Ray and no network: there is no CUDA MXNet for its
 Python, so the BytePS worker itself cannot run there. Everything around it
 is checked for real and written to one JSON file (about 2 minutes):
 
+0. BytePS itself, where ``byteps.mxnet`` imports: the plugin's BytePS preflight
+   (a scheduler, a server and one worker on one GPU, ``/dev/shm`` checked, one
+   push_pull) and a few training steps through a server, started by the
+   plugin's own role-process code from its own plan (no Ray); where it does not
+   import, the entry says what was skipped and why. Either way: whether the
+   documented stack (CUDA 11.2, mxnet-cu112) runs on this machine's GPUs;
 1. machine facts: GPUs and driver (``nvidia-smi``), NUMA nodes, ``/dev/shm``,
    threads per core, numactl, Python;
 2. the plugin on this Python: imports, the GPU defaults, the byteps plan of a
@@ -21,8 +27,10 @@ is checked for real and written to one JSON file (about 2 minutes):
    measurement code;
 6. the GPU memory one extra CUDA context on GPU 0 costs.
 
-``--cpu-only`` runs the parts that need no GPU (the tests run it). A part
-that cannot run says why in its entry instead of failing the whole check.
+``--cpu-only`` runs the parts that need no GPU (the tests run it; under the
+BytePS stand-in of the tests, part 0 runs on the CPU too), ``--parts`` some
+of them. A part that cannot run says why in its entry instead of failing the
+whole check.
 """
 
 from __future__ import annotations
@@ -200,6 +208,84 @@ def real_bpslaunch(tmp: str, bpslaunch: "str | None") -> dict:
             "log_pinning": [line for line in log.splitlines() if "bpsperf: bpslaunch" in line or "NUMA" in line]}
 
 
+BYTEPS_IMPORTS = "import byteps.mxnet, sys; print(getattr(byteps.mxnet, 'SIMULATION', ''))"
+
+
+def _run_plan_here(plan, log_dir: str, timeout: float) -> dict:
+    """Every role of ``plan`` as a process of this machine, through the plugin's role-process code (no Ray):
+    each role's exit status, the workers' records, the end of each log."""
+    from pytest_bpsperf.remote.roles import RoleProcess, hold_port
+
+    held = hold_port("127.0.0.1")  # held while the roles run: the scheduler binds it beside (SO_REUSEADDR)
+    root = {"DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": str(held.getsockname()[1])}
+    roles = {r.name: RoleProcess(r.name, log_dir) for r in plan.roles}
+    try:
+        for r in plan.roles:
+            roles[r.name].start(list(r.command), {**r.env, **root})
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(p.poll() is None for p in roles.values()):
+            time.sleep(0.5)
+    finally:
+        codes = {name: p.poll() for name, p in roles.items()}
+        for p in roles.values():
+            p.stop()
+        held.close()
+    return {"exit": codes, "records": {r.name: roles[r.name].records() for r in plan.by_role("worker")},
+            "logs": {name: p.log_tail(8) for name, p in roles.items() if codes[name] != 0}}
+
+
+def byteps_runs(tmp: str, cpu_only: bool) -> dict:
+    """The BytePS preflight and a few training steps, where byteps.mxnet imports; else what was skipped."""
+    from pytest_bpsperf import backends
+    from pytest_bpsperf.backends.byteps import PushPullProbe
+    from pytest_bpsperf.config.settings import Hardware, Source, resolve
+    from pytest_bpsperf.config.tricks import Trick
+    from pytest_bpsperf.planning.model import Node
+    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.remote.gpu_stack import mxnet_cuda, node_gpus, stack_problem
+
+    gpus = node_gpus()
+    out: dict = {"gpus": [{"index": i, "name": n, "compute_capability": c} for i, n, c in gpus],
+                 "mxnet_cuda": mxnet_cuda(),
+                 "documented_stack": stack_problem(gpus, ((11, 2), "mxnet-cu112"))
+                 or ("runs here" if gpus else "no GPU seen (nvidia-smi)")}
+    code, said = _run([sys.executable, "-c", BYTEPS_IMPORTS], timeout=300)
+    if code != 0:
+        out["skipped"] = (f"byteps.mxnet does not import here ({said.splitlines()[-1] if said else code}): the "
+                          "BytePS preflight and training steps need BytePS's MXNet plugin against a CUDA MXNet "
+                          "(examples/docker/Dockerfile.gpu)")
+        return out
+    out["simulation"] = said.strip() or None
+    # the plugin's own plans of one worker node on one GPU of this machine, its servers beside it
+    sizes = ({"model": "mobilenet0.25", "steps": "6", "batch_size": "4", "image_size": "32"} if cpu_only else
+             {"steps": "30", "batch_size": "64", "image_size": "224"})
+    settings = resolve([Source("cli", "smoke", {"backend": "byteps", "workers": "1", "gpus_per_worker": "1",
+                                                "omp_threads": "2", **sizes})],
+                       Hardware(gpus=max(1, len(gpus)), cores=os.cpu_count() or 1), backends.workload_defaults)
+    node = [Node("this", "127.0.0.1", float(os.cpu_count() or 1), max(1, len(gpus)), "this machine")]
+    preflight = _run_plan_here(make_plan(settings, Trick("default"), node, backend=PushPullProbe(), run_id="smoke-pre"),
+                               os.path.join(tmp, "preflight"), 300)
+    steps = [r for recs in preflight["records"].values() for r in recs if r.get("event") == "step"]
+    out["preflight"] = {"exit": preflight["exit"], "value": steps[0]["value"] if steps else None,
+                        "push_pull_s": steps[0]["total_s"] if steps else None, "logs": preflight["logs"]}
+    if any(preflight["exit"].values()):
+        out["training"] = {"skipped": "the preflight failed"}
+        return out
+    from pytest_bpsperf.judge.measurement import measure_worker
+    from pytest_bpsperf.judge.records import WorkerRecords
+
+    plan = make_plan(settings, Trick("default"), node, backend=backends.get("byteps"), run_id="smoke-train")
+    run = _run_plan_here(plan, os.path.join(tmp, "train"), 900)
+    out["training"] = {"exit": run["exit"], "logs": run["logs"], "settings": {k: getattr(settings, k) for k in (
+        "model", "steps", "batch_size", "image_size", "sync_every")}}
+    for name, recs in run["records"].items():
+        if any(r.get("event") == "end" for r in recs):
+            m = measure_worker(WorkerRecords(name, "this", tuple(recs)))
+            out["training"][name] = {"img_per_sec": m.img_per_sec, "windows": sum(r.get("event") == "step" for r in recs),
+                                     "warmup": list(m.steady.warmup_steps)}
+    return out
+
+
 TIMING = """
 import json, sys, time
 import torch, torchvision
@@ -292,14 +378,18 @@ def main() -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--bpslaunch", default=None, help="BytePS's launcher/launch.py (or an installed bpslaunch)")
     p.add_argument("--cpu-only", action="store_true", help="only the parts that need no GPU")
+    p.add_argument("--parts", default=None, help="comma-separated parts to run (default: all that apply)")
     args = p.parse_args()
     t0 = time.monotonic()
-    parts = [("machine", machine_facts), ("plugin", plugin_checks)]
     tmp = tempfile.mkdtemp(prefix="bpsperf-smoke-")
-    parts.append(("bpslaunch", lambda: real_bpslaunch(tmp, args.bpslaunch)))
+    parts = [("byteps", lambda: byteps_runs(tmp, args.cpu_only)), ("machine", machine_facts),
+             ("plugin", plugin_checks), ("bpslaunch", lambda: real_bpslaunch(tmp, args.bpslaunch))]
     if not args.cpu_only:
         parts += [("role_gpu", lambda: role_process_sees_the_plans_gpu(tmp)), ("timing", lambda: timing_stand_in(tmp)),
                   ("extra_context", extra_context_memory)]
+    if args.parts:
+        chosen = set(args.parts.split(","))
+        parts = [(name, part) for name, part in parts if name in chosen]
     facts: dict = {}
     for name, part in parts:
         t = time.monotonic()

@@ -20,7 +20,7 @@ import time
 
 from pytest_bpsperf.judge.measurement import measure_worker
 from pytest_bpsperf.judge.records import WorkerRecords
-from pytest_bpsperf.remote.roles import free_port
+from pytest_bpsperf.remote.roles import hold_port
 
 
 def main() -> int:
@@ -34,8 +34,9 @@ def main() -> int:
     args = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="bpsperf-hand-")
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "DMLC_"))}
+    held = hold_port("127.0.0.1")  # held (SO_REUSEADDR) for this script's life: the scheduler binds beside it
     base.update(
-        DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(free_port("127.0.0.1")), DMLC_NODE_HOST="127.0.0.1",
+        DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(held.getsockname()[1]), DMLC_NODE_HOST="127.0.0.1",
         DMLC_NUM_WORKER=str(args.workers), DMLC_NUM_SERVER="1", OMP_NUM_THREADS=str(args.omp_threads),
     )
     passive = {"OMP_WAIT_POLICY": "PASSIVE"} if args.passive else {}

@@ -193,6 +193,16 @@ def cli_page() -> str:
         lines += [f"| `{n}` | {_cell(h.split(': ', 1)[-1])} |" for n, h in extra_ini]
     lines += ["", "## The bpsperf command", ""]
     for paragraph in doc[1:]:
+        rows = paragraph.strip().split("\n")
+        if rows[0].startswith("- "):  # a list: one line per item (its continuation lines joined to it)
+            items: "list[str]" = []
+            for row in rows:
+                if row.startswith("- "):
+                    items.append(row.strip())
+                else:
+                    items[-1] += " " + row.strip()
+            lines += [item.replace("``", "`") for item in items] + [""]
+            continue
         lines += [" ".join(paragraph.split()).replace("``", "`"), ""]
     body = _command_sections(cli._parser(), 3)  # noqa: SLF001 - the parser is what the command runs
     return "\n".join(lines[:-1] + body) + "\n"

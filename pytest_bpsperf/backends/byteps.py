@@ -67,11 +67,15 @@ class BytePSBackend(BackendBase):
         )
 
     def probe(self) -> "str | None":
+        """Why BytePS cannot train on this node: its MXNet plugin does not import, or the node's MXNet build
+        cannot run on its GPUs (:func:`pytest_bpsperf.remote.gpu_stack.stack_problem`); None when it can."""
         try:
             import byteps.mxnet  # noqa: F401
         except Exception as exc:  # noqa: BLE001 - any import failure means "not usable"
             return f"byteps.mxnet does not import: {type(exc).__name__}: {exc}"
-        return None
+        from ..remote.gpu_stack import stack_problem
+
+        return stack_problem()
 
     @staticmethod
     def _local(role: "RolePlan") -> "tuple[int | None, int]":
@@ -97,7 +101,7 @@ class BytePSBackend(BackendBase):
 
     def collect(self, plan: "Plan", files: Mapping[str, Mapping[str, str]]) -> "tuple[CommWindow, ...]":
         """PUSH/PULL per step of each traced worker node, from its root local rank's comm.json."""
-        from .byteps_timeline import TRACE_FILE, TraceError, timeline_from_files
+        from .byteps_timeline import TRACE_FILE, TraceError, tensor_times, timeline_from_files
 
         windows: dict = {}
         for role in plan.roles:
@@ -113,45 +117,22 @@ class BytePSBackend(BackendBase):
             except TraceError as exc:
                 out.append(CommWindow(name=trace_dir, error=str(exc)))
                 continue
+            # per tensor too: which layer's gradients a slower push/pull wait is made of (judge/breakdown.py)
             out.append(CommWindow(name=trace_dir, steps=summary.steps, push_s=summary.mean_push_s,
-                                  pull_s=summary.mean_pull_s, detail=summary.as_dict()))
+                                  pull_s=summary.mean_pull_s, detail={**summary.as_dict(),
+                                                                      "tensors": tensor_times(found)}))
         return tuple(out)
-
-
-#: One BytePS worker process pushes and pulls a small tensor through the job's scheduler and server,
-#: then writes the records of one "step" (the launcher then counts it as a finished worker).
-#: The tensor is declared before its push_pull: BytePS looks a push_pull's name up in the declared
-#: tensors and aborts the process when it is not there (byteps/mxnet/ops.cc:109,
-#: byteps/common/global.cc:405-409); its own tests declare first (tests/test_mxnet.py:76-77).
-PUSH_PULL = """
-import json, sys, time
-import mxnet as mx
-import byteps.mxnet as bps
-bps.init()
-x = mx.nd.ones((1024,), ctx=mx.gpu(bps.local_rank()))
-bps.byteps_declare_tensor("bpsperf.preflight")
-t0 = time.perf_counter()
-bps.byteps_push_pull(x, name="bpsperf.preflight", is_average=False)
-x.wait_to_read()
-seconds = time.perf_counter() - t0
-value = float(x.asnumpy()[0])
-with open(sys.argv[1], "w") as fh:
-    fh.write(json.dumps({"event": "start", "batch_size": 1}) + "\\n")
-    fh.write(json.dumps({"event": "step", "step": 0, "total_s": seconds, "images": 1, "value": value}) + "\\n")
-    fh.write(json.dumps({"event": "end"}) + "\\n")
-if abs(value - 1.0) > 1e-6:
-    sys.exit(f"bpsperf preflight: push_pull returned {value}, expected 1.0 from one worker")
-"""
 
 
 class PushPullProbe(BytePSBackend):
     """The preflight of a BytePS session: a scheduler, one server and one worker process on one GPU,
-    which push_pulls one small tensor through them (what every training step does first)."""
+    which checks the node's shared memory and push_pulls one small tensor through them (what every
+    training step does first): :mod:`pytest_bpsperf.remote.byteps_preflight`."""
 
     def worker_command(self, settings: Settings) -> Sequence[str]:
         from ..remote.environ import RECORDS
 
-        return (PYTHON, "-c", PUSH_PULL, RECORDS)
+        return (PYTHON, "-m", "pytest_bpsperf.remote.byteps_preflight", RECORDS)
 
     def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
                          gpus: Sequence[int]) -> Sequence[WorkerProcess]:

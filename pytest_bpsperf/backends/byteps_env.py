@@ -15,7 +15,13 @@ expect, so that a role started here behaves like one started by hand:
   off unless asked for (its automatic split crashes on small machines);
 - servers run ``BYTEPS_SERVER_ENGINE_THREAD`` engine threads (C++ default 4);
 - tracing: ``BYTEPS_TRACE_ON=1`` plus the step window and the directory under
-  which each worker writes ``<dir>/<local_rank>/comm.json``.
+  which each worker writes ``<dir>/<local_rank>/comm.json``;
+- ``BYTEPS_SOCKET_PATH``: the directory of the node's local ranks' Unix sockets, one
+  per run and worker node. BytePS names them ``socket_send_<rank>``/``socket_recv_<rank>``
+  there (``/tmp`` by default) and unlinks whatever it finds first
+  (byteps/common/communicator.cc:99-110, 146-147), so two jobs on one node would take
+  each other's sockets. (BytePS 0.2.5 has no such variable for its shared memory, whose
+  names are fixed: the preflight refuses a node where another job holds them.)
 
 DMLC_ROLE, the ps-lite counts, the scheduler's address and DMLC_NODE_HOST come
 from the plan, not from here. Plain Python, no BytePS import.
@@ -27,6 +33,7 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..remote.environ import SCRATCH
 from ..remote.preflight import server_library
 
 #: C++ default of BYTEPS_SERVER_ENGINE_THREAD (byteps/server/server.cc).
@@ -118,6 +125,12 @@ class TraceWindow:
         }
 
 
+def socket_path(worker_id: int) -> str:
+    """``BYTEPS_SOCKET_PATH`` of worker node ``worker_id``: a directory of its own in the run's scratch
+    directory on the node (the role actor creates it), so no other job or worker node shares it."""
+    return f"{SCRATCH}/byteps-w{worker_id}"
+
+
 def _check_int(name: str, value: object, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise BytePSEnvError(f"{name} must be an integer >= {low}, not {value!r}")
@@ -175,6 +188,7 @@ def worker_env(
         "NVIDIA_VISIBLE_DEVICES": visible,
         "CUDA_VISIBLE_DEVICES": visible,
         "BYTEPS_NUMA_ON": "1" if numa else "0",
+        "BYTEPS_SOCKET_PATH": socket_path(worker_id),
     }
     if num_workers == 1:
         env["BYTEPS_FORCE_DISTRIBUTED"] = "1"
@@ -224,5 +238,6 @@ __all__ = [
     "bpslaunch_node_env",
     "server_env",
     "server_library",
+    "socket_path",
     "worker_env",
 ]

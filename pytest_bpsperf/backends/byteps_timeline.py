@@ -340,6 +340,36 @@ def read_window(trace_dir: str, start_step: "int | None" = None) -> TraceTimelin
     return timeline_from_files(files, start_step)
 
 
+def tensor_times(files: Mapping[str, str]) -> "dict[str, dict[str, float]]":
+    """Tensor -> mean PUSH and PULL busy seconds per traced step (``push_s``, ``pull_s``), over the
+    processes of a window's ``{path: text}`` comm.json files.
+
+    A tensor's busy time is the sum of its partitions' PUSH (PULL) durations, per
+    push_pull of the whole tensor (one per step; its partition count where it has
+    no whole-tensor events): what a bigger layer adds to a step's communication.
+    """
+    sums: "dict[str, dict[str, list]]" = {}
+    for path in sorted(files):
+        if not _RANK_FILE_RE.search(path.replace(os.sep, "/")):
+            continue
+        steps: "dict[str, int]" = {}
+        pushes: "dict[tuple, int]" = {}  # (tensor, partition) -> its PUSH events
+        busy: "dict[str, dict[str, int]]" = {}
+        for ev in load_comm_json(files[path], path):
+            if ev.stage == "":
+                steps[ev.tensor] = steps.get(ev.tensor, 0) + 1
+            elif ev.stage in ("PUSH", "PULL"):
+                part = busy.setdefault(ev.tensor, {"PUSH": 0, "PULL": 0})
+                part[ev.stage] += ev.dur
+                if ev.stage == "PUSH":
+                    pushes[(ev.tensor, ev.key)] = pushes.get((ev.tensor, ev.key), 0) + 1
+        for tensor, part in busy.items():
+            n = steps.get(tensor) or max([c for (t, _k), c in pushes.items() if t == tensor] or [1])
+            for stage, key in (("PUSH", "push_s"), ("PULL", "pull_s")):
+                sums.setdefault(tensor, {}).setdefault(key, []).append(part[stage] * _US / n)
+    return {t: {k: sum(v) / len(v) for k, v in parts.items()} for t, parts in sorted(sums.items())}
+
+
 __all__ = [
     "CommEvent",
     "CommSummary",
@@ -352,5 +382,6 @@ __all__ = [
     "parse_events",
     "read_window",
     "step_timeline",
+    "tensor_times",
     "timeline_from_files",
 ]

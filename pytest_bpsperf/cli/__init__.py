@@ -5,9 +5,20 @@ Everything here works on files the plugin wrote (``--bpsperf-json`` results,
 plugin. It imports neither Ray nor MXNet, nor pytest, and starts in well
 under a second.
 
-Exit status: 0 when all is well, 1 when a verdict is ``regression`` (or a
-baseline was refused; with ``--strict`` also ``inconclusive``), 2 for bad
-input (the message names the file or value).
+Exit statuses (``EXIT_STATUSES``), one table for every command:
+
+- 0: all is well;
+- 1: the gate says no: a verdict is ``regression`` (with ``--strict`` also
+  ``inconclusive``, a missing baseline, or a job that HEAD has no runs of), or
+  a baseline was refused for its spread;
+- 2: a usage or input error: a bad option or value, a file that cannot be read,
+  parsed or written, a lock not taken in time; the message names the file or value;
+- 3: an internal error (a bug of bpsperf): one line naming it; ``--debug`` shows the traceback.
+
+No traceback is printed without ``--debug``.
+
+``bisect`` reads them as a search does: 0 a culprit found, 1 none beyond the tolerance, 2 bad
+input, 3 internal error, 4 the range could not be narrowed to one commit.
 """
 
 from __future__ import annotations
@@ -18,7 +29,12 @@ from typing import Callable, Optional, Sequence
 
 from .. import __version__
 
-__all__ = ["main"]
+__all__ = ["EXIT_STATUSES", "main", "split_pytest_args"]
+
+OK, GATE_FAILED, INPUT_ERROR, INTERNAL_ERROR = 0, 1, 2, 3
+#: What each exit status of ``bpsperf`` means (the module's docstring says when each is given).
+EXIT_STATUSES = {OK: "ok", GATE_FAILED: "regression (the gate says no)", INPUT_ERROR: "usage or input error",
+                 INTERNAL_ERROR: "internal error"}
 
 
 def _setting(option: str, setting: str = "tolerance") -> Callable[[str], object]:
@@ -96,13 +112,15 @@ def _baselines_dir(q: argparse.ArgumentParser, help_text: str = "baselines direc
             aliases=aliases)
 
 
-def _json_flag(q: argparse.ArgumentParser) -> None:
+def _json_flag(q: argparse.ArgumentParser, default: object = False) -> None:
     """``--json``: the same facts as the text, as one JSON document on stdout (errors stay on stderr)."""
-    q.add_argument("--json", action="store_true",
+    q.add_argument("--json", action="store_true", default=default,
                    help="print one JSON document (sorted keys, schema_version; schema "
                         "pytest_bpsperf/schemas/cli.schema.json) instead of text; same exit status, errors on "
                         "stderr")
 
+
+_DEBUG_HELP = "on an internal error (exit status 3), print its traceback"
 
 #: ``add(name, func, help, parent=None)``: a subcommand under ``parent`` (default: the top level).
 Adder = Callable[..., argparse.ArgumentParser]
@@ -112,17 +130,21 @@ def _parser() -> argparse.ArgumentParser:
     """The ``bpsperf`` parser: one builder per command below, each adding its own arguments."""
     from . import commands as c
 
-    p = argparse.ArgumentParser(prog="bpsperf", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="bpsperf", description=__doc__.split("\n\n")[0],
+                                epilog="exit statuses: " + ", ".join(f"{k} {v}" for k, v in EXIT_STATUSES.items()))
     p.add_argument("--version", action="version", version=f"bpsperf {__version__}")
+    p.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def add(name: str, func: "Callable | None", help_text: str, parent=None) -> argparse.ArgumentParser:
         q = (parent or sub).add_parser(name, help=help_text, description=help_text)
         q.set_defaults(func=func)
+        # after the command too; SUPPRESS: unset there, it leaves the top level's value alone
+        q.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
         return q
 
     for build in (_compare_command, _check_command, _baselines_command, _history_command, _report_command,
-                  _export_command, _comment_command):
+                  _export_command, _comment_command, _bisect_command):
         build(add, c)
     return p
 
@@ -190,6 +212,9 @@ def _baselines_command(add: Adder, c) -> None:
                     default=None)
             q.add_argument("--force", action="store_true", help="record entries whose runs spread too much")
             _option(q, "sessions", "recorded sessions each entry keeps (default: %(default)s)", metavar="N")
+        if name in ("record", "prune"):
+            _option(q, "lock_timeout", "seconds to wait for another writer's lock on the directory "
+                    "(default: %(default)s)", metavar="S")
         if name == "prune":
             q.add_argument("--test", help="only entries whose test matches this glob")
             q.add_argument("--trick", help="only entries of this trick")
@@ -208,11 +233,13 @@ def _report_option(q: argparse.ArgumentParser, name: str, help_text: str, *, def
                    help=f"{help_text} [as {opt.flag}={opt.metavar}]")
 
 
-def _history_dir(q: argparse.ArgumentParser) -> None:
-    """``--history DIR`` (``--dir`` kept), default :data:`~pytest_bpsperf.store.history.HISTORY_DIR`."""
+def _history_dir(q: argparse.ArgumentParser, default: "str | None" = None) -> None:
+    """``--history DIR`` (``--dir`` kept), default :data:`~pytest_bpsperf.store.history.HISTORY_DIR`
+    (``default`` replaces it, the help still naming it)."""
     from ..store.history import HISTORY_DIR
 
-    _report_option(q, "history", "history directory (default: %(default)s)", default=HISTORY_DIR, aliases=("--dir",))
+    _report_option(q, "history", f"history directory (default: {HISTORY_DIR})", default=default or HISTORY_DIR,
+                   aliases=("--dir",))
 
 
 def _history_command(add: Adder, c) -> None:
@@ -225,12 +252,15 @@ def _history_command(add: Adder, c) -> None:
     _option(q, "profile", "profile id (default: the one the results record)", metavar="PROFILE", default=None)
     q.add_argument("--commit", help="commit measured (default: the one the results record)")
     q.add_argument("--branch", help="branch measured (default: the one the results record)")
-    for target in (h, add("show", c.history_show, "the trend tables (the default action)", hsub)):
-        _history_dir(target)
-        _option(target, "profile", "only this profile", metavar="PROFILE", default=None)
-        target.add_argument("--branch", help="only records of this branch")
-        target.add_argument("--test", help="only tests matching this glob")
-        _json_flag(target)
+    # 'show' takes the options of 'history' too, without defaults of its own: argparse copies a
+    # subparser's defaults over what its parent parsed, so 'history --dir X show' lost X
+    show = add("show", c.history_show, "the trend tables (the default action)", hsub)
+    for target, unset in ((h, None), (show, argparse.SUPPRESS)):
+        _history_dir(target, default=unset)
+        _option(target, "profile", "only this profile", metavar="PROFILE", default=unset)
+        target.add_argument("--branch", default=unset, help="only records of this branch")
+        target.add_argument("--test", default=unset, help="only tests matching this glob")
+        _json_flag(target, default=False if unset is None else unset)
 
 
 def _report_command(add: Adder, c) -> None:
@@ -278,28 +308,98 @@ def _comment_command(add: Adder, c) -> None:
             "cut below GitHub's limit")
     q.add_argument("results", metavar="RESULTS.json")
     q.add_argument("--markdown", required=True, metavar="PATH", help="the session's --bpsperf-markdown report")
-    q.add_argument("--marker", required=True, help="names this comment among others (e.g. the runner kind)")
-    q.add_argument("--link", help="where the whole report is (the run's artifacts)")
+    q.add_argument("--marker", required=True, help="names this comment among others (e.g. the runner kind; "
+                   "letters, digits, '.', '_', '-')")
+    q.add_argument("--link", help="where the whole report is (the run's artifacts; an http(s) address)")
     q.add_argument("--out", required=True, metavar="PATH", help="where the comment's body goes")
 
 
+def _positive(option: str) -> Callable[[str], int]:
+    """A parser for an integer option of at least 1."""
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{option} {text!r}: expected an integer >= 1")
+        return value
+
+    return convert
+
+
+def _bisect_command(add: Adder, c) -> None:
+    """The ``bisect`` command's arguments: the range, the pytest arguments after ``--``, the reports."""
+    q = add("bisect", c.bisect, "find the first commit between GOOD and BAD whose throughput drops beyond the "
+            "tolerance: each step a base-vs-head pytest session (exit 0 culprit found, 1 none, 2 bad input, "
+            "4 not narrowed to one commit)")
+    q.add_argument("good", metavar="GOOD", help="a revision as fast as it should be (the last good nightly)")
+    q.add_argument("bad", metavar="BAD", help="a later revision that is slower (BAD's first parents are walked)")
+    # PYTEST_ARGS are what follows the first "--" (main() splits them off: argparse would take an
+    # option between GOOD BAD and "--" as the end of a variable-length positional)
+    q.usage = "bpsperf bisect [options] GOOD BAD [-- PYTEST_ARGS ...]"
+    q.epilog = ("PYTEST_ARGS, after --: the arguments of every step's pytest session (e.g. -m perf -k "
+                "test_resnet50 --bpsperf-tricks=default); the bisect adds --bpsperf-base, --bpsperf-head and "
+                "--bpsperf-json to each")
+    q.set_defaults(pytest_args=[])
+    q.add_argument("--out", default="bpsperf-bisect", metavar="DIR",
+                   help="where bisect.md, bisect.json, bisect.png and each session's results and log go "
+                        "(default: %(default)s)")
+    q.add_argument("-C", "--directory", metavar="DIR", help="run the sessions there (default: here), in the "
+                   "repository that holds the perf tests")
+    q.add_argument("--retries", type=int, choices=(0, 1, 2), default=1,
+                   help="times an inconclusive step is run again with more pairs before the range is reported "
+                        "(default: %(default)s)")
+    q.add_argument("--retry-pairs", type=_positive("--retry-pairs"), metavar="N",
+                   help="max_pairs of a step run again (default: twice the first session's)")
+    q.add_argument("--python", metavar="PATH",
+                   help="the interpreter that runs pytest (default: the one that runs bpsperf)")
+
+
+def split_pytest_args(words: "list[str]") -> "tuple[list[str], list[str] | None]":
+    """``bisect``'s own words and the PYTEST_ARGS after its first ``--`` (None: no ``--``, or not bisect)."""
+    if "bisect" not in words or "--" not in words[words.index("bisect"):]:
+        return words, None
+    cut = words.index("--", words.index("bisect"))
+    return words[:cut], words[cut + 1:]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the ``bpsperf`` command; returns its exit status."""
+    """Run the ``bpsperf`` command; returns its exit status (:data:`EXIT_STATUSES`)."""
     from ..store.baselines import BaselineError
     from ..store.history import HistoryError
     from ..store.results import DocumentError
 
     parser = _parser()
-    args = parser.parse_args(argv)
+    words, rest = split_pytest_args(list(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(words)  # a usage error exits 2 here (argparse), naming the option
+    if rest is not None:
+        args.pytest_args = rest
     if args.func is None:
         parser.parse_args([*(argv or sys.argv[1:]), "--help"])
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # e.g. piped into head
+        return OK
     except (DocumentError, BaselineError, HistoryError, ValueError) as exc:
         print(f"bpsperf {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # e.g. piped into head
-        return 0
+        return INPUT_ERROR
+    except OSError as exc:  # a file the command reads or writes, named by the system's message
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"bpsperf {args.command}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return INPUT_ERROR
+    except KeyboardInterrupt:
+        print(f"bpsperf {args.command}: interrupted", file=sys.stderr)
+        return 130  # the shell's status of a command ended by SIGINT
+    except Exception as exc:  # noqa: BLE001 - a bug: one line, and the traceback only when asked for
+        if args.debug:
+            import traceback
+
+            traceback.print_exc()
+        print(f"bpsperf {args.command}: internal error: {type(exc).__name__}: {exc} (a bug of bpsperf "
+              f"{__version__}; {'the traceback is above' if args.debug else 'run it again with --debug for the traceback'}"
+              ", and report it)", file=sys.stderr)
+        return INTERNAL_ERROR
 
 
 if __name__ == "__main__":  # pragma: no cover

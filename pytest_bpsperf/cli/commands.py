@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -15,13 +16,31 @@ from ..store.baselines import BaselineStore
 from ..store.entries import latest_date, latest_session
 from ..store.files import atomic_write_text
 from ..store.history import HistoryStore, check_commit, current_branch, make_record, trends
-from ..store.results import read_document
+from ..store.results import jobs_of, read_document
 
 
-def _write(path: "str | Path", text: str) -> None:
+def _write(path: "str | Path", text: str, option: str = "") -> None:
+    """Write ``text`` to the file ``path`` (its directories made); ValueError naming ``option`` and the path
+    when it is a directory or cannot be written."""
     target = Path(path).absolute()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(target, text)
+    what = f"{option} {path}" if option else str(path)
+    if target.is_dir():
+        raise ValueError(f"cannot write {what}: it is a directory; expected the path of a file")
+    try:
+        _make_dir(target.parent, what)
+        atomic_write_text(target, text)
+    except OSError as exc:
+        raise ValueError(f"cannot write {what}: {exc.strerror or exc}") from None
+
+
+def _make_dir(directory: Path, what: str) -> None:
+    """Make ``directory`` (and its parents); ValueError naming ``what`` when a plain file is in the way."""
+    check = directory
+    while not check.exists() and check != check.parent:
+        check = check.parent
+    if not check.is_dir():
+        raise ValueError(f"cannot write {what}: {check} is a file, not a directory")
+    directory.mkdir(parents=True, exist_ok=True)
 
 
 def _exit_status(verdicts: Sequence[Verdict], strict: bool) -> int:
@@ -48,7 +67,7 @@ def _verdicts_out(args: argparse.Namespace, verdicts: Sequence[Verdict], *, head
     from ..report.text import verdict_line
     from .output import dumps, verdicts_document
 
-    status = _exit_status(verdicts, args.strict)
+    status = max(_exit_status(verdicts, args.strict), int(facts.pop("exit_floor", 0) or 0))
     notes = [*notes, *_hints(verdicts, args.strict)]
     if args.json:
         print(dumps(verdicts_document(args.command, verdicts, exit_status=status, strict=args.strict,
@@ -79,8 +98,15 @@ def compare(args: argparse.Namespace) -> int:
         return _verdicts_out(args, verdicts, base_vs_head=True, missing=[], **facts)
     base, head = read_document(args.base, "results"), read_document(args.head, "results")
     verdicts, missing = compare_results(base, head, tolerance=args.tolerance, session_spread=args.session_spread)
-    return _verdicts_out(args, verdicts, header=[f"note: {args.base} has no runs of {key}" for key in missing],
-                         base_vs_head=False, missing=list(missing), **facts)
+    # jobs that ran in BASE but not in HEAD: nothing of them was measured, which --strict does not pass
+    not_in_head = sorted(set(jobs_of(base)) - set(jobs_of(head)))
+    header = [f"note: {args.base} has no runs of {key}" for key in missing]
+    header += [f"note: {args.head} has no runs of {key}" for key in not_in_head]
+    status_floor = 1 if args.strict and (not_in_head or not verdicts) else 0
+    if args.strict and not verdicts:
+        header.append(f"{args.head} has no runs: nothing was measured (--strict fails it)")
+    return _verdicts_out(args, verdicts, header=header, base_vs_head=False, missing=list(missing),
+                         not_in_head=not_in_head, exit_floor=status_floor, **facts)
 
 
 def check(args: argparse.Namespace) -> int:
@@ -100,7 +126,7 @@ def check(args: argparse.Namespace) -> int:
         header = f"profile {profile_id}, baselines {store.path_for(profile_id)}"
         facts = {"base_vs_head": False, "profile": profile_id, "baselines": str(store.path_for(profile_id))}
     if args.markdown:
-        _write(args.markdown, "\n".join(["## bpsperf verdicts", ""] + verdict_markdown(verdicts)) + "\n")
+        _write(args.markdown, "\n".join(["## bpsperf verdicts", ""] + verdict_markdown(verdicts)) + "\n", "--markdown")
     return _verdicts_out(args, verdicts, header=[header], results=args.results, history=args.history,
                          markdown=args.markdown, **facts)
 
@@ -166,6 +192,15 @@ def baselines_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _writer(args: argparse.Namespace) -> BaselineStore:
+    """The store of ``--baselines-dir`` for a command that writes it: it waits ``--lock-timeout`` seconds
+    for another writer's lock, and says so on stderr."""
+    import sys
+
+    return BaselineStore(args.baselines_dir, lock_timeout=args.lock_timeout,
+                         say=lambda message: print(f"bpsperf baselines: {message}", file=sys.stderr, flush=True))
+
+
 def baselines_record(args: argparse.Namespace) -> int:
     """``bpsperf baselines record RESULTS.json``."""
     results = read_document(args.results, "results")
@@ -174,9 +209,15 @@ def baselines_record(args: argparse.Namespace) -> int:
     profile = dict(results.get("profile") or {"id": profile_id})
     profile["id"] = profile_id
     if sessions:
-        path = BaselineStore(args.baselines_dir).add_sessions(profile_id, profile, sessions, window=args.sessions)
-        print(f"recorded {len(sessions)} baseline entr{'y' if len(sessions) == 1 else 'ies'} in {path} "
-              f"(a session each; each keeps its last {args.sessions})")
+        already: "list[str]" = []
+        path = _writer(args).add_sessions(profile_id, profile, sessions, window=args.sessions, already=already)
+        for key in already:
+            print(f"already recorded: {key} holds this session of {args.results} (commit "
+                  f"{str(results.get('commit') or '-')[:12]}, {results.get('date') or 'undated'}): not added again")
+        added = len(sessions) - len(already)
+        if added:
+            print(f"recorded {added} baseline entr{'y' if added == 1 else 'ies'} in {path} "
+                  f"(a session each; each keeps its last {args.sessions})")
     for line in refused:
         print(f"refused: {line}")
     return 1 if refused else 0
@@ -207,7 +248,7 @@ def baselines_adopt(args: argparse.Namespace) -> int:
 
 def baselines_prune(args: argparse.Namespace) -> int:
     """``bpsperf baselines prune PROFILE [--test GLOB] [--trick NAME] [--older-than DATE]``."""
-    store = BaselineStore(args.baselines_dir)
+    store = _writer(args)
     data = store.load(args.profile)
     if not data.exists:
         raise ValueError(f"no baselines file {data.path} (bpsperf baselines list shows the profiles)")
@@ -243,6 +284,10 @@ def baselines_prune(args: argparse.Namespace) -> int:
 def history_add(args: argparse.Namespace) -> int:
     """``bpsperf history add RESULTS.json [--history DIR]``."""
     results = read_document(args.results, "results")
+    if results.get("simulation"):  # as baselines record: a stand-in's figures never become history
+        print(f"refused: {args.results} is a simulation ({results['simulation']}): never a point of the history",
+              file=sys.stderr)
+        return 1
     profile_id = profile_of(results, args.profile, source=args.results)
     profile = dict(results.get("profile") or {})
     profile["id"] = profile_id
@@ -299,6 +344,12 @@ def report(args: argparse.Namespace) -> int:
     if not args.results and not args.history:
         raise ValueError("report needs --results RESULTS.json, --history DIR, or both")
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {args.out} is a file; expected a directory (the report and its pictures go there)")
+    try:
+        _make_dir(out.absolute(), f"--out {args.out}")
+    except OSError as exc:
+        raise ValueError(f"--out {args.out}: cannot make the directory: {exc.strerror or exc}") from None
     results = read_document(args.results, "results") if args.results else None
     baselines, tolerances = {}, {}
     profile_id = args.profile
@@ -343,7 +394,7 @@ def export(args: argparse.Namespace) -> int:
     """``bpsperf export RESULTS.json --format bmf|github-benchmark|benchmark-json -o PATH``."""
     results = read_document(args.results, "results")
     doc = exporters()[args.format.replace("-", "_")](results)
-    _write(args.output, json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    _write(args.output, json.dumps(doc, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n", "-o")
     print(f"wrote {args.output} ({args.format})")
     return 0
 
@@ -359,6 +410,26 @@ def comment(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ValueError(f"--markdown {args.markdown}: cannot read it ({exc.strerror or exc})") from None
     body = comment_body(results, markdown, marker=args.marker, link=args.link)
-    _write(args.out, body)
+    _write(args.out, body, "--out")
     print(f"wrote {args.out} ({len(body):,} characters)")
     return 0
+
+
+def bisect(args: argparse.Namespace) -> int:
+    """``bpsperf bisect GOOD BAD [-- PYTEST_ARGS]`` (see :mod:`.bisect`); Ctrl-C ends it with status 130."""
+    from .bisect import bisect as run_bisect
+
+    try:
+        return run_bisect(args)
+    except KeyboardInterrupt:
+        print("bpsperf bisect: interrupted (each session removed its own worktrees; the logs so far are in "
+              f"{Path(args.out) / 'sessions'})", file=sys.stderr)
+        return 130
+    except ValueError:
+        raise  # bad input: main() says so, exit 2
+    except Exception:  # noqa: BLE001 - an internal error must not read as exit 1 ("no drop")
+        import traceback
+
+        traceback.print_exc()
+        print("bpsperf bisect: internal error (a bug: please report it with the traceback above)", file=sys.stderr)
+        return 3

@@ -37,8 +37,9 @@ def _finite(value: Any) -> Any:
 
 
 def dumps(document: Mapping[str, Any]) -> str:
-    """The document as printed: sorted keys, two-space indents, a final newline."""
-    return json.dumps(_finite(document), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    """The document as printed: sorted keys, two-space indents, a final newline; letters beyond ASCII
+    as they are (JSON is UTF-8), not escaped."""
+    return json.dumps(_finite(document), indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
 
 
 def _document(command: str, **fields: Any) -> "dict[str, Any]":

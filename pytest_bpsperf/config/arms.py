@@ -36,6 +36,8 @@ __all__ = ["Arm", "ArmError", "BaseSource", "Worktree", "arm_import_paths", "git
 BASE, HEAD = "base", "head"
 #: Prefix of the temporary directories that hold base worktrees (stale ones are found by it).
 WORKTREE_PREFIX = "bpsperf-base-"
+#: ... and of either arm's (``head`` may be a revision too: ``bpsperf-head-``).
+WORKTREE_PREFIXES = (WORKTREE_PREFIX, "bpsperf-head-")
 _OWNER_FILE = "bpsperf-owner.json"
 
 
@@ -104,35 +106,62 @@ class BaseSource:
         return f"directory {self.repository}{state}"
 
 
-def resolve_base(value: str, origin: str, rootdir: str) -> BaseSource:
+def resolve_base(value: str, origin: str, rootdir: str, setting: str = BASE) -> BaseSource:
     """``base`` as a directory (when one exists there) or a git revision of the repository of ``rootdir``.
 
+    ``setting`` names the setting in messages: ``head`` (``--bpsperf-head``) is resolved alike.
     Raises :class:`ArmError` for a value that is neither, naming it and where it came from.
     """
     text = value.strip()
     as_dir = os.path.abspath(os.path.expanduser(text))
     if os.path.isdir(as_dir):
+        # a name that is both a directory and a revision (./master beside the branch master) is
+        # ambiguous: measuring the wrong one would pass or fail a change on code it does not hold
+        other = None if _path_like(text) else _revision_of(text, rootdir)
+        if other is not None:
+            raise ArmError(f"ambiguous value {text!r} for setting 'base' from {origin}: it names the directory "
+                           f"{os.path.realpath(as_dir)} and the revision {text} = {other[:12]} of {git_toplevel(rootdir)}; "
+                           f"write ./{text} (or its absolute path) for the directory, or the revision's full name "
+                           f"(refs/heads/{text}, refs/remotes/{text}) or its commit {other[:12]}")
         state = git_state(as_dir) if git_toplevel(as_dir) == os.path.realpath(as_dir) else GitState(None)
         return BaseSource(text, origin, os.path.realpath(as_dir), state.commit, False, state.dirty)
     top = git_toplevel(rootdir)
     if top is None:
-        raise ArmError(f"invalid value {text!r} for setting 'base' from {origin}: not a directory, and {rootdir} "
-                       "is in no git repository, so it cannot be a revision; accepted: a git revision of the "
+        raise ArmError(f"invalid value {text!r} for setting {setting!r} from {origin}: not a directory, and "
+                       f"{rootdir} is in no git repository, so it cannot be a revision; accepted: a git revision of the "
                        "repository that holds the tests (origin/main, HEAD~1, a commit) or a directory holding "
-                       "the base's code")
+                       f"the {setting}'s code")
     if text.startswith("-"):
-        raise ArmError(f"invalid value {text!r} for setting 'base' from {origin}: a revision cannot start with '-'")
+        raise ArmError(f"invalid value {text!r} for setting {setting!r} from {origin}: a revision cannot start "
+                       "with '-'")
     try:
         proc = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}"], top, timeout=30)
     except (OSError, subprocess.SubprocessError) as exc:
-        raise ArmError(f"setting 'base' ({text!r}, from {origin}): git could not be run: {exc}") from None
+        raise ArmError(f"setting {setting!r} ({text!r}, from {origin}): git could not be run: {exc}") from None
     sha = proc.stdout.strip()
     if proc.returncode != 0 or not sha:
-        raise ArmError(f"invalid value {text!r} for setting 'base' from {origin}: neither a directory nor a "
+        raise ArmError(f"invalid value {text!r} for setting {setting!r} from {origin}: neither a directory nor a "
                        f"revision of the git repository {top} (git rev-parse found no commit); accepted: a branch, "
                        "tag or commit (origin/main, HEAD~1, the merge base of the pull request) or the path of "
-                       "a directory holding the base's code")
+                       f"a directory holding the {setting}'s code")
     return BaseSource(text, origin, top, sha, True)
+
+
+def _path_like(text: str) -> bool:
+    """Whether ``text`` is written as a path (``/x``, ``./x``, ``../x``, ``~/x``, ``.``): never a revision."""
+    return text in (".", "..") or text.startswith(("/", "./", "../", "~"))
+
+
+def _revision_of(text: str, rootdir: str) -> "str | None":
+    """The commit that ``text`` names in the repository of ``rootdir``, or None (no repository, no such revision)."""
+    top = git_toplevel(rootdir)
+    if top is None or text.startswith("-"):
+        return None
+    try:
+        proc = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}"], top, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
 
 
 @dataclass
@@ -149,12 +178,14 @@ class Worktree:
     commit: str
     path: "str | None" = None
     _holder: "str | None" = field(default=None, repr=False)
+    #: the arm it is checked out for (names its directory: ``bpsperf-base-*``, ``bpsperf-head-*``)
+    arm: str = BASE
 
     def create(self) -> str:
         """Check out the commit; returns the worktree's path. Raises :class:`ArmError` if git refuses."""
         if self.path is not None:
             return self.path
-        holder = tempfile.mkdtemp(prefix=WORKTREE_PREFIX)
+        holder = tempfile.mkdtemp(prefix=f"bpsperf-{self.arm}-")
         pid = os.getpid()
         with open(os.path.join(holder, _OWNER_FILE), "w", encoding="utf-8") as fh:
             json.dump({"pid": pid, "start_time": start_time(pid), "repository": self.repository}, fh)
@@ -189,10 +220,10 @@ class Worktree:
 
 
 def remove_stale_worktrees(repository: str) -> "list[str]":
-    """Remove base worktrees whose session is gone (killed before its teardown): ``repository``'s, and
+    """Remove arm worktrees whose session is gone (killed before its teardown): ``repository``'s, and
     any other left in the temporary directory (removed from its repository too, where that still exists).
 
-    Only worktrees in a ``bpsperf-base-*`` directory with an owner file naming a
+    Only worktrees in a ``bpsperf-base-*`` (or ``bpsperf-head-*``) directory with an owner file naming a
     process that no longer runs (pid and start time) are touched. Returns their paths.
     """
     try:
@@ -205,7 +236,7 @@ def remove_stale_worktrees(repository: str) -> "list[str]":
             continue
         path = line[len("worktree "):]
         holder = os.path.dirname(path)
-        if not os.path.basename(holder).startswith(WORKTREE_PREFIX):
+        if not os.path.basename(holder).startswith(WORKTREE_PREFIXES):
             continue
         try:
             with open(os.path.join(holder, _OWNER_FILE), encoding="utf-8") as fh:
@@ -223,7 +254,7 @@ def remove_stale_worktrees(repository: str) -> "list[str]":
     tmp = tempfile.gettempdir()
     for name in os.listdir(tmp) if os.path.isdir(tmp) else ():
         holder = os.path.join(tmp, name)
-        if not name.startswith(WORKTREE_PREFIX) or not os.path.isfile(os.path.join(holder, _OWNER_FILE)):
+        if not name.startswith(WORKTREE_PREFIXES) or not os.path.isfile(os.path.join(holder, _OWNER_FILE)):
             continue
         try:
             with open(os.path.join(holder, _OWNER_FILE), encoding="utf-8") as fh:

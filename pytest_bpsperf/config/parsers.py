@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..remote.environ import planner_owned
+from ..remote.environ import hide_in_text, planner_owned
 from ..store.profile import validate_profile_id
 
 #: The shipped backends; plugins may register more (``pytest_bpsperf.backends.register``).
@@ -184,12 +184,12 @@ def parse_env_item(item: str) -> "list[tuple[str, str, str]]":
     roles_text, colon, assignment = item.partition(":")
     var, eq, value = assignment.partition("=")
     if not colon or not eq or not var or var[0].isdigit() or not set(var) <= _VAR_CHARS:
-        raise ValueError(f"{item!r} is not ROLES:VAR=VALUE (ROLES from {','.join(ROLE_NAMES)} or 'all')")
+        raise ValueError(hide_in_text(f"{item!r} is not ROLES:VAR=VALUE (ROLES from {','.join(ROLE_NAMES)} or 'all')"))
     roles = ROLE_NAMES if roles_text == "all" else tuple(r for r in roles_text.split(",") if r)
     unknown = [r for r in roles if r not in ROLE_NAMES]
     if unknown or not roles:
-        raise ValueError(f"invalid role {unknown[0] if unknown else roles_text!r} in {item!r}; roles are "
-                         f"{', '.join(ROLE_NAMES)} or 'all'")
+        raise ValueError(hide_in_text(f"invalid role {unknown[0] if unknown else roles_text!r} in {item!r}; roles "
+                                      f"are {', '.join(ROLE_NAMES)} or 'all'"))
     return [(role, var, value) for role in roles]
 
 
@@ -218,6 +218,24 @@ def _stall_timeout(raw: Any) -> float:
     if str(raw).strip().lower() == "auto":
         return 0.0  # derived from the run's own step times (see pytest_bpsperf.launch.watchdog)
     return _positive_float(raw)
+
+
+def _server_nodes(raw: Any) -> int:
+    if str(raw).strip().lower() == "auto":
+        return 0  # as many as the worker nodes, where the cluster has the nodes (see config.settings)
+    return _int_at_least(1)(raw)
+
+
+def _cpus(raw: Any) -> float:
+    if str(raw).strip().lower() == "auto":
+        return 0.0  # the run's share of each node's CPUs, split among its processes there (planning.plan)
+    try:
+        value = float(str(raw).strip()) if not isinstance(raw, (int, float)) or isinstance(raw, bool) else float(raw)
+    except ValueError:
+        raise ValueError("expected a number of CPUs > 0 or 'auto'") from None
+    if not value > 0 or value != value or value == float("inf") or isinstance(raw, bool):
+        raise ValueError("expected a number of CPUs > 0 or 'auto'")
+    return value
 
 
 def _gpus_per_worker(raw: Any) -> int:
@@ -250,6 +268,22 @@ def _base(raw: Any) -> str:
                          "directory of the base's code")
     if any(ch.isspace() for ch in text) and not os.path.isdir(os.path.expanduser(text)):
         raise ValueError("expected a git revision (origin/main, HEAD~1, a commit) or a directory of the base's code")
+    return text
+
+
+def _head(raw: Any) -> str:
+    """A git revision or a directory for the head arm (instead of the working tree); never empty.
+
+    An empty value is an error for the same reason as an empty base: a bisect step or a CI
+    expression that came out empty must not measure the working tree in its place.
+    """
+    text = str(raw).strip()
+    if not text or text.lower() == "none":
+        raise ValueError("the head is empty, so the working tree would be measured in its place (a CI step that "
+                         "computes it failed?); to measure the working tree, leave setting 'head' unset; accepted: "
+                         "a git revision (HEAD~3, a commit) or a directory of the head's code")
+    if any(ch.isspace() for ch in text) and not os.path.isdir(os.path.expanduser(text)):
+        raise ValueError("expected a git revision (HEAD~3, a commit) or a directory of the head's code")
     return text
 
 

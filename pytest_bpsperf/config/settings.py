@@ -16,6 +16,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
+from ..remote.environ import hide_in_text, shown
 from ..store.profile import core_count, local_gpus
 from .parsers import (
     BACKENDS,
@@ -26,7 +27,9 @@ from .parsers import (
     _backend,
     _base,
     _cores,
+    _cpus,
     _gpus_per_worker,
+    _head,
     _int_at_least,
     _interpreter,
     _normalize,
@@ -39,6 +42,7 @@ from .parsers import (
     _resource,
     _role_env,
     _seed,
+    _server_nodes,
     _stall_timeout,
     _switch,
     _trace_window,
@@ -55,7 +59,14 @@ from .parsers import (
 
 
 class SettingsError(ValueError):
-    """A setting has a value that is not accepted; the message says which and where from."""
+    """A setting has a value that is not accepted; the message says which and where from.
+
+    The message is printed and logged: the value of a ``NAME=VALUE`` in it whose name looks secret
+    is hidden (:func:`~pytest_bpsperf.remote.environ.hide_in_text`).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(hide_in_text(message))
 
 
 def flag(name: str) -> str:
@@ -111,7 +122,8 @@ OPTIONS: tuple = (
            "auto", True),
     Option("workers", "worker nodes (DMLC_NUM_WORKER; 'auto': 2 on CPUs, every GPU node on GPUs: one on a single "
            "GPU machine)", _workers, "an integer >= 1 or 'auto'", 0),
-    Option("server_nodes", "server nodes", _int_at_least(1), "an integer >= 1", 1),
+    Option("server_nodes", "server nodes ('auto': one per worker node, as BytePS asks, where the cluster has "
+           "that many server nodes; 1 on a single machine)", _server_nodes, "an integer >= 1 or 'auto'", 0),
     Option("servers_per_node", "server processes per server node", _int_at_least(1), "an integer >= 1", 1),
     Option("steps", "training steps per run (warm-up included)", _int_at_least(4), "an integer >= 4", None),
     Option("batch_size", "batch size per worker process (per GPU)", _int_at_least(1), "an integer >= 1", None),
@@ -167,10 +179,16 @@ OPTIONS: tuple = (
            _percent, PERCENT_ACCEPTED, 0.25),
     Option("sessions", "recorded sessions a baseline entry keeps (--bpsperf-update-baselines adds one)",
            _int_at_least(1), "an integer >= 1", 10, False),
+    Option("lock_timeout", "seconds a baselines write waits for another process's lock on the baselines "
+           "directory (recording, pruning) before it gives up, naming the holder", _positive_float,
+           "a number of seconds > 0", 60.0, False),
     Option("normalize", "judge img/s as measured (off) or relative to this session's single-process img/s",
            _normalize, "off or single", "off"),
     Option("timing", "overlapped: one sync per step, as users train; breakdown: serialize each step to split "
            "compute from sync", parse_timing, "overlapped or breakdown", "overlapped"),
+    Option("breakdown_steps", "diagnostic steps after the timed ones, each waiting between input, compute and "
+           "push/pull, to say where a step's time goes (never counted as throughput; 0: none)", _int_at_least(0),
+           "an integer >= 0", 3),
     Option("data", "training data: synthetic, or an ImageNet-style .rec (with its .idx beside it)", parse_data,
            "'synthetic' or the path of a .rec file", "synthetic"),
     Option("data_threads", "decoding threads of the .rec reader (per worker process)", _int_at_least(1),
@@ -186,11 +204,17 @@ OPTIONS: tuple = (
     Option("connect_timeout", "seconds to reach an existing Ray cluster (ray_address) before the session stops",
            _positive_float, "a number of seconds > 0", 30.0, False),
     Option("sync_every", "wait for the device every K training steps and time windows of K steps (1: every "
-           "step); fewer syncs leave less host gap between steps", _int_at_least(1), "an integer >= 1", 1),
+           "step); on GPUs a step's last push/pulls then overlap the next forward pass, as users train "
+           "(the default, at most a third of the steps)", _int_at_least(1), "an integer >= 1", 1,
+           shown_default="10 on GPU, 1 on CPU (at most a third of the steps)"),
     Option("base", "measure the working tree (head) against this base in one session, in pairs of runs: a git "
            "revision of the tests' repository (checked out as a temporary worktree) or a directory of the base's "
            "code", _base, "a git revision (origin/main, HEAD~1, a commit) or a directory", None, False,
            shown_default="none: the stored baselines", empty_is_value=True),
+    Option("head", "with base: measure this instead of the working tree, a git revision (checked out as a "
+           "temporary worktree, as base is) or a directory; any two commits as the arms (what bpsperf bisect does)",
+           _head, "a git revision (HEAD~3, a commit) or a directory", None, False,
+           shown_default="none: the working tree", empty_is_value=True),
     Option("base_python", "interpreter of the base arm's roles (a venv with other builds of MXNet, BytePS, gluoncv)",
            _interpreter, "the path of a Python interpreter", None, False, shown_default="the nodes' own"),
     Option("max_pairs", "most pairs of base and head runs a job takes to decide (it stops once decided)",
@@ -200,6 +224,10 @@ OPTIONS: tuple = (
     Option("foreign_load", "cores' worth of CPU that processes outside a run's roles may use on its nodes while it is "
            "timed: a run beyond it is named in its verdict; base vs head runs a pair again whose runs differ by more",
            _cores, "a number of cores > 0, such as 0.25", 0.25),
+    Option("cpus_per_worker", "CPUs Ray holds for each worker process while it trains ('auto': the run's share "
+           "of its node, split among the run's processes there)", _cpus, "a number of CPUs > 0 or 'auto'", 0.0),
+    Option("cpus_per_server", "CPUs Ray holds for each server process ('auto': its node's CPUs, split among the "
+           "run's processes there)", _cpus, "a number of CPUs > 0 or 'auto'", 0.0),
     Option("runtime_env", "Ray runtime_env of the role actors, merged with the Ray job's and the plugin's own "
            "(py_modules lists joined; a key set twice is an error)", parse_runtime_env,
            "a JSON object or the path of a JSON or YAML file", None, False),
@@ -212,13 +240,14 @@ OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
 OPTION_GROUPS: "tuple[tuple[str, str, tuple[str, ...]], ...]" = (
     ("workload", "what the workers train, under which tricks",
      ("backend", "model", "entry", "steps", "batch_size", "image_size", "dtype", "data", "data_threads",
-      "omp_threads", "timing", "sync_every", "trace", "launch", "tricks", "scaling")),
+      "omp_threads", "timing", "sync_every", "breakdown_steps", "trace", "launch", "tricks", "scaling")),
     ("topology", "how many roles, and where they run",
-     ("workers", "server_nodes", "servers_per_node", "gpus_per_worker", "colocate", "role_env", "server_resource")),
+     ("workers", "server_nodes", "servers_per_node", "gpus_per_worker", "colocate", "role_env", "server_resource",
+      "cpus_per_worker", "cpus_per_server")),
     ("gate", "verdicts, baselines, base against head",
      ("tolerance", "confidence", "repeats", "max_repeats", "confirm", "session_spread", "normalize", "strict",
-      "profile", "baselines_dir", "sessions", "max_spread", "base", "base_python", "max_pairs", "seed",
-      "foreign_load")),
+      "profile", "baselines_dir", "sessions", "max_spread", "lock_timeout", "base", "head", "base_python",
+      "max_pairs", "seed", "foreign_load")),
     ("cluster", "Ray, the runs and their limits",
      ("ray_address", "runtime_env", "connect_timeout", "placement_timeout", "timeout", "stall_timeout", "log_dir")),
 )
@@ -242,7 +271,7 @@ def format_value(opt: Option, value: Any) -> str:
     if opt.name == "trace":
         return f"{value[0]}:{value[1]}"
     if opt.name == "role_env":
-        return " ".join(f"{role}:{var}={val}" for role, var, val in value)
+        return " ".join(f"{role}:{var}={shown(var, val)}" for role, var, val in value)
     if isinstance(value, (tuple, list)):
         return ",".join(map(str, value))
     return str(value)
@@ -270,6 +299,8 @@ class Hardware:
     cores: int
     #: nodes with GPUs (what ``workers=auto`` plans on GPUs); this machine alone: 1 when it has GPUs
     gpu_nodes: int = -1
+    #: nodes that can host servers (what ``server_nodes=auto`` may use); -1: this machine alone
+    server_nodes: int = -1
 
     def __post_init__(self) -> None:
         if self.gpu_nodes < 0:
@@ -293,8 +324,10 @@ class Hardware:
 #: default suite finishes in minutes. A backend may specialize them
 #: (``Backend.workload_defaults``).
 DEVICE_DEFAULTS: Mapping[str, Mapping[str, int]] = {
-    "gpu": {"steps": 100, "batch_size": 64, "image_size": 224},
-    "cpu": {"steps": 20, "batch_size": 8, "image_size": 32},
+    # sync_every: on GPUs a sync per step stops a step's last push/pulls from overlapping the next
+    # forward pass (what BytePS's priority scheduling is for); CPU workers compute synchronously
+    "gpu": {"steps": 100, "batch_size": 64, "image_size": 224, "sync_every": 10},
+    "cpu": {"steps": 20, "batch_size": 8, "image_size": 32, "sync_every": 1},
 }
 
 #: ``workers`` of a backend's defaults: one worker node per GPU node of the cluster.
@@ -368,10 +401,17 @@ class Settings:
     #: base-vs-head: a revision or a directory (see pytest_bpsperf.config.arms)
     base: "str | None" = OPTIONS_BY_NAME["base"].default
     base_python: "str | None" = OPTIONS_BY_NAME["base_python"].default
+    #: with base: the head arm's revision or directory (None: the working tree)
+    head: "str | None" = OPTIONS_BY_NAME["head"].default
     max_pairs: int = OPTIONS_BY_NAME["max_pairs"].default
     seed: "int | None" = OPTIONS_BY_NAME["seed"].default  # None: random per session
     runtime_env: "RuntimeEnvSetting | None" = OPTIONS_BY_NAME["runtime_env"].default
     foreign_load: float = OPTIONS_BY_NAME["foreign_load"].default  # cores (see judge.records.NodeLoad)
+    cpus_per_worker: float = OPTIONS_BY_NAME["cpus_per_worker"].default  # 0: auto (planning.plan)
+    cpus_per_server: float = OPTIONS_BY_NAME["cpus_per_server"].default
+    lock_timeout: float = OPTIONS_BY_NAME["lock_timeout"].default  # of the baselines directory's lock
+    #: diagnostic steps after the timed ones (where a step's time goes; never throughput)
+    breakdown_steps: int = OPTIONS_BY_NAME["breakdown_steps"].default
 
     def workload(self, backend: "str | None" = None) -> dict:
         """The parameters that define the training workload (for keys and reports).
@@ -403,6 +443,8 @@ class Settings:
             out["entry"] = out["entry"].spec
         if out["runtime_env"] is not None:
             out["runtime_env"] = out["runtime_env"].as_dict()
+        if out["role_env"] is not None:  # what the results say: a value whose name looks secret is hidden
+            out["role_env"] = [[role, var, shown(var, value)] for role, var, value in out["role_env"]]
         return out
 
     def with_values(self, **values: Any) -> "Settings":
@@ -501,8 +543,31 @@ def resolve(sources: Sequence[Source], hardware: Hardware, defaults_for: "Defaul
     for name in ("omp_threads", "workers"):
         if values[name] == 0:  # 'auto'
             values[name] = hardware_defaults(hardware, defaults_for, values["backend"])[name]
+    if values["server_nodes"] == 0:  # 'auto'
+        values["server_nodes"] = auto_server_nodes(hardware, values["workers"], values["colocate"])
+    if origins["sync_every"] == "default":
+        values["sync_every"] = auto_sync_every(values["sync_every"], values["steps"], values["timing"])
     check_limits(values, origins)
     return Settings(origins=origins, **values)
+
+
+def auto_server_nodes(hardware: Hardware, workers: int, colocate: bool) -> int:
+    """``server_nodes=auto``: one server node per worker node, as BytePS asks ("at least equal to the
+    number of workers", its docs/step-by-step-tutorial.md:74), as far as the cluster has server nodes;
+    with ``colocate``, one per worker node anyway (they share the workers' nodes); on a single machine 1."""
+    if hardware.server_nodes < 0:
+        return 1
+    if hardware.server_nodes == 0:
+        return workers if colocate else 1
+    return max(1, min(workers, hardware.server_nodes))
+
+
+def auto_sync_every(default: "int | None", steps: "int | None", timing: str) -> int:
+    """The default ``sync_every``: the device kind's (10 on GPUs, 1 on CPUs), at most a third of the
+    steps (every run keeps three windows or more), 1 with ``timing=breakdown`` (it syncs in every step)."""
+    if timing == "breakdown" or not default:
+        return 1
+    return max(1, min(int(default), int(steps or 0) // 3))
 
 
 #: No training step is faster than this: a step count that needs more steps per

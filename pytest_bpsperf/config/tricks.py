@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
-from ..remote.environ import PLANNER_OWNED, planner_owned
+from ..remote.environ import PLANNER_OWNED, hidden, hide_in_text, planner_owned, shown
 from .parsers import ROLE_NAMES, parse_env_item
 
 ROLES = ROLE_NAMES
@@ -22,7 +22,14 @@ _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
 class TrickError(ValueError):
-    """A trick is unknown, malformed, or composes with a conflict."""
+    """A trick is unknown, malformed, or composes with a conflict.
+
+    The value of a ``NAME=VALUE`` in the message whose name looks secret is hidden
+    (:func:`~pytest_bpsperf.remote.environ.hide_in_text`): the message is printed and logged.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(hide_in_text(message))
 
 
 def _freeze_env(env: Mapping[str, Mapping[str, str]]) -> Mapping[str, Mapping[str, str]]:
@@ -64,11 +71,12 @@ class Trick:
         return tuple(self.name.split("+"))
 
     def as_dict(self) -> dict:
-        """Plain JSON-able view."""
+        """Plain JSON-able view (for records and reports: the value of a variable whose name looks secret
+        is hidden, :func:`~pytest_bpsperf.remote.environ.shown`)."""
         return {
             "name": self.name,
             "description": self.description,
-            "env": {r: dict(v) for r, v in self.env.items()},
+            "env": {r: hidden(v) for r, v in self.env.items()},
             "extra_servers_per_node": self.extra_servers_per_node,
         }
 
@@ -90,7 +98,7 @@ def compose(tricks: Iterable[Trick]) -> Trick:
                 if var in env[role] and env[role][var] != value:
                     raise TrickError(
                         f"tricks {setters[(role, var)]!r} and {trick.name!r} conflict: they set {var} "
-                        f"for the {role} to {env[role][var]!r} and {value!r}"
+                        f"for the {role} to {shown(var, env[role][var])!r} and {shown(var, value)!r}"
                     )
                 env[role][var] = value
                 setters[(role, var)] = trick.name

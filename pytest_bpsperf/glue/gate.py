@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ..config.settings import baselines_directory
+from ..judge.breakdown import combine
 from ..judge.job import Job, Ledger, RunResult, RunSpec
 from ..judge.offline import profile_prior
 from ..judge.verdict import IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, REGRESSION, Verdict, bisect_hint
@@ -138,7 +139,14 @@ class BaselineGate:
 
     def store(self) -> BaselineStore:
         """The baseline store (--bpsperf-baselines-dir, else baselines/ under the rootdir)."""
-        return BaselineStore(baselines_directory(self.settings.baselines_dir, str(self.config.rootpath)))
+        return BaselineStore(baselines_directory(self.settings.baselines_dir, str(self.config.rootpath)),
+                             lock_timeout=self.settings.lock_timeout, say=self._say)
+
+    def _say(self, message: str) -> None:
+        """A line on the terminal now (waiting for the baselines lock), not only in the summary."""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line(f"bpsperf: {message}")
 
     def update_command(self, test_id: str) -> str:
         """The command that records a baseline for ``test_id``."""
@@ -213,15 +221,15 @@ class BaselineGate:
             junit.record(item, "bpsperf_verdict", f"pending: repeat {run.spec.repeat + 1} of {settings.repeats}")
             return
         for name, value in verdict.as_dict().items():
-            if name not in ("method", "samples", "key"):
+            if name not in ("method", "samples", "key", "breakdown"):
                 junit.record(item, f"bpsperf_{name}", value)
+        junit.record_breakdown(item, verdict)
         junit.record(item, "bpsperf_confirmation_runs", job.confirmations)
         junit.record(item, "bpsperf_adaptive_runs", job.adaptive_runs)
         text = verdict.message(
             update_command=self.update_command(run.spec.test),
             bisect=bisect_hint(latest_session(verdict.baseline).get("commit"), current_commit(str(self.config.rootpath)),
-                               ["-m", "perf", "--bpsperf-repeats", str(max(3, settings.repeats)),
-                                "--bpsperf-tricks", run.spec.trick.name, run.spec.test]),
+                               ["-m", "perf", "--bpsperf-tricks", run.spec.trick.name, run.spec.test]),
         )
         if self.updating:
             return  # recording: the session's end writes the entry; nothing fails here
@@ -275,6 +283,10 @@ class BaselineGate:
         for key, job in self.ledger.jobs.items():
             first = job.runs[0]
             settings = first.spec.settings
+            simulated = next((r.output.simulation for r in job.runs if r.output.simulation), None)
+            if simulated:  # --bpsperf-force-update does not make a stand-in's figures a measurement
+                refused.append(f"{first.spec.test} [{first.trick}]: a simulation is never a baseline ({simulated})")
+                continue
             problem = check_baseline_quality(job.samples, max_rel_spread=settings.max_spread)
             if problem and not force:
                 refused.append(f"{first.spec.test} [{first.trick}]: {problem} "
@@ -285,7 +297,7 @@ class BaselineGate:
             sessions[key] = (head, make_session(
                 samples=job.samples, commit=commit, date=date, versions=versions,
                 single_img_per_sec=job.single_img_per_sec, dirty=dirty,
-                extra={"steps_per_run": settings.steps, "median_step_s": [r.measurement.step_s for r in job.runs]},
+                extra=_extra(settings.steps, job.runs),
             ))
         profile = self.profile()
         if sessions:
@@ -305,3 +317,13 @@ class BaselineGate:
             self.update_failed = True
             self.ledger.note(f"baseline update incomplete: {len(refused)} entr{'y' if len(refused) == 1 else 'ies'} "
                               "refused, so the session fails")
+
+
+def _extra(steps: int, runs: "list[RunResult]") -> dict:
+    """What a recorded session keeps besides its samples: steps per run, each run's step time, and where
+    the step time went (the median breakdown of the runs, for later verdicts' "what grew")."""
+    extra: dict = {"steps_per_run": steps, "median_step_s": [r.measurement.step_s for r in runs]}
+    found = combine(r.measurement.breakdown for r in runs)
+    if found is not None:
+        extra["breakdown"] = found.as_dict()
+    return extra

@@ -1,9 +1,11 @@
 """Session-level guards in pytest: SIGTERM, report paths, xdist.
 
-- SIGTERM ends the session like Ctrl-C (teardown runs, nothing more starts, a
-  normal non-zero exit) instead of killing pytest mid-run, once perf tests are
-  collected or the Ray side is first used (roles, Ray and the measurement lock
-  must be torn down); a session that does neither keeps the handler it had.
+- SIGTERM and SIGHUP (a closed terminal, an ssh session that dropped) end the
+  session like Ctrl-C (teardown runs, nothing more starts, a normal non-zero
+  exit) instead of killing pytest mid-run, once perf tests are collected or the
+  Ray side is first used (roles, Ray, the base worktree and the measurement
+  lock must be torn down); a session that does neither keeps the handlers it
+  had. SIGKILL cannot be caught: the next session sweeps what it left.
 - Report files must be writable: checked at configure time, before anything
   runs; when recording, the baselines directory too, once perf tests are
   selected (where it is depends on the settings, resolved then).
@@ -22,6 +24,9 @@ from typing import Iterable
 import pytest
 
 from .config import REPORT_OPTIONS
+
+#: The signals that end a measuring session like Ctrl-C: a service manager's stop, a closed terminal.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
 def unwritable(path: str, *, directory: bool = False) -> "str | None":
@@ -63,7 +68,8 @@ def under_xdist(config: pytest.Config) -> bool:
 
 
 class SessionGuard:
-    """Checks what must hold before the first test runs; installs the SIGTERM handler once the session measures."""
+    """Checks what must hold before the first test runs; installs the SIGTERM and SIGHUP handler once the session
+    measures."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -94,21 +100,23 @@ class SessionGuard:
                                     "'baselines_dir')")
 
     def _on_sigterm(self, signum: int, frame: object) -> None:
-        # One shot: a second SIGTERM during teardown must not interrupt the teardown itself.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise KeyboardInterrupt("SIGTERM")
+        # One shot: a second signal during teardown must not interrupt the teardown itself.
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        raise KeyboardInterrupt(signal.Signals(signum).name)
 
     def install(self) -> None:
-        """Make SIGTERM end the session like Ctrl-C (from the main thread only; idempotent)."""
+        """Make SIGTERM and SIGHUP end the session like Ctrl-C (from the main thread only; idempotent)."""
         if not self._installed and threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+            self._previous = {sig: signal.signal(sig, self._on_sigterm) for sig in STOP_SIGNALS}
             self._installed = True
 
     def restore(self) -> None:
-        """Put back the SIGTERM handler that was there before :meth:`install`."""
+        """Put back the handlers that were there before :meth:`install`."""
         if self._installed and threading.current_thread() is threading.main_thread():
-            # None: the handler was not set from Python; the default is what it did
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if self._previous is None else self._previous)
+            for sig, previous in (self._previous or {}).items():
+                # None: the handler was not set from Python; the default is what it did
+                signal.signal(sig, signal.SIG_DFL if previous is None else previous)
             self._previous, self._installed = None, False
 
     @pytest.hookimpl(tryfirst=True)  # before the base-vs-head worktree and the preflights

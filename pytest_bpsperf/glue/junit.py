@@ -39,3 +39,14 @@ def record(item: "pytest.Item | None", name: str, value: object) -> None:
         xml.add_global_property(f"{item.nodeid}{SEPARATOR}{name}", value)
     else:
         item.user_properties.append((name, value))
+
+
+def record_breakdown(item: "pytest.Item | None", verdict: object) -> None:
+    """``bpsperf_breakdown``: where the step time went, in words (both sides), when the verdict carries it."""
+    from ..judge.breakdown import change_phrase
+
+    sides = getattr(verdict, "breakdown", None) or {}
+    comparison = getattr(verdict, "comparison", None)
+    phrase = change_phrase(sides, getattr(comparison, "change_pct", None))
+    if phrase:
+        record(item, "bpsperf_breakdown", phrase)

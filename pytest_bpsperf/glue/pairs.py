@@ -42,6 +42,7 @@ from .gate import BaselineGate
 from .runner import spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..config.settings import Settings
     from ..judge.job import Ledger
     from .config import SettingsPlugin
     from .runner import RunnerPlugin
@@ -60,9 +61,16 @@ class PairGate(BaselineGate):
                 f"bpsperf: --bpsperf-update-baselines cannot be used with setting 'base' ({s.base}, from {origin}): "
                 "baselines are recorded from one checkout (main, nightly, new hardware), never from the head arm "
                 "of a base-vs-head run; drop one of the two")
+        if s.head and not s.base:
+            raise pytest.UsageError(
+                f"bpsperf: setting 'head' ({s.head}, from {s.origins.get('head', '?')}) needs setting 'base': the "
+                "head arm is measured against a base in pairs; add --bpsperf-base=REV (or leave 'head' unset)")
         rootdir = str(config.rootpath)
         try:
             self.source = resolve_base(str(s.base), origin, rootdir)
+            #: what ``head`` named (None: the working tree, as without it)
+            self.head_source = resolve_base(str(s.head), s.origins.get("head", "?"), rootdir, setting=HEAD) \
+                if s.head else None
         except ArmError as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
         self.head_tree = git_toplevel(rootdir) or os.path.realpath(rootdir)
@@ -75,11 +83,13 @@ class PairGate(BaselineGate):
                     "(a venv's bin/python)")
         self.seed = s.seed if s.seed is not None else random.SystemRandom().randrange(1 << 31)
         self.worktree: "Worktree | None" = None
+        self.head_worktree: "Worktree | None" = None
         self.arms: "dict[str, Arm]" = {}
         self.aa = False
         self.removed_stale: "list[str]" = []
-        if self.source.is_revision:
-            self.removed_stale = remove_stale_worktrees(self.source.repository)
+        revisions = [src for src in (self.source, self.head_source) if src is not None and src.is_revision]
+        if revisions:
+            self.removed_stale = remove_stale_worktrees(revisions[0].repository)
 
     # -- arms ------------------------------------------------------------------
     @pytest.hookimpl(trylast=True)
@@ -105,15 +115,28 @@ class PairGate(BaselineGate):
             base_commit, base_dirty = self.source.commit, False
         else:
             base_tree, base_commit, base_dirty = self.source.repository, self.source.commit, self.source.dirty
-        head_state = git_state(self.head_tree)
         search = list(sys.path) + [str(self.config.rootpath)]
-        head = Arm(HEAD, self.head_tree, arm_import_paths(self.head_tree, self.head_tree, search), None,
-                   head_state.commit, head_state.dirty, "working tree")
+        head = self._head_arm(search)
         base = Arm(BASE, base_tree, arm_import_paths(base_tree, self.head_tree, search), s.base_python,
                    base_commit, base_dirty, self.source.value if self.source.is_revision else "directory")
         self.arms = {BASE: base, HEAD: head}
         self.aa = same_code(base, head)
         self._preflight(items)
+
+    def _head_arm(self, search: "list[str]") -> Arm:
+        """The head arm: the working tree, or what setting ``head`` named (a worktree of its revision, a
+        directory). Either way the harness is the working tree's; only the code under test is the arm's."""
+        src = self.head_source
+        if src is None:
+            state = git_state(self.head_tree)
+            return Arm(HEAD, self.head_tree, arm_import_paths(self.head_tree, self.head_tree, search), None,
+                       state.commit, state.dirty, "working tree")
+        if src.is_revision:
+            self.head_worktree = Worktree(src.repository, str(src.commit), arm=HEAD)
+            tree, commit, dirty, ref = self.head_worktree.create(), src.commit, False, src.value
+        else:
+            tree, commit, dirty, ref = src.repository, src.commit, src.dirty, "directory"
+        return Arm(HEAD, tree, arm_import_paths(tree, self.head_tree, search), None, commit, dirty, ref)
 
     def _preflight(self, items: list) -> None:
         """Each arm's interpreter imports what its roles need, on every node that hosts roles."""
@@ -145,6 +168,7 @@ class PairGate(BaselineGate):
                     facts.setdefault(name, f)
         except PreflightError as exc:
             raise ArmError(f"{exc} (setting 'base' {self.source.describe()}"
+                           + (f", 'head' {self.head_source.describe()}" if self.head_source is not None else "")
                            + (f", 'base_python' {self.settings.base_python}" if self.settings.base_python else "")
                            + ")") from None
         except RuntimeEnvError as exc:  # what an arm ships against the runtime_env of the job or the setting
@@ -159,7 +183,7 @@ class PairGate(BaselineGate):
         checked); with no entry point nothing runs. Another interpreter imports
         everything its roles need.
         """
-        from ..remote.preflight import check_interpreter, role_needs
+        from ..remote.preflight import check_interpreter
         from ..remote.provenance import software_versions
 
         entry = spec.settings.entry.spec if spec.settings.entry else None
@@ -168,9 +192,7 @@ class PairGate(BaselineGate):
                 return {"executable": sys.executable, "versions": software_versions(), "problems": []}
             needs: "list[str]" = []
         else:
-            backend = spec.settings.backend if spec.settings.backend != "auto" else "mxnet"
-            needs = sorted({n for role in ("scheduler", "server", "worker")
-                            for n in role_needs(backend, role, spec.settings)})
+            needs = arm_needs(spec.settings, self.settings_plugin.auto_backend, self.settings_plugin.hardware.gpus)
         return check_interpreter(arm.python, arm.paths, arm.tree, needs, entry=entry, entry_path=arm.entry_path,
                                  harness_dir=str(self.runner.base_log_dir()))
 
@@ -194,7 +216,8 @@ class PairGate(BaselineGate):
 
     def baselines_text(self, profile: object) -> str:
         """Base against head uses no stored baseline (the report header says so)."""
-        return f"not used: base vs head in one session (base {self.source.describe()})"
+        head = f", head {self.head_source.describe()}" if self.head_source is not None else ""
+        return f"not used: base vs head in one session (base {self.source.describe()}{head})"
 
     def header_lines(self) -> "list[str]":
         """What the report header says about the arms."""
@@ -224,10 +247,12 @@ class PairGate(BaselineGate):
                 "jobs": jobs}
 
     def close(self) -> None:
-        """Remove the worktree (idempotent); called at the end of the session, whatever ended it."""
-        if self.worktree is not None:
-            self.worktree.remove()
-            self.worktree = None
+        """Remove the worktrees (idempotent); called at the end of the session, whatever ended it."""
+        for name in ("worktree", "head_worktree"):
+            tree = getattr(self, name, None)
+            if tree is not None:
+                tree.remove()
+                setattr(self, name, None)
 
     # -- runs ------------------------------------------------------------------
     def train(self, spec: RunSpec) -> RunResult:
@@ -282,8 +307,9 @@ class PairGate(BaselineGate):
                          if run is not None else "pending")
             return
         for name, value in verdict.as_dict().items():
-            if name not in ("comparison", "pair_table", "key", "note"):
+            if name not in ("comparison", "pair_table", "key", "note", "breakdown"):
                 junit.record(item, f"bpsperf_{name}", value)
+        junit.record_breakdown(item, verdict)
         junit.record(item, "bpsperf_adaptive_pairs", job.adaptive_pairs)
         text = verdict.message()
         settings = run.spec.settings if run is not None else self.settings
@@ -298,6 +324,19 @@ class PairGate(BaselineGate):
 
     def update_baselines(self, interrupted: bool) -> None:
         """Never: a base-vs-head session records no baseline (refused at configure)."""
+
+
+def arm_needs(settings: "Settings", resolved_auto: "str | None", gpus: int) -> "list[str]":
+    """What every role of a run of ``settings`` imports, ``auto`` being what the session resolved it to
+    (``resolved_auto``), else what it picks on this machine's device kind (``gpus``): on GPUs BytePS's
+    MXNet plugin, not MXNet's alone."""
+    from ..backends import AUTO
+    from ..remote.preflight import role_needs
+
+    backend = settings.backend
+    if backend == "auto":
+        backend = resolved_auto or AUTO["gpu" if gpus else "cpu"]
+    return sorted({n for role in ("scheduler", "server", "worker") for n in role_needs(backend, role, settings)})
 
 
 def _not_an_interpreter(path: str) -> "str | None":

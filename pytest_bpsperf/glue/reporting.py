@@ -128,6 +128,9 @@ class ReportPlugin:
         profile = self.gate.known_profile
         if not directory or not self.ledger.runs or profile is None:
             return []
+        if document.get("simulation"):  # a stand-in's figures are no point of any hardware's history
+            self.ledger.note(f"history not saved: a simulation ({document['simulation']})")
+            return []
         store = HistoryStore(directory)
         pairs = document.get("base_vs_head")
         if pairs is not None:

@@ -91,10 +91,10 @@ class RunnerPlugin:
             self._write_line(f"bpsperf: {message}")
 
     def notice(self, message: str) -> None:
-        """A line shown whatever the verbosity (e.g. waiting for another session)."""
-        tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        if tr is not None:
-            tr.write_line(f"bpsperf: {message}")
+        """A line shown whatever the verbosity (e.g. waiting for another session), also while a test runs:
+        written past the capture as the live lines are (written into it, it was lost, and the terminal
+        took its line as ended, so the next live line ran on after pytest's file name)."""
+        self._write_line(f"bpsperf: {message}")
 
     def close(self) -> None:
         """Tear down Ray (if this session started it)."""
@@ -121,7 +121,7 @@ class RunnerPlugin:
 
         if self.settings.ray_address:
             try:
-                self.settings_plugin.use_hardware(self.session.hardware())
+                self.settings_plugin.use_hardware(self.session.hardware(self.settings.server_resource))
             except ClusterError as exc:
                 raise pytest.UsageError(f"bpsperf: {exc} (setting 'ray_address' from "
                                         f"{self.settings.origins.get('ray_address')})") from None
@@ -319,6 +319,8 @@ def report_header(s: "Settings", profile: "Profile | None", baselines: str, *, u
              for name in ("tolerance", "confidence", "strict")]
     if s.base:
         rules.append(f"base {s.base}")
+    if s.head:
+        rules.append(f"head {s.head}")
     if updating:
         rules.append("recording baselines (--bpsperf-update-baselines)")
     return [f"bpsperf: {__version__}, {what}", f"bpsperf baselines: {baselines}",

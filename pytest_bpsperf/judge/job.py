@@ -160,6 +160,8 @@ class RunResult:
         if self.output.load:
             out["foreign_load"] = {"cores": round(self.output.foreign_cores or 0.0, 3),
                                    "nodes": [n.as_dict() for n in self.output.load]}
+        if self.output.simulation:
+            out["simulation"] = self.output.simulation
         if self.verdict is not None:
             out["verdict"] = self.verdict.as_dict()
         return out
@@ -237,7 +239,8 @@ class Job:
         return decide_job(nodeid=last.nodeid, test=last.test, trick=last.trick.name, profile_id=self.profile_id,
                           key=self.key, samples=self.samples, baseline=self._baseline(),
                           settings=VerdictSettings.of(last.settings), single_img_per_sec=self.single_img_per_sec,
-                          prior=self._prior(), now=this_session(), foreign=[r.foreign_cores for r in self.runs])
+                          prior=self._prior(), now=this_session(), foreign=[r.foreign_cores for r in self.runs],
+                          breakdowns=[r.measurement.breakdown for r in self.runs])
 
     def assert_within_baseline(self, run: RunResult) -> None:
         """Decide once every repeat of ``run`` ran; run again until decided; report the verdict."""

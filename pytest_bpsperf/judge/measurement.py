@@ -8,15 +8,24 @@ one's steady-state img/s, warm-up steps detected from the timings themselves.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
 from ..stats import SteadyState, detect_steady_state
+from .breakdown import StepBreakdown, run_breakdown
 from .records import RunOutput, WorkerRecords
 
 
 class MeasurementError(ValueError):
     """The records do not allow a measurement (e.g. too few steps)."""
+
+
+#: No training step is shorter than this, and no run trains more images a second than
+#: :data:`MAX_IMG_PER_SEC`: records beyond them are no measurement (the statistics would overflow
+#: on them). The schemas of the files bound img/s and step times by the same figures.
+MIN_STEP_S = 1e-6
+MAX_IMG_PER_SEC = 1e9
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,8 @@ class Measurement:
     wall_s: float
     #: ``overlapped`` (one sync per step, as users train) or ``breakdown`` (serialized, split steps)
     timing: str = "breakdown"
+    #: where a step's time goes, from the diagnostic steps after the timed ones (None: none ran)
+    breakdown: "StepBreakdown | None" = None
 
     @property
     def per_worker_img_per_sec(self) -> dict:
@@ -104,6 +115,7 @@ class Measurement:
             "teardown_s": self.teardown_s,
             "wall_s": self.wall_s,
             "training_s": self.training_s,
+            "breakdown": self.breakdown.as_dict() if self.breakdown is not None else None,
         }
 
 
@@ -113,6 +125,10 @@ def measure_worker(worker: WorkerRecords) -> WorkerMeasurement:
     if len(steps) < 2:
         raise MeasurementError(f"worker {worker.name} recorded {len(steps)} step(s); need at least 2")
     total = tuple(float(s["total_s"]) for s in steps)
+    bad = next((i for i, t in enumerate(total) if not (math.isfinite(t) and t >= MIN_STEP_S)), None)
+    if bad is not None:
+        raise MeasurementError(f"worker {worker.name}: step {bad} took {total[bad]!r} s; a training step takes at "
+                               f"least {MIN_STEP_S:g} s, so these records are no measurement")
     split = all("compute_s" in s and "sync_s" in s for s in steps)
     compute = tuple(float(s["compute_s"]) for s in steps) if split else None
     sync = tuple(float(s["sync_s"]) for s in steps) if split else None
@@ -125,6 +141,9 @@ def measure_worker(worker: WorkerRecords) -> WorkerMeasurement:
     # a record is one step, or a window of steps (sync_every): its own image count
     images = [int(s.get("images") or batch) for s in steps]
     img_per_sec = sum(images[i] for i in steady.steady_steps) / seconds
+    if not img_per_sec <= MAX_IMG_PER_SEC:
+        raise MeasurementError(f"worker {worker.name}: {img_per_sec:.4g} img/s is more than the {MAX_IMG_PER_SEC:g} "
+                               "img/s that any training reaches, so these records are no measurement")
     return WorkerMeasurement(worker.name, img_per_sec, steady, total, compute, sync, batch, timing)
 
 
@@ -134,6 +153,9 @@ def measure(output: RunOutput) -> Measurement:
         raise MeasurementError("the run has no worker records")
     workers = tuple(measure_worker(w) for w in output.workers)
     n = len(workers)
+    if not sum(w.img_per_sec for w in workers) <= MAX_IMG_PER_SEC:
+        raise MeasurementError(f"the run's {sum(w.img_per_sec for w in workers):.4g} img/s is more than the "
+                               f"{MAX_IMG_PER_SEC:g} img/s that any training reaches, so it is no measurement")
 
     def mean_over_workers(series: str) -> "float | None":
         values = [w.mean_of(getattr(w, series)) for w in workers]
@@ -149,4 +171,5 @@ def measure(output: RunOutput) -> Measurement:
         bringup_s=output.bringup_s,
         teardown_s=output.teardown_s,
         wall_s=output.wall_s,
+        breakdown=run_breakdown(output.workers, output.comm),
     )

@@ -20,6 +20,7 @@ from ..remote.provenance import utc_now_iso
 from ..store.baselines import BaselineStore, check_baseline_quality
 from ..store.entries import make_session
 from ..store.results import JobSamples, jobs_of, run_key_of
+from .breakdown import combine
 from .verdict import Verdict, VerdictSettings, decide_job
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,7 +58,8 @@ def _decide(job: JobSamples, profile_id: str, baseline: "Mapping[str, Any] | Non
                        float(settings.session_spread if session_spread is None else session_spread))
     return decide_job(nodeid=job.nodeid, test=job.test, trick=job.trick, profile_id=profile_id, key=job.key,
                       samples=job.samples, baseline=baseline, settings=settings,
-                      single_img_per_sec=job.single_img_per_sec, prior=prior, now=now)
+                      single_img_per_sec=job.single_img_per_sec, prior=prior, now=now,
+                      breakdowns=job.breakdowns)
 
 
 def profile_prior(entries: Mapping[str, Any], key: str, history: "Sequence[Mapping[str, Any]]" = (), *,
@@ -133,12 +135,17 @@ def baseline_sessions(results: Mapping[str, Any], *, max_spread: Optional[float]
 
     The same checks as ``--bpsperf-update-baselines``: at least two runs and a
     spread within ``max_spread`` (each test's own setting unless given);
-    ``force`` records them anyway. Commit, date and versions are those of the
+    ``force`` records them anyway; a job that ran under a stand-in (``simulation``)
+    is refused whatever ``force`` says. Commit, date and versions are those of the
     results; the store adds each session to its entry, as the plugin does.
     """
     sessions: "dict[str, tuple[dict, dict]]" = {}
     refused: "list[str]" = []
+    simulated = {run_key_of(t): t["simulation"] for t in results.get("tests", []) if t.get("simulation")}
     for key, job in jobs_of(results).items():
+        if key in simulated:  # --force does not make a stand-in's figures a measurement
+            refused.append(f"{job.test} [{job.trick}]: a simulation is never a baseline ({simulated[key]})")
+            continue
         limit = max_spread if max_spread is not None else float(
             job.settings.get("max_spread", OPTIONS_BY_NAME["max_spread"].default))
         problem = check_baseline_quality(job.samples, max_rel_spread=limit)
@@ -148,6 +155,9 @@ def baseline_sessions(results: Mapping[str, Any], *, max_spread: Optional[float]
         extra: "dict[str, Any]" = {"steps_per_run": job.workload.get("steps"), "recorded_from": "results file"}
         if job.median_step_s:
             extra["median_step_s"] = list(job.median_step_s)
+        found = combine(job.breakdowns)
+        if found is not None:  # where the step time went, for later verdicts' "what grew"
+            extra["breakdown"] = found.as_dict()
         head = {"test": job.test, "trick": job.trick, "topology": dict(job.topology), "workload": dict(job.workload)}
         sessions[key] = (head, make_session(samples=job.samples, commit=results.get("commit"),
                                             date=results.get("date") or utc_now_iso(),
@@ -188,6 +198,9 @@ def pair_verdicts(results: Mapping[str, Any], *, tolerance: Optional[float] = No
                                      "base_img_per_sec": base["img_per_sec"] if base else None,
                                      "head_img_per_sec": head["img_per_sec"] if head else None,
                                      "ratio": head["img_per_sec"] / base["img_per_sec"] if base and head else None}
+            for name, run in (("base", base), ("head", head)):  # where each run's step time went
+                if run and run.get("breakdown"):
+                    row[f"{name}_breakdown"] = run["breakdown"]
             if base is None:
                 row["dropped"] = "base run failed"
             table.append(row)

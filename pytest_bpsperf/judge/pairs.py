@@ -23,6 +23,7 @@ from ..config.arms import BASE, HEAD
 from ..stats import summarize
 from ..stats import rule
 from ..stats.paired import PairedComparison, PairRuns, paired_compare
+from .breakdown import breakdown_view, change_phrase, combine
 from .job import RunResult, RunSpec
 from .verdict import VerdictSettings
 
@@ -82,6 +83,10 @@ class Pair:
             cores = self.foreign(arm)
             if cores is not None:
                 row[f"{arm}_foreign_cores"] = round(cores, 3)
+        for name, run in ((BASE, self.base), (HEAD, self.head)):  # where each run's step time went
+            found = run.measurement.breakdown if run is not None else None
+            if found is not None:
+                row[f"{name}_breakdown"] = found.as_dict()
         if self.dropped is not None:
             row["dropped"] = self.dropped
         return row
@@ -104,6 +109,8 @@ class PairedVerdict:
     aa: bool = False  # both arms resolved to the same commit and interpreter
     note: str = ""
     kind: str = "pairs"
+    #: where the step time went on each side: ``{"base": ..., "head": ...}`` (medians over the pairs used)
+    breakdown: "Mapping[str, object]" = field(default_factory=dict, hash=False)
 
     @property
     def samples(self) -> tuple:
@@ -161,6 +168,9 @@ class PairedVerdict:
             text += f" (inconclusive after {c.last_look} pairs, the most max_pairs allows)"
         if self.aa:
             text += "; A/A run: both arms are the same commit and interpreter"
+        where = change_phrase(self.breakdown, c.change_pct) if self.status == REGRESSION else ""
+        if where:
+            text += f"; {where}"
         if self.note:
             text += f"; {self.note}"
         return text
@@ -180,6 +190,7 @@ class PairedVerdict:
             "ci_low": c.ci_low, "ci_high": c.ci_high, "pairs": c.pairs, "looks": c.looks,
             "confidence": c.confidence, "decided": c.decided, "aa": self.aa, "base": self.base_ref,
             "comparison": c.as_dict(), "pair_table": [dict(p) for p in self.pairs], "note": self.note,
+            "breakdown": breakdown_view(self.breakdown),
         }
 
 
@@ -210,9 +221,12 @@ def decide_pairs(*, nodeid: str, test: str, trick: str, profile_id: str, key: st
     """
     c = paired_compare(pair_runs(pairs), tolerance=tolerance, confidence=confidence, first_look=first_look,
                        last_look=max_pairs)
+    used = [p for p in pairs if p.get("ratio") is not None and not p.get("dropped")]
+    sides = {name: combine(p.get(f"{name}_breakdown") for p in used) for name in (BASE, HEAD)}  # type: ignore[misc]
     return PairedVerdict(status=c.verdict, nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key,
                          tolerance=tolerance, comparison=c, pairs=tuple(dict(p) for p in pairs),
-                         arms=dict(arms or {}), aa=aa, note=note)
+                         arms=dict(arms or {}), aa=aa, note=note,
+                         breakdown={k: v.as_dict() for k, v in sides.items() if v is not None})
 
 
 #: ``run_pair(spec, index, first)``: run pair ``index`` of the job (``first`` arm first); the pair.

@@ -28,6 +28,7 @@ class RoleOutcome:
     ip: str = ""
     hostname: str = ""
     gpu_ids: "tuple[int, ...]" = ()
+    cpus: float = 0.0  # the CPUs its actor held while it ran
 
     @property
     def clean(self) -> bool:
@@ -44,7 +45,7 @@ class RoleOutcome:
             "killed": self.killed,
             "log_path": self.log_path,
             "ran_on": {"node_id": self.node_id, "ip": self.ip, "hostname": self.hostname,
-                       "gpu_ids": list(self.gpu_ids)},
+                       "gpu_ids": list(self.gpu_ids), "cpus": self.cpus},
             "env": reported(self.environ),
         }
 
@@ -143,6 +144,11 @@ class RunOutput:
     def foreign_cores(self) -> "float | None":
         """The largest foreign load of the run's nodes (cores), None where it was not measured."""
         return max((n.foreign_cores for n in self.load), default=None)
+
+    @property
+    def simulation(self) -> "str | None":
+        """What ran instead of the real thing, when a stand-in did (the workers' start records say so)."""
+        return next((str(w.start["simulation"]) for w in self.workers if w.start.get("simulation")), None)
 
     def __post_init__(self) -> None:
         if self.backend == "auto" or not self.backend:

@@ -24,6 +24,7 @@ from ..config.settings import OPTIONS_BY_NAME, Settings
 from ..stats import BetweenPrior, Comparison, compare, rule, summarize
 from ..stats.paired import MIN_PAIRS
 from ..store.entries import entry_samples, entry_sessions, latest_session
+from .breakdown import breakdown_view, change_phrase, combine
 
 OK, REGRESSION, IMPROVEMENT, NO_BASELINE = "ok", "regression", "improvement", "no-baseline"
 #: neither a drop beyond noise and half the tolerance nor any drop shown smaller than it: the data cannot tell (never a pass)
@@ -74,6 +75,8 @@ class Verdict:
         runs = ", ".join(f"run {i} {c:.2f}" for i, c in hit)
         return (f"; under foreign load: {runs} cores of other processes on its nodes while timed, of "
                 f"{self.runs} run{'s' if self.runs != 1 else ''} (foreign_load {self.foreign_limit:g})")
+    #: where the step time went: ``{"base": the baseline's latest session, "head": this session's runs}``
+    breakdown: Mapping[str, object] = field(default_factory=dict, hash=False)
 
     @property
     def runs(self) -> int:
@@ -128,6 +131,7 @@ class Verdict:
             f"smallest detectable drop {c.min_detectable_change_pct:.1f}%: "
             f"{rule.reason(self.status, self.tolerance, c.confidence)}; verdict after {runs}"
             + (f"; since the baseline was recorded: {', '.join(self.changed)}" if self.changed else "")
+            + _where(self)
             + self.foreign_text()
         )
 
@@ -164,6 +168,8 @@ class Verdict:
         }
         if self.note:
             out["note"] = self.note
+        if self.breakdown:
+            out["breakdown"] = breakdown_view(self.breakdown)
         if self.changed:
             out["changed_since_baseline"] = list(self.changed)
         if any(c is not None for c in self.foreign):
@@ -191,6 +197,14 @@ class Verdict:
             if self.normalize == "single":
                 out["normalized_samples"] = [x / self.single_img_per_sec for x in self.samples]  # type: ignore[operator]
         return out
+
+
+def _where(verdict: Verdict) -> str:
+    """``; head 14.0% slower: compute +1%, ...`` for a regression whose both sides have a breakdown."""
+    c = verdict.comparison
+    phrase = change_phrase(verdict.breakdown, c.change_pct if c is not None else None) \
+        if verdict.status == REGRESSION else ""
+    return f"; {phrase}" if phrase else ""
 
 
 @dataclass(frozen=True)
@@ -261,7 +275,7 @@ def decide_job(*, nodeid: str, test: str, trick: str, profile_id: str, key: str,
                baseline: "Mapping[str, object] | None", settings: VerdictSettings,
                single_img_per_sec: "float | None" = None, prior: "BetweenPrior | None" = None,
                now: "Mapping[str, object] | None" = None,
-               foreign: "Sequence[float | None]" = ()) -> Verdict:
+               foreign: "Sequence[float | None]" = (), breakdowns: "Sequence[object]" = ()) -> Verdict:
     """The verdict of a job's runs against its baseline: the one decision of the plugin
     (:meth:`pytest_bpsperf.judge.job.Job.decide`) and of ``bpsperf check``/``compare``.
 
@@ -270,14 +284,19 @@ def decide_job(*, nodeid: str, test: str, trick: str, profile_id: str, key: str,
     measured elsewhere on the profile; ``now`` this session's ``versions`` and
     ``host``, which the verdict compares with the baseline's (:func:`software_changes`);
     ``foreign`` each run's foreign load in cores (the verdict names the runs beyond
-    ``settings.foreign_load``; it never changes the verdict). See :func:`decide`.
+    ``settings.foreign_load``; it never changes the verdict); ``breakdowns`` the runs' breakdowns (:mod:`.breakdown`), which the verdict carries beside the
+    one the baseline's latest session recorded. See :func:`decide`.
     """
     verdict = decide(nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key, samples=samples,
                      baseline=baseline, tolerance=settings.tolerance, confidence=settings.confidence,
                      session_spread=settings.session_spread, normalize=settings.normalize,
                      single_img_per_sec=single_img_per_sec, prior=prior)
     changed = software_changes(baseline, now)
-    return replace(verdict, changed=changed, foreign=tuple(foreign), foreign_limit=settings.foreign_load)
+    head = combine(breakdowns)  # type: ignore[arg-type]
+    base = combine([(latest_session(baseline).get("extra") or {}).get("breakdown")])  # type: ignore[union-attr]
+    sides = {name: side.as_dict() for name, side in (("base", base), ("head", head)) if side is not None}
+    return replace(verdict, changed=changed, foreign=tuple(foreign), foreign_limit=settings.foreign_load,
+                   breakdown=sides)
 
 
 def decide(
@@ -360,12 +379,13 @@ def next_step(verdict: Verdict, *, confirmations: int, confirm: int, max_repeats
 
 
 def bisect_hint(baseline_commit: "str | None", head: "str | None", pytest_args: Sequence[str]) -> str:
-    """Where to look for the change that regressed, and a command that bisects it."""
+    """Where to look for the change that regressed, and the command that finds it (``bpsperf bisect``:
+    each step a base-vs-head session, so noise between sessions cannot point at the wrong commit)."""
     if not baseline_commit:
         return "bisect: the baseline does not record its commit"
     short = baseline_commit[:12]
-    test_cmd = " ".join(shlex.quote(a) for a in ["pytest", *pytest_args])
+    args = " ".join(shlex.quote(a) for a in pytest_args)
     return (
         f"bisect: the baseline was measured at {short}; the change is in {short}..{(head or 'HEAD')[:12]}:\n"
-        f"    git bisect start HEAD {short} && git bisect run {test_cmd}"
+        f"    bpsperf bisect {short} {(head or 'HEAD')[:12]} -- {args}"
     )

@@ -168,8 +168,10 @@ class RoleGroup:
         actor_cls = _remote_role_class()
         shipping = {"runtime_env": dict(self.plan.runtime_env)} if self.plan.runtime_env else {}
         for role in self.plan.roles:
+            # the actor holds its role's CPUs in the run's bundle: no other Ray work lands on them
             self.actors[role.name] = actor_cls.options(
-                scheduling_strategy=self._reservation.strategy(role.bundle), num_gpus=role.gpus, **shipping,
+                scheduling_strategy=self._reservation.strategy(role.bundle), num_gpus=role.gpus, num_cpus=role.cpus,
+                **shipping,
             ).remote(role.name, self.log_dir, self.plan.tree)
         names = list(self.actors)
         found = _gather([self.actors[n].where.remote() for n in names], timeout)
@@ -183,18 +185,43 @@ class RoleGroup:
                      if self.where[r.name]["node_id"] != r.node.node_id]
         if misplaced:
             raise RoleFailed("Ray placed roles elsewhere than reserved: " + "; ".join(misplaced))
+        hosts = self._interface_hosts(timeout)
         schedulers = self.plan.by_role("scheduler")
         if schedulers:  # a plan without one (the scaling reference) meets no parameter server
             sched = schedulers[0]
-            port = ray.get(self.actors[sched.name].pick_port.remote(sched.node.ip), timeout=timeout)
-            self.root = {"DMLC_PS_ROOT_URI": sched.node.ip, "DMLC_PS_ROOT_PORT": str(port)}
+            host = hosts.get(sched.name, {}).get("DMLC_NODE_HOST", sched.node.ip)
+            port = ray.get(self.actors[sched.name].pick_port.remote(host), timeout=timeout)
+            self.root = {"DMLC_PS_ROOT_URI": host, "DMLC_PS_ROOT_PORT": str(port)}
         pids = ray.get(
-            [self.actors[r.name].start.remote(list(r.command), {**r.env, **self.root}) for r in self.plan.roles],
+            [self.actors[r.name].start.remote(list(r.command), {**r.env, **hosts.get(r.name, {}), **self.root})
+             for r in self.plan.roles],
             timeout=timeout,
         )
         self.pids = {r.name: pid for r, pid in zip(self.plan.roles, pids)}
         self.bringup_s = time.perf_counter() - t0
         return self.bringup_s
+
+    def _interface_hosts(self, timeout: float) -> "dict[str, dict[str, str]]":
+        """Role -> its ``DMLC_NODE_HOST``, for the roles whose environment chooses a network interface
+        (``DMLC_INTERFACE``, from ``role_env`` or a trick): that interface's address on the role's node,
+        read there. ps-lite binds to ``DMLC_NODE_HOST`` when it is set, whatever the interface says; the
+        plan's value is the address Ray knows the node by. Raises :class:`RoleFailed` naming the role,
+        the node and its interfaces where the interface is not there."""
+        asked = [r for r in self.plan.roles if r.env.get("DMLC_INTERFACE")]
+        if not asked:
+            return {}
+        found = _gather([self.actors[r.name].address_of.remote(r.env["DMLC_INTERFACE"]) for r in asked], timeout)
+        out, problems = {}, []
+        for role, got in zip(asked, found):
+            if isinstance(got, dict) and got.get("ip"):
+                out[role.name] = {"DMLC_NODE_HOST": got["ip"]}
+            else:
+                problems.append(f"{role.name} on {role.node.describe()}: "
+                                f"{got.get('error') if isinstance(got, dict) else got}")
+        if problems:
+            raise RoleFailed("the network interface the roles were given (DMLC_INTERFACE, from setting 'role_env' "
+                             "or the trick) is not usable: " + "; ".join(problems))
+        return out
 
     def _assign_gpus(self, replan: Replan) -> None:
         """Give each worker process the local rank of the GPU Ray assigned to its actor."""
@@ -370,6 +397,7 @@ class RoleGroup:
                 ip=where.get("ip", ""),
                 hostname=where.get("hostname", ""),
                 gpu_ids=tuple(int(g) for g in where.get("gpu_ids", ())),
+                cpus=r.cpus,
             ))
         return tuple(out)
 

@@ -1,7 +1,7 @@
 """Ray reserves what a run uses: one placement group, one bundle per worker node and per server node.
 
-Worker bundles hold the worker node's GPUs (a sliver of CPU on CPU-only
-clusters), server bundles a sliver of CPU; each bundle is pinned to the node
+Worker bundles hold the worker node's GPUs, and every bundle the CPUs of the
+roles in it (``RolePlan.cpus``, which their actors then hold); each bundle is pinned to the node
 the placement chose (by Ray's ``ray.io/node-id`` label), so another job cannot
 take a run's GPUs while it trains and Ray assigns the GPU ids. A run that
 cannot be reserved within ``placement_timeout`` fails with what was requested

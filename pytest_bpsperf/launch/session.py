@@ -138,13 +138,21 @@ class PerfSession:
         """Every node this session saw (also after :meth:`close`), without starting Ray."""
         return list(self._seen.values())
 
-    def hardware(self) -> Hardware:
-        """What the workload defaults follow on this cluster: the GPU nodes' GPUs, else the CPU nodes' cores."""
+    def hardware(self, server_resource: str = "bpsperf_server") -> Hardware:
+        """What the defaults follow on this cluster: the GPU nodes' GPUs, else the CPU nodes' cores; the
+        nodes that servers may have to themselves (``server_nodes=auto``): the ones marked with
+        ``server_resource``, else beside GPU worker nodes the CPU-only ones (on a cluster of CPU nodes
+        alone the workers need them too: unknown)."""
+        from ..planning.placement import server_candidates
+
         nodes = [n for n in self.nodes() if n.cpus > 0 or n.gpus > 0]
         gpu_nodes = [n for n in nodes if n.gpus > 0]
         pool = gpu_nodes or nodes
+        marked = [n for n in nodes if n.resources.get(server_resource, 0) > 0 and n.cpus > 0]
+        servers = len(marked) if marked else (len(server_candidates(nodes, server_resource)[0]) if gpu_nodes else -1)
         return Hardware(gpus=max((n.gpus for n in gpu_nodes), default=0),
-                        cores=int(min((n.cpus for n in pool), default=1)) or 1, gpu_nodes=len(gpu_nodes))
+                        cores=int(min((n.cpus for n in pool), default=1)) or 1, gpu_nodes=len(gpu_nodes),
+                        server_nodes=servers)
 
     def profile_facts(self) -> dict:
         """The facts of this session's hardware profile: on an existing cluster where roles ran, of the

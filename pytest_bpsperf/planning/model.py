@@ -82,6 +82,12 @@ class RolePlan:
     bundle: int = 0  # index into Plan.bundles: the reservation its actor runs in
     gpus: int = 0  # GPUs its actor asks Ray for (inside the bundle)
     worker_node: "int | None" = None  # the worker node (DMLC_WORKER_ID) a worker process belongs to
+    cpus: float = 0.0  # CPUs its actor holds (inside the bundle) while the role runs
+
+    @property
+    def processes(self) -> int:
+        """Training processes of a worker role: one per GPU it holds where a launcher spawns them (bpslaunch)."""
+        return max(1, self.gpus) if self.role == "worker" else 1
 
 
 

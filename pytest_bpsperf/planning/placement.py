@@ -12,7 +12,9 @@ parameter-server practice:
   servers do not need), sharing nodes when there are more workers than nodes;
 - servers and the scheduler on server nodes: the nodes that carry the
   ``server_resource`` custom resource when any node does (so a head node stays
-  out), else the CPU-only nodes that have CPUs; one distinct node per server node;
+  out), else the CPU-only nodes that have CPUs, Ray's head node last (it runs the
+  GCS and often the driver: a server there would share their cores, so it hosts
+  one only where no other node can); one distinct node per server node;
 - servers share nodes with workers only on a single machine (the embedded
   default) or when ``colocate`` is on;
 - mixed GPU counts on worker nodes are an error unless ``gpus_per_worker`` says
@@ -33,6 +35,29 @@ class PlacementStrategy(Protocol):
     def place(self, nodes: Sequence[Node], settings: Settings, backend: Backend, *,
               with_workers: bool = True) -> Placement:
         """Place one run; raise :class:`PlanError` naming what is missing when it cannot."""
+
+
+#: The resource Ray gives its head node alone.
+HEAD_RESOURCE = "node:__internal_head__"
+
+
+def is_head(node: Node) -> bool:
+    """Whether ``node`` is the Ray cluster's head (its ``node:__internal_head__`` resource)."""
+    return node.resources.get(HEAD_RESOURCE, 0) > 0
+
+
+def server_candidates(nodes: Sequence[Node], marker: str, busy: "set[str] | frozenset[str]" = frozenset()) \
+        -> "tuple[list[Node], str]":
+    """(the nodes that may host servers, in the order they are taken; what kind they are).
+
+    The nodes with the custom resource ``marker`` when any node has it; else the CPU-only nodes with
+    CPUs that host no worker (``busy``: node ids), the head node last.
+    """
+    marked = [n for n in nodes if n.resources.get(marker, 0) > 0 and n.cpus > 0]
+    if marked:
+        return marked, f"nodes with the custom resource {marker!r}"
+    pool = [n for n in nodes if n.cpus > 0 and n.gpus == 0 and n.node_id not in busy]
+    return sorted(pool, key=is_head), f"CPU-only nodes with CPUs (no node has the resource {marker!r})"
 
 
 def _listing(nodes: Sequence[Node]) -> str:
@@ -59,8 +84,9 @@ class NodeKindPlacement:
             # A CPU backend still leaves the server nodes' cores to the servers: workers go
             # on GPU nodes where there are any, else on the nodes the servers do not need;
             # more workers than nodes share them. Its bundles reserve no GPU.
-            marked = {n.node_id for n in usable if n.resources.get(settings.server_resource, 0) > 0}
-            spare = [n for n in usable if n.node_id not in marked] if marked else usable[settings.server_nodes:]
+            candidates, _kind = server_candidates(usable, settings.server_resource)
+            taken = {n.node_id for n in candidates[: settings.server_nodes]}
+            spare = [n for n in usable if n.node_id not in taken]
             pool = gpu_nodes or spare or usable
             return [pool[i % len(pool)] for i in range(settings.workers)], 0
         want = settings.gpus_per_worker
@@ -82,14 +108,7 @@ class NodeKindPlacement:
 
     @staticmethod
     def _servers(usable: "list[Node]", workers: "list[Node]", settings: Settings, single: bool) -> "list[Node]":
-        marker = settings.server_resource
-        marked = [n for n in usable if n.resources.get(marker, 0) > 0 and n.cpus > 0]
-        if marked:
-            pool, kind = marked, f"nodes with the custom resource {marker!r}"
-        else:
-            busy = {n.node_id for n in workers}
-            pool = [n for n in usable if n.cpus > 0 and n.gpus == 0 and n.node_id not in busy]
-            kind = f"CPU-only nodes with CPUs (no node has the resource {marker!r})"
+        pool, kind = server_candidates(usable, settings.server_resource, {n.node_id for n in workers})
         if single:
             return [usable[0]] * settings.server_nodes
         if len(pool) < settings.server_nodes:

@@ -9,6 +9,7 @@ anything; the launcher turns the plan into processes.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Mapping, Sequence
@@ -37,15 +38,79 @@ def local_command(settings: Settings, device: str = "cpu") -> tuple:
     return workload_command(settings, "local") + ("--device", device)
 
 
-#: A bundle must ask for something: a sliver of CPU marks a node as used by the run.
+#: A bundle must ask for something: a sliver of CPU marks a node as used by the run (and is what
+#: the scheduler, which mostly waits, holds).
 _PRESENCE = 0.01
 
 
-def _bundles(where: Placement) -> "list[Bundle]":
-    """One bundle per worker node (its GPUs, or a CPU sliver), then one per server node."""
-    out = [Bundle(n, {"GPU": float(where.gpus_per_worker)} if where.gpus_per_worker else {"CPU": _PRESENCE})
-           for n in where.workers]
-    return out + [Bundle(n, {"CPU": _PRESENCE}) for n in where.servers]
+def _amount(cpus: float) -> float:
+    """``cpus`` as Ray takes it: to the hundredth below, at least :data:`_PRESENCE`."""
+    return max(_PRESENCE, math.floor(cpus * 100 + 1e-9) / 100)
+
+
+def _share(node: Node, on_node: "Sequence[RolePlan]", gpu_workers: bool) -> float:
+    """The CPUs of ``node`` a run holds: all of them, or on a worker node where the run uses only some
+    of the GPUs, that part (the rest is for whoever gets the other GPUs)."""
+    if gpu_workers and node.gpus > 0 and all(r.role == "worker" for r in on_node):
+        used = sum(r.gpus for r in on_node)
+        return node.cpus * min(1.0, used / node.gpus)
+    return node.cpus
+
+
+def hold_cpus(roles: "Sequence[RolePlan]", settings: Settings, gpu_workers: bool) -> "list[RolePlan]":
+    """``roles`` with the CPUs each one's actor holds (``RolePlan.cpus``), so that Ray lets no other work
+    onto the cores a run trains on (as horovod.ray's ``cpus_per_worker``).
+
+    Per node: ``cpus_per_worker`` for each worker process and ``cpus_per_server`` for each server where
+    set; what ``auto`` leaves of the run's share of the node (:func:`_share`) split evenly among the
+    other processes; a sliver for the scheduler. Raises :class:`PlanError` when what was set does not
+    fit the node.
+    """
+    by_node: "dict[str, list[RolePlan]]" = {}
+    for r in roles:
+        by_node.setdefault(r.node.node_id, []).append(r)
+    cpus: "dict[str, float]" = {}
+    for on_node in by_node.values():
+        node = on_node[0].node
+        fixed = {"worker": settings.cpus_per_worker, "server": settings.cpus_per_server}
+        held = sum(_PRESENCE for r in on_node if r.role == "scheduler")
+        held += sum(fixed[r.role] * r.processes for r in on_node if fixed.get(r.role))
+        if held > node.cpus + 1e-9:
+            o = settings.origins
+            raise PlanError(
+                f"settings 'cpus_per_worker' ({format_cpus(settings.cpus_per_worker)}, from "
+                f"{o.get('cpus_per_worker')}) and 'cpus_per_server' ({format_cpus(settings.cpus_per_server)}, from "
+                f"{o.get('cpus_per_server')}) hold {held:g} CPUs for the run's roles on node {node.describe()}: "
+                f"{', '.join(r.name for r in on_node)}; expected at most its {node.cpus:g}")
+        rest = [r for r in on_node if r.role != "scheduler" and not fixed.get(r.role)]
+        each = (_share(node, on_node, gpu_workers) - held) / max(1, sum(r.processes for r in rest))
+        for r in on_node:
+            if node.cpus <= 0:
+                cpus[r.name] = 0.0  # a node without CPUs (a GPU-only node Ray was told of): nothing to hold
+            elif r.role == "scheduler":
+                cpus[r.name] = _PRESENCE
+            else:
+                cpus[r.name] = _amount((fixed.get(r.role) or each) * r.processes)
+    return [replace(r, cpus=cpus[r.name]) for r in roles]
+
+
+def format_cpus(value: float) -> str:
+    """A ``cpus_per_*`` setting as written: ``auto`` or the number."""
+    return "auto" if not value else f"{value:g}"
+
+
+def _bundles(where: Placement, roles: "Sequence[RolePlan]") -> "list[Bundle]":
+    """One bundle per worker node (its GPUs), then one per server node, each with its roles' CPUs."""
+    nodes = list(where.workers) + list(where.servers)
+    out = []
+    for index, node in enumerate(nodes):
+        resources = {"GPU": float(where.gpus_per_worker)} if index < len(where.workers) and where.gpus_per_worker \
+            else {}
+        held = sum(r.cpus for r in roles if r.bundle == index)
+        if held or not resources:
+            resources["CPU"] = _amount(held)
+        out.append(Bundle(node, resources))
+    return out
 
 
 def make_plan(
@@ -74,17 +139,17 @@ def make_plan(
     """
     backend.check(settings)
     where = (placement or NodeKindPlacement()).place(nodes, settings, backend, with_workers=with_workers)
-    bundles = _bundles(where)
     servers_per_node = settings.servers_per_node + trick.extra_servers_per_node
     num_servers = settings.server_nodes * servers_per_node
     env = _RoleEnv(settings, trick, _run_env(settings, num_servers, run_id, verbose_ps))
     roles = _server_roles(settings, backend, where, servers_per_node, env)
     workers, rank = _worker_roles(settings, backend, where, env, gpu_ids)
+    roles = hold_cpus(roles + workers, settings, backend.needs_gpu_workers)
     return Plan(
         backend=backend.name,
         trick=trick,
-        roles=tuple(roles + workers),
-        bundles=tuple(bundles),
+        roles=tuple(roles),
+        bundles=tuple(_bundles(where, roles)),
         num_workers=settings.workers,
         num_servers=num_servers,
         worker_processes=rank,
@@ -222,9 +287,16 @@ def reference_plan(settings: Settings, trick: Trick, node: Node, *, backend: Bac
         env[CHOSEN_VARS] = ",".join(chosen)
     if not impl.needs_gpu_workers or not gpus or one_gpu:
         device = "gpu" if impl.needs_gpu_workers and gpus else "cpu"
+        if device == "gpu":
+            # the one GPU Ray reserved (the role actor drops Ray's own variable): the process's
+            # mx.gpu(0) is that GPU, not physical GPU 0
+            gpu = str((list(gpu_ids[0]) if gpu_ids and 0 in gpu_ids and gpu_ids[0] else [0])[0])
+            env.update({"CUDA_VISIBLE_DEVICES": gpu, "NVIDIA_VISIBLE_DEVICES": gpu})
         role = RolePlan("single", "worker", node, env, local_command(settings, device), worker_rank=0, bundle=0,
                         gpus=1 if device == "gpu" else 0, worker_node=0)
-        bundle = Bundle(node, {"GPU": 1.0} if device == "gpu" else {"CPU": _PRESENCE})
+        (role,) = hold_cpus([role], settings, device == "gpu")
+        bundle = Bundle(node, {**({"GPU": 1.0} if device == "gpu" else {}), **({"CPU": role.cpus} if role.cpus else {})}
+                        or {"CPU": _PRESENCE})
         return Plan(backend=impl.name, trick=trick, roles=(role,), bundles=(bundle,), num_workers=1, num_servers=0,
                     worker_processes=1, server_nodes=0, servers_per_node=0)
     alone = settings.with_values(workers=1)
@@ -235,7 +307,10 @@ def reference_plan(settings: Settings, trick: Trick, node: Node, *, backend: Bac
                 "DMLC_NUM_WORKER": "1", "DMLC_NUM_SERVER": "0"}
         roles.append(RolePlan(f"node{process.suffix}", "worker", node, penv, tuple(impl.worker_command(alone)),
                               worker_rank=len(roles), bundle=0, gpus=process.gpus, worker_node=0))
-    return Plan(backend=impl.name, trick=trick, roles=tuple(roles), bundles=(Bundle(node, {"GPU": float(gpus)}),),
+    roles = hold_cpus(roles, settings, True)
+    held = sum(r.cpus for r in roles)
+    bundle = Bundle(node, {"GPU": float(gpus), **({"CPU": _amount(held)} if held else {})})
+    return Plan(backend=impl.name, trick=trick, roles=tuple(roles), bundles=(bundle,),
                 num_workers=1, num_servers=0, worker_processes=len(ids), server_nodes=0, servers_per_node=0)
 
 
@@ -260,6 +335,8 @@ def workload_command(settings: Settings, backend: str, *, per_rank_records: bool
     )
     if settings.sync_every != 1:
         command += ("--sync-every", str(settings.sync_every))
+    if settings.breakdown_steps and backend != "local":  # the single-process reference is not broken down
+        command += ("--diagnostic-steps", str(settings.breakdown_steps))
     if settings.entry is not None:
         command += ("--entry", settings.entry.spec)
         if settings.entry.path:

@@ -23,11 +23,13 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Mapping, Sequence
 
 from .cpuload import cpu_snapshot
-from .environ import IMPORT_PATH, PYTHON, RECORDS, TREE, package_dir, pythonpath, rank_records_path, scrub
+from .environ import (IMPORT_PATH, PYTHON, RECORDS, SCRATCH, TREE, hide_in_text, package_dir, pythonpath,
+                      rank_records_path, scrub)
 
 _SETPRIV = shutil.which("setpriv")
 
@@ -60,11 +62,84 @@ def harness_root(directory: str) -> str:
     return root
 
 
-def free_port(host: str) -> int:
-    """A TCP port that is free on ``host`` right now (for the ps-lite scheduler)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def scratch_dir(run_id: str) -> str:
+    """This run's scratch directory on this node (what ``SCRATCH`` stands for): short, for socket paths."""
+    safe = "".join(c for c in run_id if c.isalnum() or c in "-_") or "run"
+    return os.path.join(tempfile.gettempdir(), f"bpsperf-{safe}")
+
+
+def with_scratch(env: Mapping[str, str]) -> "tuple[dict[str, str], str | None]":
+    """``env`` with ``SCRATCH`` replaced, and the scratch directory (None when no value names it).
+
+    Every directory a value names under it is created (0700); BytePS creates none of its own.
+    """
+    if not any(SCRATCH in str(v) for v in env.values()):
+        return dict(env), None
+    root = scratch_dir(str(env.get("BPSPERF_RUN_ID", "")))
+    out = {k: str(v).replace(SCRATCH, root) for k, v in env.items()}
+    for key, value in env.items():
+        if str(value).startswith(SCRATCH):
+            os.makedirs(out[key], mode=0o700, exist_ok=True)
+    return out, root
+
+
+#: SIOCGIFADDR: the IPv4 address of a network interface (linux/sockios.h).
+_SIOCGIFADDR = 0x8915
+
+
+def interface_address(name: str) -> str:
+    """The IPv4 address of network interface ``name`` on this node: what ps-lite binds to with
+    ``DMLC_INTERFACE`` (and what the role's ``DMLC_NODE_HOST`` must then say). Raises ValueError
+    naming the node's interfaces when it has no such interface or no IPv4 address on it."""
+    import fcntl
+    import struct
+
+    names = [n for _i, n in socket.if_nameindex()]
+    where = f"node {socket.gethostname()} (interfaces: {', '.join(names) or 'none'})"
+    if name not in names:
+        raise ValueError(f"DMLC_INTERFACE={name}: no such network interface on {where}")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            packed = fcntl.ioctl(sock.fileno(), _SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
+        except OSError:
+            raise ValueError(f"DMLC_INTERFACE={name} has no IPv4 address on {where}") from None
+    return socket.inet_ntoa(packed[20:24])
+
+
+def hold_port(host: str) -> socket.socket:
+    """A socket bound to a TCP port that was free on ``host``, held for the ps-lite scheduler.
+
+    While it is held, no other process gets the port (``bind`` to port 0 skips it, a plain bind
+    to it fails), and the scheduler still can take it: ps-lite's ZeroMQ listener sets
+    ``SO_REUSEADDR``, as this socket does, and Linux lets such sockets share a port while the
+    other one does not listen. So the port cannot be lost between choosing it and the
+    scheduler binding it (a port only found free, then closed, could be). Not inherited by children.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def listening(port: int) -> "bool | None":
+    """Whether some socket of this machine listens on TCP ``port`` (``/proc/net/tcp*``); None where unknown."""
+    found = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        found = bool(found)
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 3 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return found
 
 
 def kill_group(pid: int, grace: float = 5.0) -> None:
@@ -128,6 +203,10 @@ class RoleProcess:
         # per records file (one, or one per local rank under bpslaunch): bytes read, progress
         self._offsets: "dict[str, int]" = {}
         self._progress: "dict[str, dict]" = {}
+        #: this run's scratch directory on the node, when the role's environment names it (removed at stop)
+        self.scratch: "str | None" = None
+        #: the scheduler's port, held from :meth:`pick_port` until the scheduler listens on it
+        self._held_port: "socket.socket | None" = None
 
     def rename(self, name: str) -> None:
         """Take another role's name before starting (the launcher matches GPU ids to local ranks)."""
@@ -152,8 +231,28 @@ class RoleProcess:
                     "pid": os.getpid()}
 
     def pick_port(self, host: str) -> int:
-        """Choose the scheduler's port here, on the scheduler's own node."""
-        return free_port(host)
+        """Choose the scheduler's port here, on the scheduler's own node, and hold it (:func:`hold_port`)
+        until the scheduler listens on it (seen by :meth:`status`) or the role is stopped."""
+        self._release_port()
+        self._held_port = hold_port(host)
+        return self._held_port.getsockname()[1]
+
+    def _release_port(self, *, unless_unused: bool = False) -> None:
+        """Close the held port; with ``unless_unused``, only once something listens on it (or none can tell)."""
+        sock = self._held_port
+        if sock is None:
+            return
+        if unless_unused and listening(sock.getsockname()[1]) is False:
+            return
+        sock.close()
+        self._held_port = None
+
+    def address_of(self, interface: str) -> dict:
+        """``{"ip": ...}`` of ``interface`` on this node, or ``{"error": why}`` (see :func:`interface_address`)."""
+        try:
+            return {"ip": interface_address(interface)}
+        except ValueError as exc:
+            return {"error": str(exc)}
 
     # -- lifecycle ---------------------------------------------------------
     def start(self, command: Sequence[str], env: Mapping[str, str]) -> int:
@@ -166,6 +265,7 @@ class RoleProcess:
         if _SETPRIV:
             argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
         full_env = scrub(os.environ)
+        env, self.scratch = with_scratch(env)
         full_env.update(env)
         arm_paths = full_env.pop(IMPORT_PATH, "")
         if arm_paths:
@@ -187,7 +287,7 @@ class RoleProcess:
                 log.write(f"# bpsperf: setpriv not found: {self.name} does not die with its actor (no "
                           "PR_SET_PDEATHSIG); a killed driver or actor may leave it running: install util-linux "
                           "on this node\n".encode())
-            log.write(f"# bpsperf: starting {self.name}: {' '.join(argv)}\n".encode())
+            log.write(f"# bpsperf: starting {self.name}: {hide_in_text(' '.join(argv))}\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
                 argv,
@@ -227,6 +327,7 @@ class RoleProcess:
         says how many files were read). Reads only what each file gained since the last call.
         """
         code = self.poll()
+        self._release_port(unless_unused=code is None)  # the scheduler took it (or exited): let go
         state = process_state(self.proc.pid) if self.proc is not None and code is None else None
         files = self._progress_files()
         for path in files:
@@ -248,6 +349,8 @@ class RoleProcess:
                 if rec.get("event") == "step":
                     progress.update(steps=progress["steps"] + 1, last_step=rec.get("step"),
                                     step_s=rec.get("total_s"))
+                elif rec.get("event") == "diagnostic":  # progress too (after the timed steps), not a step
+                    progress.update(steps=progress["steps"] + 1)
                 elif rec.get("event") == "end":
                     progress["ended"] = True
         slowest = dict(min((self._progress[p] for p in files), key=lambda pr: pr["steps"]))
@@ -270,6 +373,7 @@ class RoleProcess:
 
     def stop(self, grace: float = 3.0) -> "int | None":
         """Kill the role's process group (if still running); returns its exit status."""
+        self._release_port()
         if self.proc is None:
             return None
         if self.proc.poll() is None:
@@ -279,6 +383,8 @@ class RoleProcess:
             self.proc.wait(5)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
             pass
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
         return self.poll()
 
     # -- what the role left ------------------------------------------------

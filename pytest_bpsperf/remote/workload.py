@@ -17,6 +17,17 @@ Fixed-step training of the shipped gluoncv model, or of the user's own code
   backward) and ``sync_s`` (the optimizer step: push/pull). This serializes the
   step: a diagnostic, slower than what users see.
 
+After the timed steps, ``--diagnostic-steps K`` trains K more steps that say
+where a step's time goes without touching the timed ones: each waits for the
+input batch (``ctx.next_batch()`` and its copy to the device), then for forward
+and backward (at ``ctx.split()``), then for the optimizer step (push/pull), and
+records one line per step, never counted as throughput::
+
+    {"event": "diagnostic", "step": 0, "input_s": 0.001, "compute_s": 0.30, "sync_s": 0.09, "total_s": 0.39}
+
+(``compute_s`` and ``sync_s`` are null, and ``unsplit_s`` holds both, when the
+step callable never calls ``ctx.split()``.)
+
 The first line (``"event": "start"``) says what ran and which environment the
 process really got; the last (``"event": "end"``) marks a clean finish. Any
 error prints a one-line reason to stderr (last, so it is in the log's tail)
@@ -38,7 +49,7 @@ from typing import IO, Any, Callable, Sequence
 
 from .data import Batches, records, synthetic
 from .entry import EntryError, TrainContext, build_zoo_model, load
-from .environ import rank_records_path, reported
+from .environ import SIMULATION, rank_records_path, reported
 
 #: Fault injection, for testing the harness itself: ``crash-at-step:N`` makes the
 #: worker die abruptly (os._exit) at step N, as a segfaulting worker would;
@@ -75,11 +86,16 @@ def parse_args(argv: "Sequence[str] | None" = None) -> argparse.Namespace:
     p.add_argument("--records", required=True, help="JSON-lines file for per-step records")
     p.add_argument("--sync-every", type=int, default=1,
                    help="wait for the device every K steps and record one window of K steps (overlapped timing)")
+    p.add_argument("--diagnostic-steps", type=int, default=0,
+                   help="after the timed steps, this many steps synced between input, compute and push/pull "
+                        "(records 'diagnostic', never throughput)")
     p.add_argument("--records-per-rank", action="store_true",
                    help="write to the records file of BYTEPS_LOCAL_RANK (processes spawned by bpslaunch)")
     args = p.parse_args(argv)
     if args.steps < 1 or args.batch_size < 1 or args.image_size < 8 or args.data_threads < 1 or args.sync_every < 1:
         p.error("--steps, --batch-size, --data-threads and --sync-every must be >= 1 and --image-size >= 8")
+    if args.diagnostic_steps < 0:
+        p.error("--diagnostic-steps must be >= 0")
     if args.sync_every > 1 and args.timing == "breakdown":
         p.error("--sync-every > 1 needs --timing overlapped (breakdown syncs inside every step)")
     return args
@@ -127,6 +143,30 @@ class Timer:
 
             mx.nd.waitall()
             self.at = time.perf_counter()
+
+
+class InputProbe:
+    """The worker's batches, timed only while :attr:`active` (the diagnostic steps).
+
+    Then ``next()`` waits until the batch is on the device and marks the end of the
+    input wait in :attr:`at`; in the timed steps it hands the batch on untouched.
+    """
+
+    def __init__(self, inner: Batches) -> None:
+        self.inner = inner
+        self.active = False
+        self.at: "float | None" = None
+        self.batches = Batches(self.next, inner.iterator, inner.kind)
+
+    def next(self) -> tuple:
+        batch = self.inner.next()
+        if self.active:
+            for array in batch:
+                wait = getattr(array, "wait_to_read", None)
+                if wait is not None:
+                    wait()
+            self.at = time.perf_counter()
+        return batch
 
 
 def _setup_backend(args: argparse.Namespace) -> tuple:
@@ -220,14 +260,19 @@ def ready_before_training(trainer: Any, kv: Any, step_scale: int) -> None:
     trainer._params_to_init = [p for p in trainer._params_to_init if p._deferred_init]  # noqa: SLF001
 
 
-def _build(args: argparse.Namespace, timer: Timer) -> tuple:
-    """The step callable (the entry point's, or the shipped model's) and what ran, for the start record."""
+def _build(args: argparse.Namespace, timer: Timer, probe: "list[InputProbe]") -> tuple:
+    """The step callable (the entry point's, or the shipped model's) and what ran, for the start record.
+
+    ``probe`` receives the :class:`InputProbe` of the batches the step reads (for the diagnostic steps).
+    """
     device, rank, num_workers, make_trainer, scale, facts = _setup_backend(args)
     if args.data == "synthetic":
         data: Batches = synthetic(args.batch_size, args.image_size, args.classes, device, args.dtype)
     else:
         data = records(args.data, batch_size=args.batch_size, image_size=args.image_size, threads=args.data_threads,
                        rank=rank, parts=num_workers, device=device, dtype=args.dtype)
+    probe.append(InputProbe(data))
+    data = probe[0].batches
     ctx = TrainContext(backend=args.backend, device=device, rank=rank, num_workers=num_workers,
                        batch_size=args.batch_size, image_size=args.image_size, dtype=args.dtype,
                        classes=args.classes, model=args.model, lr=args.lr, step_scale=scale, data=data,
@@ -307,10 +352,13 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
 
     started = time.perf_counter()
     timer = Timer(args.timing == "breakdown")
-    step, info = _build(args, timer)
+    probes: "list[InputProbe]" = []
+    step, info = _build(args, timer, probes)
     # read after the build, so that an entry point may set it for its own arm (scripts/pair_sessions.py)
     fault, slowdown = _fault(args.backend)
     env = reported(os.environ)  # what the role really got, not what the plan meant to give it
+    if os.environ.get(SIMULATION):  # a stand-in ran instead of the real thing (tests/helpers/standin)
+        info["simulation"] = os.environ[SIMULATION]
     recorder.write(
         "start",
         pid=os.getpid(),
@@ -343,19 +391,75 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
         if timer.at is not None:
             split = {"compute_s": timer.at - t0, "sync_s": t0 + total - timer.at}
         if slowdown:
-            # Burn CPU rather than sleep: a bad change costs cycles that the other
-            # roles on the node then lack, where a sleep would hand them over.
             extra = total * slowdown
-            until = time.perf_counter() + extra
-            while time.perf_counter() < until:
-                pass
+            _burn(extra)
             total += extra
             if split:
                 split["compute_s"] += extra
         window_fields = {"steps": n, "through": first + n - 1} if every > 1 else {}
         recorder.write("step", step=window, total_s=total, images=args.batch_size * n, **window_fields, **split)
         window += 1
+    if args.diagnostic_steps:
+        diagnose(step, timer, probes[0], args.diagnostic_steps, recorder, slowdown=slowdown,
+                 images=args.batch_size)
     recorder.write("end", steps=args.steps)
+
+
+def _burn(seconds: float) -> None:
+    # Burn CPU rather than sleep: a bad change costs cycles that the other
+    # roles on the node then lack, where a sleep would hand them over.
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
+
+
+def diagnose(step: Callable[[], Any], timer: Timer, probe: InputProbe, count: int, recorder: Recorder, *,
+             slowdown: float = 0.0, images: int = 0) -> None:
+    """``count`` diagnostic steps after the timed ones: each synced between input, compute and push/pull.
+
+    Every phase is waited for before the next begins (the previous step ended
+    with ``waitall``, so nothing is in flight at its start): the input wait ends
+    when the batch is on the device, compute at ``ctx.split()`` (after
+    backward), push/pull when the optimizer step's work is done. The timed
+    steps ran before, as users train (overlapped); these steps only say where
+    the time goes, one ``diagnostic`` record each.
+    """
+    import mxnet as mx
+
+    timer.breakdown, probe.active = True, True
+    try:
+        for k in range(count):
+            timer.at = probe.at = None
+            t0 = time.perf_counter()
+            step()
+            mx.nd.waitall()
+            end = time.perf_counter()
+            fields = diagnostic_fields(t0, probe.at, timer.at, end)
+            if slowdown:
+                extra = (end - t0) * slowdown
+                _burn(extra)
+                fields["total_s"] += extra
+                key = "compute_s" if fields.get("compute_s") is not None else "unsplit_s"
+                fields[key] += extra
+            recorder.write("diagnostic", step=k, images=images, **fields)
+    finally:
+        timer.breakdown, probe.active = False, False
+
+
+def diagnostic_fields(t0: float, input_at: "float | None", split_at: "float | None", end: float) -> dict:
+    """The parts of one diagnostic step from its marks: input wait, compute, push/pull (seconds).
+
+    ``input_at`` is None when the step read no batch through ``ctx.next_batch()``
+    (its input wait is then part of compute), ``split_at`` None when it never
+    called ``ctx.split()`` (compute and push/pull are then one figure, ``unsplit_s``).
+    """
+    start = input_at if input_at is not None else t0
+    out: dict = {"total_s": end - t0, "input_s": (input_at - t0) if input_at is not None else None}
+    if split_at is not None and split_at >= start:
+        out.update(compute_s=split_at - start, sync_s=end - split_at, unsplit_s=None)
+    else:
+        out.update(compute_s=None, sync_s=None, unsplit_s=end - start)
+    return out
 
 
 def main(argv: "Sequence[str] | None" = None) -> int:

@@ -9,11 +9,13 @@ HTML page say the same things. Plain Python, no package import.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from typing import Sequence, Tuple, Union
+from urllib.parse import quote
 
 __all__ = ["Block", "Bullets", "Code", "Folded", "Heading", "Image", "Paragraph", "Status", "Strong", "Table",
-           "html_page", "markdown", "markdown_lines", "text_lines"]
+           "code_md", "html_page", "markdown", "markdown_lines", "plain_md", "text_lines"]
 
 
 @dataclass(frozen=True)
@@ -108,18 +110,68 @@ def _runs(text: Text) -> "Tuple[Inline, ...]":
     return text if isinstance(text, tuple) else (text,)
 
 
-def _inline_md(text: Text) -> str:
+#: Characters that start Markdown or HTML inline wherever they stand: code, emphasis, links, raw HTML
+#: (``</details>`` would close a fold), entities, table cells, and the backslash that escapes them.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>|~&])")
+#: ``_`` emphasizes only at a word's edge (GFM: never inside a word, as in ``omp_threads``).
+_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+#: Line breaks and other control characters: a line break inside a cell ends the table's row, one
+#: at a line's start can open an HTML block (``</details>``), whatever inline piece it is in.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def _one_line(text: str) -> str:
+    return _CONTROL.sub(" ", str(text))
+
+
+def plain_md(text: str) -> str:
+    """``text`` as literal Markdown text (GitHub's, CommonMark with tables): each character that could
+    start code, emphasis, a link, raw HTML or a table cell escaped with a backslash, line breaks made spaces."""
+    return _EDGE_UNDERSCORE.sub(r"\\_", _MD_SPECIAL.sub(r"\\\1", _one_line(text)))
+
+
+def code_md(text: str) -> str:
+    """``text`` as one Markdown code span: fenced by one backtick more than its longest run of them
+    (CommonMark), padded with a space where it starts or ends with a backtick; line breaks made spaces."""
+    text = _one_line(text)
+    if not text:
+        return ""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text[0] == "`" or text[-1] == "`" or (text[0] == " " and text[-1] == " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _cell_pipes(code: str) -> str:
+    """A code span made fit for a table cell: GFM splits cells at every ``|`` not escaped, inside code
+    too, and ``\\|`` escapes it there; a run of backslashes before it must then be odd (``\\\\`` is one
+    escaped backslash, and the ``|`` after it would split)."""
+    return re.sub(r"(\\*)\|", lambda m: m.group(1) + ("\\" if len(m.group(1)) % 2 else "") + "\\|", code)
+
+
+def _inline_md(text: Text, *, cell: bool = False) -> str:
     out = []
     for part in _runs(text):
         if isinstance(part, Code):
-            out.append(f"`{part.text}`")
+            out.append(_cell_pipes(code_md(part.text)) if cell else code_md(part.text))
         elif isinstance(part, Strong):
-            out.append(f"**{part.text}**")
+            inner = plain_md(part.text)
+            out.append(f"**{inner}**" if inner else "")
         elif isinstance(part, Status):
-            out.append(part.marked)
+            out.append(plain_md(part.marked))
         else:
-            out.append(part)
+            out.append(plain_md(part))
     return "".join(out)
+
+
+#: What opens a block at a line's start: a heading, a list item, a setext underline, a numbered item.
+_BLOCK_START = re.compile(r"^(?:([#+=-])|(\d+)([.)]))")
+
+
+def _line_md(text: Text) -> str:
+    """Inline text that starts a line (a paragraph, a list item): a leading ``#``, ``-``, ``1.`` escaped too."""
+    md = _inline_md(text)
+    return _BLOCK_START.sub(lambda m: "\\" + m.group(1) if m.group(1) else m.group(2) + "\\" + m.group(3), md,
+                            count=1)
 
 
 def _inline_html(text: Text) -> str:
@@ -140,19 +192,22 @@ def _block_md(block: Block) -> str:
     if isinstance(block, Heading):
         return "#" * block.level + " " + _inline_md(block.text)
     if isinstance(block, Paragraph):
-        text = _inline_md(block.text)
-        return f"_{text}_" if block.note else text
+        text = _line_md(block.text)
+        return f"_{text}_" if block.note and text else text
     if isinstance(block, Bullets):
-        return ("\n\n" if block.loose else "\n").join("- " + _inline_md(item) for item in block.items)
+        return ("\n\n" if block.loose else "\n").join("- " + _line_md(item) for item in block.items)
     if isinstance(block, Table):
-        lines = ["| " + " | ".join(block.header) + " |",
+        lines = ["| " + " | ".join(plain_md(h) for h in block.header) + " |",
                  "|" + "|".join("---:" if r else "---" for r in block.right) + "|"]
-        lines += ["| " + " | ".join(_inline_md(c) for c in row) + " |" for row in block.rows]
+        lines += ["| " + " | ".join(_inline_md(c, cell=True) for c in row) + " |" for row in block.rows]
         return "\n".join(lines)
     if isinstance(block, Folded):
-        # GitHub folds raw HTML; the pieces inside stay Markdown (a blank line each side)
-        return f"<details><summary>{_inline_html(block.summary)}</summary>\n\n{markdown(block.blocks)}</details>"
-    return f"![{block.title}]({block.src})"
+        # GitHub folds raw HTML; the pieces inside stay Markdown (a blank line each side). The summary is
+        # HTML on the <details> line: escaped as HTML, on one line (a blank line would end the HTML block).
+        summary = _one_line(_inline_html(block.summary))
+        return f"<details><summary>{summary}</summary>\n\n{markdown(block.blocks)}</details>"
+    # the address percent-encoded: a ')' or a space in it would end the link
+    return f"![{plain_md(block.title)}]({quote(block.src, safe='/._-~')})"
 
 
 def markdown(blocks: Sequence[Block]) -> str:
@@ -217,8 +272,11 @@ def _block_html(block: Block) -> str:
     if isinstance(block, Bullets):
         return "<ul>" + "".join(f"<li>{_inline_html(item)}</li>" for item in block.items) + "</ul>"
     if isinstance(block, Table):
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in block.header)
-        body = "".join("<tr>" + "".join(f"<td>{_inline_html(c)}</td>" for c in row) + "</tr>" for row in block.rows)
+        # numbers right-aligned, as the Markdown's ---: columns are
+        cls = [' class="num"' if i < len(block.right) and block.right[i] else "" for i in range(len(block.header))]
+        head = "".join(f"<th{a}>{html.escape(h)}</th>" for h, a in zip(block.header, cls))
+        body = "".join("<tr>" + "".join(f"<td{a}>{_inline_html(c)}</td>" for c, a in zip(row, cls)) + "</tr>"
+                       for row in block.rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     if isinstance(block, Folded):
         inner = "\n".join(_block_html(b) for b in block.blocks)
@@ -227,8 +285,10 @@ def _block_html(block: Block) -> str:
             f"<figcaption>{html.escape(block.title)}</figcaption></figure>")
 
 
-_STYLE = ("body{font-family:sans-serif;max-width:60em;margin:auto}table{border-collapse:collapse}"
-          "td,th{border:1px solid #ccc;padding:2px 6px}img{max-width:100%}")
+# figure's margin is the page's: the browser's 40px on each side shrank a 900px picture (blurred text)
+_STYLE = ("body{font-family:sans-serif;max-width:60em;margin:auto;padding:0 1em}table{border-collapse:collapse}"
+          "td,th{border:1px solid #ccc;padding:2px 6px}th{text-align:left}.num{text-align:right}"
+          "figure{margin:1.5em 0}figcaption{color:#555;font-size:90%}img{max-width:100%}")
 
 
 def html_page(blocks: Sequence[Block], title: str) -> str:

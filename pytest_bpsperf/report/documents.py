@@ -59,6 +59,10 @@ def json_document(
     }
     if base_vs_head is not None:
         doc["base_vs_head"] = dict(base_vs_head)
+    simulated = sorted({r.output.simulation for r in results if r.output.simulation})
+    if simulated:
+        # a stand-in ran (tests only): these figures are no measurement of BytePS and never a baseline
+        doc["simulation"] = "; ".join(simulated)
     return doc
 
 
@@ -78,5 +82,5 @@ def write_text(path: "str | os.PathLike", text: str) -> None:
 
 
 def write_json(path: "str | os.PathLike", document: dict) -> None:
-    """Stable, sorted, pretty-printed JSON, written atomically."""
-    write_text(path, json.dumps(document, indent=2, sort_keys=True, default=str) + "\n")
+    """Stable, sorted, pretty-printed JSON, written atomically as UTF-8 (letters beyond ASCII not escaped)."""
+    write_text(path, json.dumps(document, indent=2, sort_keys=True, default=str, ensure_ascii=False) + "\n")

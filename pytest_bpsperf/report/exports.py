@@ -1,8 +1,8 @@
 """Exports for other tools, made from a results document (``--bpsperf-json``).
 
 - :func:`benchmark_export`: pytest-benchmark's JSON (``pytest-benchmark compare``
-  reads it), built with pytest-benchmark's own ``Stats`` and ``get_commit_info``;
-  one benchmark per run, its steady steps as rounds.
+  reads it), one benchmark per run, its steady steps as rounds; written without
+  pytest-benchmark (statistics: :mod:`..stats.rounds`; the commit: :func:`commit_info`).
 - :func:`bmf_export`: Bencher Metric Format (``bencher run --adapter json``),
   one benchmark per job with the ``throughput`` measure (img/s, min and max
   over runs as bounds).
@@ -17,21 +17,54 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
 import platform
+import re
 import statistics
-from importlib import metadata
+import subprocess
 from typing import Any, Mapping, Optional
 
+from ..remote.provenance import current_commit, working_tree_dirty
+from ..stats.rounds import round_stats
 from ..store.results import jobs_of
 
-__all__ = ["benchmark_export", "bmf_export", "github_benchmark_export"]
+__all__ = ["BENCHMARK_FORMAT_VERSION", "benchmark_export", "bmf_export", "commit_info", "github_benchmark_export"]
+
+#: The pytest-benchmark release whose file format :func:`benchmark_export` writes (its ``version`` field,
+#: which pytest-benchmark fills with its own version); ``.ci/run`` installs that release in
+#: ``.ci/benchmark`` to read the file back.
+BENCHMARK_FORMAT_VERSION = "5.3.1"
 
 
-def _version(distribution: str) -> str:
+def _git(*args: str) -> "str | None":
+    """The output of ``git ARGS`` in the working directory, stripped; None when git fails or is absent."""
     try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return "unknown"
+        proc = subprocess.run(["git", *args], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def commit_info() -> "dict[str, Any]":
+    """pytest-benchmark's ``commit_info`` of the working directory's git checkout.
+
+    ``id`` the commit (``unversioned`` outside a checkout), ``time`` and
+    ``author_time`` its committer and author dates (ISO 8601), ``dirty`` whether
+    tracked files differ from it, ``branch`` (``(detached head)``, or
+    ``(unknown)`` outside a checkout) and ``project``: the last part of the
+    ``origin`` remote's URL without ``.git``, else the directory's name.
+    """
+    origin = _git("config", "--local", "remote.origin.url")
+    parts = [p for p in re.split(r"[/:\\\s]|\.git$", origin or "") if p]
+    project = parts[-1] if parts else os.path.basename(os.getcwd())
+    commit = current_commit()
+    if commit is None:
+        return {"id": "unversioned", "time": None, "author_time": None, "dirty": False, "project": project,
+                "branch": "(unknown)"}
+    branch = _git("rev-parse", "--abbrev-ref", "HEAD")
+    return {"id": commit, "time": _git("show", "-s", "--format=%cI", commit),
+            "author_time": _git("show", "-s", "--format=%aI", commit), "dirty": bool(working_tree_dirty()),
+            "project": project, "branch": "(detached head)" if branch == "HEAD" else branch or "(unknown)"}
 
 
 def _rounds(run: Mapping[str, Any]) -> "list[float]":
@@ -49,22 +82,15 @@ def benchmark_export(results: Mapping[str, Any], profile_id: Optional[str] = Non
 
     A round is one training step (mean over worker processes of that step's
     wall time), so ``pytest-benchmark compare`` shows step times; img/s and
-    the verdict travel in ``extra_info``. Statistics come from
-    ``pytest_benchmark.stats.Stats`` and the commit from
-    ``pytest_benchmark.utils.get_commit_info``, so they are computed exactly
-    as pytest-benchmark computes its own.
+    the verdict travel in ``extra_info``. The statistics are pytest-benchmark's
+    fields (:func:`~pytest_bpsperf.stats.rounds.round_stats`), the commit its
+    ``commit_info`` (:func:`commit_info`); pytest-benchmark itself is not needed.
     """
-    from pytest_benchmark.stats import Stats
-    from pytest_benchmark.utils import get_commit_info
-
     benchmarks = []
     for run in results.get("tests", []):
         rounds = _rounds(run)
         if not rounds:
             continue
-        stats = Stats()
-        for seconds in rounds:
-            stats.update(seconds)
         name = run["nodeid"].split("::")[-1]
         if run.get("repeat"):
             name += f"-run{run['repeat'] + 1}"
@@ -77,17 +103,17 @@ def benchmark_export(results: Mapping[str, Any], profile_id: Optional[str] = Non
             "params": {"trick": run["trick"]}, "param": run["trick"], "extra_info": extra,
             "options": {"disable_gc": False, "timer": "perf_counter", "min_rounds": len(rounds),
                         "max_time": run.get("wall_s", 0.0), "min_time": 0.0, "warmup": True},
-            "stats": {**stats.as_dict(), "data": list(stats.data), "iterations": 1},
+            "stats": {**round_stats(rounds), "iterations": 1},
         })
     return {
         "machine_info": {"node": platform.node(), "machine": platform.machine(), "processor": platform.processor(),
                          "python_version": platform.python_version(), "system": platform.system(),
                          "release": platform.release(), "python_implementation": platform.python_implementation(),
                          "bpsperf_profile": profile_id},
-        "commit_info": get_commit_info(),
+        "commit_info": commit_info(),
         "benchmarks": benchmarks,
         "datetime": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        "version": _version("pytest-benchmark"),
+        "version": BENCHMARK_FORMAT_VERSION,
     }
 
 

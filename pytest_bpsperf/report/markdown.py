@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence, Union
 
+from ..judge.breakdown import LABELS, breakdown_change
 from ..judge.job import RunResult
 from ..judge.pairs import PairedVerdict
 from ..judge.verdict import Verdict
@@ -22,7 +23,7 @@ from .blocks import (Block, Bullets, Code, Folded, Heading, Paragraph, Status, S
 from .documents import json_document, verdict_entry
 from .matrix import HEADER, MatrixTable, row_cells
 
-__all__ = ["format_matrix_markdown", "markdown_document", "matrix_pieces", "pairs_markdown", "seconds_cell",
+__all__ = ["breakdown_pieces", "format_matrix_markdown", "markdown_document", "matrix_pieces", "pairs_markdown", "seconds_cell",
            "session_pieces", "verdict_markdown", "verdict_pieces", "verdict_text", "verdicts_of"]
 
 
@@ -38,6 +39,11 @@ def _img(value: "float | None") -> str:
 def seconds_cell(value: "float | None") -> str:
     """Seconds per step for a table cell; None (timing=overlapped: a step is not split) is a dash."""
     return "- (overlapped)" if value is None else f"{value:.3f}s"
+
+
+def _tolerance(entry: Mapping[str, Any]) -> str:
+    tolerance = entry.get("tolerance")
+    return "-" if tolerance is None else f"-{100 * float(tolerance):.0f}%"
 
 
 def _paired(entry: Mapping[str, Any]) -> bool:
@@ -58,9 +64,11 @@ def verdicts_of(document: Mapping[str, Any]) -> "list[dict]":
     by_job: "dict[str, dict]" = {}
     for run in document.get("tests", []):
         verdict = run.get("verdict")
-        if verdict and not _paired(verdict):
-            by_job[verdict["key"]] = {**verdict, "nodeid": run["nodeid"], "test": run["test"], "trick": run["trick"]}
-    return paired + list(by_job.values())
+        if verdict and not _paired(verdict) and verdict.get("status"):
+            by_job[verdict.get("key") or run.get("key") or run["nodeid"]] = {
+                **verdict, "nodeid": run["nodeid"], "test": run["test"], "trick": run["trick"]}
+    # a base-vs-head job of schema 2 names its test by its key only
+    return [{"nodeid": j.get("key"), **j} for j in paired] + list(by_job.values())
 
 
 def _arm_line(name: str, arm: Mapping[str, Any]) -> tuple:
@@ -78,7 +86,8 @@ def _cores(value: "float | None") -> str:
 def _pair_rows(entry: Mapping[str, Any]) -> tuple:
     rows = []
     for p in entry.get("pair_table") or ():
-        ratio = "dropped: " + str(p["dropped"]) if p.get("dropped") else f"{float(p['ratio']):.3f}"
+        ratio = ("dropped: " + str(p["dropped"]) if p.get("dropped")
+                 else "-" if p.get("ratio") is None else f"{float(p['ratio']):.3f}")
         rows.append((str(p["pair"]), p["order"], _img(p.get("base_img_per_sec")), _img(p.get("head_img_per_sec")),
                      ratio, f"{_cores(p.get('base_foreign_cores'))}, {_cores(p.get('head_foreign_cores'))}"))
     return tuple(rows)
@@ -90,12 +99,15 @@ def pairs_pieces(entries: Sequence[Mapping[str, Any]], arms: Mapping[str, Any]) 
         return []
     rows = []
     for v in entries:
+        # what the schema does not require may be missing: a dash, as for a figure not computed
         first_look = (v.get("comparison") or {}).get("first_look", 0)
-        interval = ("-" if v.get("ci_low") is None or v["pairs"] < first_look
+        pairs = v.get("pairs")
+        interval = ("-" if v.get("ci_low") is None or v.get("ci_high") is None or (pairs or 0) < first_look
                     else f"{_pct(v['ci_low'])} to {_pct(v['ci_high'])}")
         rows.append((Code(v["nodeid"]), Status(v["status"]), _img(v.get("base_img_per_sec")),
-                     _img(v["measured_img_per_sec"]), f"{v['change_pct']:+.1f}%", interval,
-                     f"-{100 * v['tolerance']:.0f}%", str(v["pairs"]), str(v["looks"])))
+                     _img(v.get("measured_img_per_sec")), _change_cells(v)[0], interval,
+                     _tolerance(v), str(pairs if pairs is not None else "-"),
+                     str(v.get("looks", "-"))))
     out: "list[Block]" = [
         Heading(3, "Base vs head"),
         Table(("test", "verdict", "base img/s", "head img/s", "head vs base", "interval (all looks)", "tolerance",
@@ -128,8 +140,8 @@ def gate_pieces(entries: Sequence[Mapping[str, Any]]) -> "list[Block]":
     rows = []
     for v in entries:
         change, margin, mdc = _change_cells(v)
-        rows.append((Code(v["nodeid"]), Status(v["status"]), _img(v["measured_img_per_sec"]),
-                     _img(v.get("baseline_img_per_sec")), change, f"-{100 * v['tolerance']:.0f}%", margin, mdc))
+        rows.append((Code(v["nodeid"]), Status(v["status"]), _img(v.get("measured_img_per_sec")),
+                     _img(v.get("baseline_img_per_sec")), change, _tolerance(v), margin, mdc))
     out: "list[Block]" = [
         Heading(3, "Verdicts"),
         Table(("test", "verdict", "measured img/s", "baseline img/s", "change", "tolerance", "noise margin",
@@ -144,10 +156,41 @@ def gate_pieces(entries: Sequence[Mapping[str, Any]]) -> "list[Block]":
     return out
 
 
+def _seconds(value: "float | None") -> str:
+    return "-" if value is None else f"{1000 * float(value):.1f} ms"
+
+
+def breakdown_pieces(entries: Sequence[Mapping[str, Any]]) -> "list[Block]":
+    """Where the step time went on both sides of each verdict that has a breakdown: one row per part
+    (base, head, change), the part that grew most, the tensors that grew most (BytePS traces)."""
+    rows, lines = [], []
+    for v in entries:
+        sides = v.get("breakdown") or {}
+        change = breakdown_change(sides.get("base"), sides.get("head"))
+        if change is None:
+            continue
+        reference = "base" if _paired(v) else "baseline"
+        for name, before, after, pct in change.rows():
+            rows.append((Code(v["nodeid"]), LABELS[name], _seconds(before), _seconds(after),
+                         "-" if pct is None else f"{pct:+.0f}%"))
+        if v["status"] == "regression":
+            lines.append((Code(v["nodeid"]), f" ({reference} to head): ", change.phrase(v.get("change_pct"))))
+    if not rows:
+        return []
+    return [Heading(3, "Where the time went"),
+            Table(("test", "part", "base or baseline /step", "head /step", "change"), tuple(rows),
+                  (False, False, True, True, True)),
+            *([Bullets(tuple(lines))] if lines else []),
+            Paragraph("Diagnostic steps after the timed ones (setting breakdown_steps), each waiting between input, "
+                      "compute and push/pull: the share of each part, not the throughput (the timed steps overlap "
+                      "them, as users train); medians over the runs of each side.", note=True)]
+
+
 def verdict_pieces(entries: Sequence[Mapping[str, Any]], arms: Mapping[str, Any]) -> "list[Block]":
-    """The verdict tables: base-vs-head verdicts first, then those against the stored baselines."""
+    """The verdict tables: base-vs-head verdicts first, then those against the stored baselines, then where
+    the step time went."""
     return (pairs_pieces([v for v in entries if _paired(v)], arms)
-            + gate_pieces([v for v in entries if not _paired(v)]))
+            + gate_pieces([v for v in entries if not _paired(v)]) + breakdown_pieces(entries))
 
 
 def _runs_pieces(runs: Sequence[Mapping[str, Any]]) -> "list[Block]":
@@ -178,6 +221,9 @@ def session_pieces(document: Mapping[str, Any]) -> "list[Block]":
     runs, the trick matrices."""
     verdicts = verdicts_of(document)
     out: "list[Block]" = [Heading(2, "bpsperf results")]
+    if document.get("simulation"):
+        out.append(Paragraph(Strong(f"SIMULATION, not a measurement of BytePS: {document['simulation']}. "
+                                    "Its figures never become baselines.")))
     if verdicts:
         counts = {st: sum(v["status"] == st for v in verdicts) for st in dict.fromkeys(v["status"] for v in verdicts)}
         out.append(Paragraph(Strong(", ".join(f"{n} {st}" for st, n in counts.items()))))

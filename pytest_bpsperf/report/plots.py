@@ -5,7 +5,9 @@
 - compute against sync seconds per step, per trick (:func:`split_picture`);
 - a job's history across commits with the baseline band and the detected
   change points (:func:`history_picture`);
-- a base-vs-head job's ratio per pair with its interval (:func:`pairs_picture`).
+- a base-vs-head job's ratio per pair with its interval (:func:`pairs_picture`);
+- where a base-vs-head job's step time went on each side (:func:`breakdown_picture`);
+- a bisect's head/base img/s per tested commit (:func:`bisect_picture`).
 
 Each function computes the numbers first and returns a :class:`Picture` that
 keeps them (``data``), so that a test, or a reader, can check that what was
@@ -31,8 +33,8 @@ from ..store.entries import entry_samples
 from ..store.history import Trend
 from ..store.results import step_img_per_sec
 
-__all__ = ["Picture", "history_picture", "matrix_picture", "pairs_picture", "session_pictures", "split_picture",
-           "steps_picture"]
+__all__ = ["Picture", "bisect_picture", "breakdown_picture", "history_picture", "matrix_picture", "pairs_picture",
+           "session_pictures", "split_picture", "steps_picture"]
 
 
 @dataclass(frozen=True)
@@ -299,6 +301,82 @@ def pairs_picture(job: Mapping[str, Any], out_dir: "str | os.PathLike") -> Pictu
     return Picture(str(path), "pairs", title, data)
 
 
+#: The parts of a step as the breakdown pictures draw them (name, words, colour).
+_PARTS = (("input_s", "input wait", "#72b7b2"), ("compute_s", "compute", "#4c78a8"),
+          ("sync_s", "push/pull wait", "#f58518"), ("unsplit_s", "compute + push/pull", "#9d755d"))
+
+
+def breakdown_picture(job: Mapping[str, Any], out_dir: "str | os.PathLike") -> Picture:
+    """Where a base-vs-head job's step time went: stacked seconds per diagnostic step of each part, per side."""
+    sides = job.get("breakdown") or {}
+    data = {"sides": [s for s in ("base", "head") if sides.get(s)], "status": job.get("status")}
+    for name, _label, _colour in _PARTS:
+        data[name] = [(sides[s] or {}).get(name) for s in data["sides"]]
+    fig = _figure()
+    ax = fig.add_subplot(1, 1, 1)
+    bottom = [0.0] * len(data["sides"])
+    for name, label, colour in _PARTS:
+        values = [float(v or 0.0) for v in data[name]]
+        if any(values):
+            ax.bar(data["sides"], values, bottom=bottom, color=colour, label=label)
+            bottom = [b + v for b, v in zip(bottom, values)]
+    ax.set_ylabel("seconds per diagnostic step")
+    name = str(job.get("nodeid", job.get("test", "job")))
+    title = f"where the step time went, {data['status']}: {name.split('::')[-1]}"
+    ax.set_title(title, fontsize="medium")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3, axis="y")
+    digest = hashlib.sha1(str(job.get("key", name)).encode()).hexdigest()[:6]
+    path = Path(out_dir) / f"breakdown-{_slug(name)}-{digest}.png"
+    _save(fig, path)
+    return Picture(str(path), "breakdown", title, data)
+
+
+def bisect_picture(doc: Mapping[str, Any], path: "str | os.PathLike") -> Picture:
+    """A bisect's comparisons: head/base img/s of each (at its head commit, with its interval) over the
+    range's commits in first-parent order; the tolerance, the culprit or the range it ended with."""
+    commits = doc["commits"]
+    steps = [s for s in doc["steps"] if s.get("ratio") is not None]
+    data = {"labels": [c["sha"][:7] for c in commits], "x": [s["head_position"] for s in steps],
+            "ratio": [float(s["ratio"]) for s in steps], "status": [s["status"] for s in steps],
+            "ci_low": [s.get("ci_low") for s in steps], "ci_high": [s.get("ci_high") for s in steps],
+            "base": [s["base_position"] for s in steps], "tolerance": doc.get("tolerance"),
+            "result": doc["result"]["kind"],
+            "skipped": [c["position"] for c in commits if c.get("skipped")]}
+    fig = _figure()
+    ax = fig.add_subplot(1, 1, 1)
+    colour = {"regression": "#e45756", "ok": "#54a24b", "improvement": "#4c78a8", "inconclusive": "#bab0ac"}
+    for x, r, lo, hi, st in zip(data["x"], data["ratio"], data["ci_low"], data["ci_high"], data["status"]):
+        y = 100 * (r - 1)
+        err = None if lo is None or hi is None else [[y - 100 * (float(lo) - 1)], [100 * (float(hi) - 1) - y]]
+        ax.errorbar([x], [y], yerr=err, fmt="o", color=colour.get(st, "black"), capsize=3, zorder=3)
+    ax.axhline(0.0, color="black", linewidth=1)
+    if data["tolerance"] is not None:
+        ax.axhline(-100 * float(data["tolerance"]), color="#e45756", linestyle="--",
+                   label=f"tolerance -{100 * float(data['tolerance']):.0f}%")
+    positions = {c["sha"]: c["position"] for c in commits}
+    r = doc["result"]
+    if r["kind"] == "culprit":
+        ax.axvline(positions[r["hi"]], color="#e45756", alpha=0.4, linewidth=6, label="culprit")
+    elif r["kind"] == "range":
+        ax.axvspan(positions[r["lo"]] + 0.5, positions[r["hi"]] + 0.5, color="#bab0ac", alpha=0.3,
+                   label="not narrowed")
+    for k in data["skipped"]:
+        ax.axvline(k, color="#bab0ac", linestyle=":", linewidth=1)
+    ax.set_xticks(range(len(commits)))
+    ax.set_xticklabels(data["labels"], rotation=60, fontsize="x-small")
+    ax.set_xlabel("commit (GOOD first, first parents; each point: a comparison at its head commit)")
+    ax.set_ylabel("head vs base img/s (%)")
+    title = f"bpsperf bisect: {r['kind']}" + (f" {r['culprit']['sha'][:12]}" if r.get("culprit") else "")
+    ax.set_title(title, fontsize="medium")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    _save(fig, Path(path))
+    return Picture(str(path), "bisect", title, data)
+
+
 def session_pictures(results: Mapping[str, Any], out_dir: "str | os.PathLike", *,
                      trends: Sequence[Trend] = (), baselines: "Mapping[str, Mapping[str, Any]] | None" = None,
                      tolerances: "Mapping[str, float] | None" = None) -> "list[Picture]":
@@ -317,6 +395,8 @@ def session_pictures(results: Mapping[str, Any], out_dir: "str | os.PathLike", *
             out.append(split_picture(test, split, out_dir))
     for job in (results.get("base_vs_head") or {}).get("jobs", []):
         out.append(pairs_picture(job, out_dir))
+        if job.get("breakdown"):
+            out.append(breakdown_picture(job, out_dir))
     for trend in trends:
         if len(trend.points) < 2:
             continue

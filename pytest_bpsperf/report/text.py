@@ -22,6 +22,8 @@ def result_line(result: RunResult) -> str:
         f"{_step(m)}; "
         f"warm-up steps {_ranges(warm)}; bring-up {m.bringup_s:.1f}s, teardown {m.teardown_s:.1f}s"
     )
+    if result.output.simulation:
+        line += "; SIMULATION (a stand-in ran, never a baseline)"
     if result.output.load:
         line += f"; foreign load {result.output.foreign_cores:.2f} cores ({_nodes(result.output.load)})"
     for note in result.output.notes:

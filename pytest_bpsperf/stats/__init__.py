@@ -7,7 +7,8 @@ that includes between-session noise, :func:`session_difference`, and its
 one-session form :func:`log_difference`), :mod:`.comparison` (summaries, the
 verdict's :func:`compare`, the matrix's :func:`significance`), :mod:`.tdist`
 (Student's t), :mod:`.paired` (base against head in pairs), :mod:`.changepoint`
-(steps in a trend).
+(steps in a trend), :mod:`.rounds` (pytest-benchmark's statistics of a benchmark's
+rounds, for the export).
 """
 
 from .comparison import (

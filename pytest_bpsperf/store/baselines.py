@@ -21,13 +21,14 @@ import contextlib
 import json
 import math
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from ..remote.provenance import current_commit, software_versions, utc_now_iso  # noqa: F401 - part of this API
 from ..stats import summarize
-from .entries import add_session, make_session, migrate_entry
+from .entries import add_session, holds_session, make_session, migrate_entry
 from .files import atomic_write_text
 from .profile import is_legacy, validate_profile_id
 from .schema import SchemaError, validate
@@ -143,6 +144,8 @@ def _parse(path: Path, raw: bytes) -> BaselineFile:
             f"baselines file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
             f"{exc.msg}); {_UNTOUCHED}"
         ) from None
+    except RecursionError:
+        raise BaselineError(f"baselines file {path} nests its JSON too deeply to be read; {_UNTOUCHED}") from None
     if not isinstance(data, dict):
         raise BaselineError(
             f"baselines file {path} holds a JSON {type(data).__name__}, expected an object with "
@@ -203,13 +206,46 @@ def _check_samples(path: Path, key: str, samples: object) -> None:
         )
 
 
+#: Seconds a writer waits for another one's lock on the baselines directory: the setting
+#: ``lock_timeout``'s default (a read-merge-write takes milliseconds; a holder this long is stuck).
+LOCK_TIMEOUT_S = 60.0
+_LOCK_SETTING = "setting lock_timeout: --bpsperf-lock-timeout, BPSPERF_LOCK_TIMEOUT, ini bpsperf_lock_timeout; " \
+                "--lock-timeout of bpsperf baselines"
+
+
+def lock_holder(path: "str | os.PathLike") -> "str | None":
+    """Who holds a ``flock`` on ``path``, from ``/proc/locks``: ``pid N (its command line)``; None where
+    nobody does or the system does not say (no ``/proc``, another pid namespace)."""
+    try:
+        st = os.stat(path)
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in lines:
+        fields = line.split()
+        if "FLOCK" in fields and where in fields:
+            pid = fields[fields.index(where) - 1]
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    command = " ".join(fh.read().replace(b"\0", b" ").decode(errors="replace").split())  # one line
+            except OSError:
+                command = ""
+            return f"pid {pid}" + (f" ({command[:200]})" if command else "")
+    return None
+
+
 @contextlib.contextmanager
-def _directory_lock(directory: Path) -> Iterator[None]:
-    """Serialize read-merge-write cycles of concurrent writers (e.g. xdist workers).
+def _directory_lock(directory: Path, timeout: float = LOCK_TIMEOUT_S,
+                    say: "Callable[[str], None] | None" = None, poll: float = 0.2) -> Iterator[None]:
+    """Serialize read-merge-write cycles of concurrent writers (e.g. xdist workers, CI jobs).
 
     Locks the directory itself so that no lock file is left next to the
-    committed baselines. Where flock is unavailable (Windows) writers are not
-    serialized; each write is still atomic.
+    committed baselines. A writer that finds it locked says once who holds it
+    (``say``) and waits up to ``timeout`` seconds, then raises BaselineError
+    naming the holder and how long it waited. Where flock is unavailable
+    (Windows) writers are not serialized; each write is still atomic.
     """
     try:
         import fcntl
@@ -222,10 +258,25 @@ def _directory_lock(directory: Path) -> Iterator[None]:
         yield
         return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            pass
+        t0, told = time.monotonic(), False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                waited = time.monotonic() - t0
+                if waited >= timeout:
+                    raise BaselineError(
+                        f"the baselines directory {directory} is locked by {lock_holder(directory) or 'another process'}"
+                        f" (recording or pruning baselines); gave up after waiting {waited:.1f}s ({_LOCK_SETTING}); "
+                        "nothing was written") from None
+                if not told and say is not None:
+                    say(f"waiting for the lock of the baselines directory {directory}, held by "
+                        f"{lock_holder(directory) or 'another process'} (at most {timeout:g}s)")
+                    told = True
+                time.sleep(min(poll, max(0.0, timeout - waited)))
+            except OSError:
+                break  # a file system without flock: not serialized, each write still atomic
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
@@ -234,9 +285,13 @@ def _directory_lock(directory: Path) -> Iterator[None]:
 class BaselineStore:
     """Baselines files under ``directory``, one per profile id."""
 
-    def __init__(self, directory: Union[str, os.PathLike]) -> None:
-        """Use ``directory`` (created on the first update) to hold the files."""
+    def __init__(self, directory: Union[str, os.PathLike], *, lock_timeout: float = LOCK_TIMEOUT_S,
+                 say: "Callable[[str], None] | None" = None) -> None:
+        """Use ``directory`` (created on the first update) to hold the files; a writer waits up to
+        ``lock_timeout`` seconds for another one's lock, telling ``say`` once that it waits."""
         self.directory = Path(directory)
+        self.lock_timeout = lock_timeout
+        self._say = say
 
     def path_for(self, profile_id: str) -> Path:
         """The file that holds the baselines of ``profile_id``."""
@@ -336,8 +391,12 @@ class BaselineStore:
         sessions: Mapping[str, "tuple[Mapping[str, object], Mapping[str, object]]"],
         *,
         window: int,
+        already: "List[str] | None" = None,
     ) -> Path:
         """Add one recorded session to each named entry, keeping the last ``window`` sessions.
+
+        An entry that already holds its session (one results file recorded twice) is left as it is,
+        and its key appended to ``already`` when given.
 
         ``sessions`` maps KEY to ``(head, session)``: the entry's identity
         (test, trick, topology, workload) and the session
@@ -348,6 +407,8 @@ class BaselineStore:
         def merge(current: BaselineFile) -> Dict[str, Dict[str, object]]:
             merged = dict(current.entries)
             for key, (head, session) in sessions.items():
+                if already is not None and holds_session(current.get(str(key)), session):
+                    already.append(str(key))
                 merged[str(key)] = add_session(current.get(str(key)), head, session, window=window)
             return merged
 
@@ -357,7 +418,7 @@ class BaselineStore:
                  merge: "Callable[[BaselineFile], Dict[str, Dict[str, object]]]") -> Path:
         path = self.path_for(profile_id)
         self.directory.mkdir(parents=True, exist_ok=True)
-        with _directory_lock(self.directory):
+        with _directory_lock(self.directory, self.lock_timeout, self._say):
             current = self.load(profile_id)
             document = {
                 "schema_version": SCHEMA_VERSION,
@@ -367,7 +428,7 @@ class BaselineStore:
             try:
                 # allow_nan=False: NaN/Infinity are not JSON and other tools
                 # reading the committed file would choke on them.
-                text = json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n"
+                text = json.dumps(document, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
             except (TypeError, ValueError) as exc:
                 raise BaselineError(
                     f"cannot write baselines file {path}: the data is not plain JSON ({exc}); "
@@ -388,7 +449,7 @@ class BaselineStore:
         Returns the path written.
         """
         path = self.path_for(profile_id)
-        with _directory_lock(self.directory):
+        with _directory_lock(self.directory, self.lock_timeout, self._say):
             current = self.load(profile_id)
             unknown = [k for k in keys if k not in current.entries]
             if not current.exists or unknown:
@@ -399,7 +460,8 @@ class BaselineStore:
                 "profile": current.profile,
                 "entries": {k: v for k, v in current.entries.items() if k not in set(keys)},
             }
-            atomic_write_text(path, json.dumps(document, sort_keys=True, indent=2, allow_nan=False) + "\n")
+            atomic_write_text(path, json.dumps(document, sort_keys=True, indent=2, allow_nan=False,
+                                               ensure_ascii=False) + "\n")
         return path
 
 

@@ -30,6 +30,7 @@ from ..stats import summarize
 __all__ = [
     "SESSION_KEYS",
     "add_session",
+    "holds_session",
     "between_groups",
     "entry_sessions",
     "entry_samples",
@@ -134,6 +135,29 @@ def recorded_sessions(entries: "Mapping[str, Mapping[str, object]]") -> "tuple[i
     return len(seen), (max(dates) if dates else None)
 
 
+#: What makes two recorded sessions one: the same commit, date, host and samples (one results file
+#: recorded twice); sessions of different days never share all four.
+SESSION_IDENTITY = ("commit", "date", "host", "samples")
+
+
+def holds_session(entry: "Mapping[str, object] | None", session: Mapping[str, object]) -> bool:
+    """Whether ``entry`` already keeps ``session`` (:data:`SESSION_IDENTITY`): recording it again would
+    count one session twice and understate the spread between sessions."""
+    def identity(s: Mapping[str, object]) -> tuple:
+        return tuple(json_key(s.get(k)) for k in SESSION_IDENTITY)
+
+    return any(identity(s) == identity(session) for s in entry_sessions(entry))
+
+
+def json_key(value: object) -> str:
+    """A value as a comparable text (samples as floats: 8 and 8.0 are one sample)."""
+    import json
+
+    if isinstance(value, (list, tuple)):
+        value = [float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v for v in value]
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def add_session(
     existing: "Mapping[str, object] | None",
     head: Mapping[str, object],
@@ -143,12 +167,16 @@ def add_session(
 ) -> Dict[str, object]:
     """``existing`` (or a new entry) with ``session`` appended, keeping the last ``window`` sessions.
 
+    A session that ``existing`` already holds (:func:`holds_session`) is not added again.
+
     ``head`` gives the entry's identity (test, trick, topology, workload);
     other keys of ``existing`` (hand-written notes) are kept, and the summary
     is recomputed over the kept sessions.
     """
     if window < 1:
         raise ValueError(f"window is {window!r}, expected an integer >= 1")
+    if holds_session(existing, session):
+        return migrate_entry(existing)  # type: ignore[arg-type] - already recorded: nothing to add
     entry = migrate_entry(existing) if existing else {}
     entry.update({k: head[k] for k in ("test", "trick", "topology", "workload") if k in head})
     kept = [dict(s) for s in entry_sessions(entry)] + [dict(session)]

@@ -133,7 +133,8 @@ class HistoryStore:
             raise HistoryError(f"history file {path} already exists (session {record['session']} was saved "
                                "before); it was left untouched")
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True, allow_nan=False) + "\n")
+        atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True, allow_nan=False,
+                                           ensure_ascii=False) + "\n")
         return path
 
     def files(self, profile_id: Optional[str] = None) -> "list[Path]":

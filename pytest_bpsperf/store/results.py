@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping
@@ -38,6 +39,9 @@ def read_document(path: "str | os.PathLike", kind: str) -> "dict[str, Any]":
     except json.JSONDecodeError as exc:
         raise DocumentError(f"{kind} file {p} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
                             f"{exc.msg})") from None
+    except RecursionError:
+        raise DocumentError(f"{kind} file {p} nests its JSON too deeply to be read (deeper than "
+                            f"{sys.getrecursionlimit()} levels)") from None
     if not isinstance(doc, dict):
         raise DocumentError(f"{kind} file {p} holds a JSON {type(doc).__name__}, expected an object")
     try:
@@ -90,6 +94,8 @@ class JobSamples:
     median_step_s: "tuple[float, ...]" = ()
     #: the session's single-process img/s for the job's workload (its latest run's), if measured
     single_img_per_sec: "float | None" = None
+    #: each run's ``breakdown`` (where its step time went; None for a run without one)
+    breakdowns: "tuple[dict | None, ...]" = field(default=(), hash=False)
 
 
 def jobs_of(document: Mapping[str, Any]) -> "dict[str, JobSamples]":
@@ -115,5 +121,6 @@ def jobs_of(document: Mapping[str, Any]) -> "dict[str, JobSamples]":
             median_step_s=tuple(float(r["step_s"]) for r in runs if "step_s" in r),
             single_img_per_sec=next((float(r["single_img_per_sec"]) for r in reversed(runs)
                                      if r.get("single_img_per_sec")), None),
+            breakdowns=tuple(r.get("breakdown") for r in runs),
         )
     return out

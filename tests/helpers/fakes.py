@@ -7,7 +7,9 @@ a ``start`` record that names the timing, one ``step`` record per step, an
 ``end`` record. In the default timing, ``overlapped``, a step record has only
 ``total_s`` and ``images``; with ``timing="breakdown"`` it also has
 ``compute_s`` and ``sync_s`` (the serialized diagnostic), as
-:func:`pytest_bpsperf.judge.measurement.measure_worker` reads them.
+:func:`pytest_bpsperf.judge.measurement.measure_worker` reads them. A run whose
+``breakdown(config, spec)`` gives the parts of a step adds the ``diagnostic``
+records the workload writes after its timed steps (setting ``breakdown_steps``).
 
 :func:`perf_test` returns the source of a perf test module such a project runs.
 """
@@ -43,6 +45,12 @@ def _load(cores):
     return (NodeLoad(node="node-0", window_s=10.0, busy_s=10.0 * (1.5 + cores), roles_s=15.0, cpus=2),)
 
 
+def breakdown(config, spec):
+    """Seconds per diagnostic step of each part ({"input_s": .., "compute_s": .., "sync_s": ..}); None
+    (unless redefined): the run trains no diagnostic steps, as with breakdown_steps=0."""
+    return None
+
+
 def _step_s(i, step_s):
     """Step 0 is WARMUP times slower; the others alternate WOBBLE above and below ``step_s``."""
     if i == 0:
@@ -50,8 +58,9 @@ def _step_s(i, step_s):
     return step_s * (1 + WOBBLE if i % 2 else 1 - WOBBLE)
 
 
-def _worker(name, node, steps, step_s, batch_size):
-    """The records one worker writes: start (with the timing), one per step, end."""
+def _worker(name, node, steps, step_s, batch_size, parts=None, diagnostic_steps=0):
+    """The records one worker writes: start (with the timing), one per step, the diagnostic steps
+    (``parts`` each, when given), end."""
     records = [{"event": "start", "batch_size": batch_size, "steps": steps, "timing": TIMING}]
     for i in range(steps):
         total = _step_s(i, step_s)
@@ -60,6 +69,10 @@ def _worker(name, node, steps, step_s, batch_size):
             compute = total * (0.5 if i == 0 else 0.6)
             record.update(compute_s=compute, sync_s=total - compute)
         records.append(record)
+    for k in range(diagnostic_steps if parts else 0):
+        values = {"input_s": None, "compute_s": None, "sync_s": None, "unsplit_s": None, **parts}
+        total = sum(v for v in values.values() if v is not None)
+        records.append({"event": "diagnostic", "step": k, "images": batch_size, "total_s": total, **values})
     records.append({"event": "end", "steps": steps})
     return WorkerRecords(name=name, node=node, records=tuple(records))
 
@@ -69,8 +82,9 @@ def pytest_bpsperf_run(config, spec):
     for part in spec.trick.parts:
         speed *= SPEED_BY_TRICK.get(part, 1.0)
     s = spec.settings
-    workers = tuple(_worker(f"worker-{i}", f"node-{i}", s.steps, STEP_S / speed, s.batch_size)
-                    for i in range(WORKERS or s.workers))
+    parts = breakdown(config, spec)
+    workers = tuple(_worker(f"worker-{i}", f"node-{i}", s.steps, STEP_S / speed, s.batch_size, parts,
+                            s.breakdown_steps) for i in range(WORKERS or s.workers))
     roles = tuple(RoleOutcome(w.name, "worker", w.node, 0, spec.log_dir + "/" + w.name + ".log") for w in workers)
     return RunOutput(workers=workers, roles=roles, bringup_s=1.0, teardown_s=0.5, wall_s=8.0, log_dir=spec.log_dir,
                      topology={"workers": len(workers), "worker_processes": len(workers)}, backend="mxnet",
@@ -90,7 +104,8 @@ def fake_run_conftest(speed_by_trick: "dict | None" = None, *, timing: str = "ov
     - ``workers``: how many workers record (None: as many as the settings say), each on its own node;
     - ``extra``: source appended as it is; it may redefine ``scenario(config, spec)`` (a factor on
       the speed, called first in every run), ``single_img_per_sec(config, spec)`` and
-      ``foreign_load(config, spec)`` (cores of others' CPU beside the run), and add hooks.
+      ``foreign_load(config, spec)`` (cores of others' CPU beside the run), ``breakdown(config, spec)``
+      (the parts of the run's diagnostic steps), and add hooks.
     """
     if timing not in TIMINGS:
         raise ValueError(f"timing must be one of {TIMINGS}, not {timing!r}")

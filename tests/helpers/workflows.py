@@ -9,7 +9,8 @@ PR = EXAMPLES / "bpsperf-pr.yml"
 MAIN = EXAMPLES / "bpsperf-main.yml"
 RECORD = EXAMPLES / "bpsperf-record-baselines.yml"
 IMAGE = EXAMPLES / "bpsperf-gpu-image.yml"
-GATES = (PR, MAIN, RECORD)  # the workflows whose jobs measure, on self-hosted runners
+BISECT = EXAMPLES / "bpsperf-bisect.yml"
+GATES = (PR, MAIN, RECORD, BISECT)  # the workflows whose jobs measure, on self-hosted runners
 WORKFLOWS = GATES + (IMAGE,)
 DOCKERFILE = ROOT / "examples" / "docker" / "Dockerfile.gpu"
 

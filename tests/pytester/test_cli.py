@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers.cli import bpsperf
+from helpers.cli import another_session, bpsperf
 
 from pytest_bpsperf.store.results import read_document
 
@@ -89,9 +89,9 @@ def test_record_then_check_then_prune(results, tmp_path, capsys):
     stored = json.loads((bl / "testprof.json").read_text())
     assert {e["trick"] for e in stored["entries"].values()} == {"default", "omp-passive"}
     assert all([len(x["samples"]) for x in e["sessions"]] == [3] for e in stored["entries"].values())
-    # a second recording adds a session to each entry (as --bpsperf-update-baselines does): with two
-    # sessions the spread between sessions is estimated, not assumed
-    code, out, _ = bpsperf(capsys, "baselines", "record", results, "--dir", bl)
+    # a second session's recording adds a session to each entry (as --bpsperf-update-baselines does):
+    # with two sessions the spread between sessions is estimated, not assumed
+    code, out, _ = bpsperf(capsys, "baselines", "record", another_session(results, tmp_path / "day2.json"), "--dir", bl)
     stored = json.loads((bl / "testprof.json").read_text())
     assert code == 0 and all(len(e["sessions"]) == 2 for e in stored["entries"].values())
 
@@ -138,6 +138,8 @@ def test_history_add_and_trend_table(results, tmp_path, capsys):
     assert code == 0
     lines = [line for line in out.splitlines() if line.startswith("test_x ")]
     assert len(lines) == 2 and all("at 33333333" in line for line in lines), out
+    for argv in (("--dir", hist, "show"), ("show", "--dir", hist)):  # the directory before or after 'show'
+        assert bpsperf(capsys, "history", *argv)[1] == out
     code, _, err = bpsperf(capsys, "history", "add", tmp_path / "r0.json", "--dir", hist)
     assert code == 2 and "already exists" in err
 
@@ -160,7 +162,7 @@ def test_report_of_overlapped_runs_shows_no_split(results, tmp_path, capsys, fmt
                              "--format", fmt)
     assert code == 0, err
     page = (tmp_path / "rep" / name).read_text()
-    cell = "<td>- (overlapped)</td>" * 2 if fmt == "html" else " | - (overlapped) | - (overlapped) |"
+    cell = "<td class=\"num\">- (overlapped)</td>" * 2 if fmt == "html" else " | - (overlapped) | - (overlapped) |"
     assert page.count(cell) == 6, page
     assert not list((tmp_path / "rep" / "bpsperf-img").glob("split-*.png"))  # nothing split to draw
 

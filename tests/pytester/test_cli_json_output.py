@@ -10,9 +10,12 @@ the history directory. Parser-level checks (which commands take ``--json``, the 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
-from helpers.cli import bpsperf
+from helpers.cli import another_session, bpsperf
 from helpers.fakes import MATRIX_TEST, fake_run_conftest, run
 
 from pytest_bpsperf.store.schema import validate
@@ -31,7 +34,7 @@ def scaled(path, factor, out, **fields):
 def document(out: str) -> dict:
     """The one JSON document a command printed: valid against the schema, keys sorted, nothing else."""
     doc = json.loads(out)
-    assert out == json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    assert out == json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     validate(doc, "cli", "the command's output")
     assert doc["schema_version"] == 1
     return doc
@@ -41,8 +44,9 @@ def document(out: str) -> dict:
 def recorded(results, tmp_path, capsys):
     """A baselines directory with two recorded sessions of every job of ``results``."""
     bl = tmp_path / "baselines"
-    for _ in range(2):
-        assert bpsperf(capsys, "baselines", "record", results, "--baselines-dir", bl)[0] == 0
+    for day in (1, 2):
+        session = another_session(results, tmp_path / f"day{day}.json", f"2030-01-0{day}T00:00:00Z")
+        assert bpsperf(capsys, "baselines", "record", session, "--baselines-dir", bl)[0] == 0
     return bl
 
 
@@ -194,3 +198,42 @@ def test_export_takes_the_plugins_report_names_and_keeps_the_old_ones(results, t
     code, out, _ = bpsperf(capsys, "export", results, "--format", "pytest-benchmark", "-o", tmp_path / "pb.json")
     assert code == 0 and "(benchmark-json)" in out
     assert json.loads((tmp_path / "pb.json").read_text())["benchmarks"]
+
+
+#: A test named with letters beyond ASCII (Python identifiers may hold them; pytest keeps them in node ids).
+NAME = "test_größe_速度"
+
+
+def test_json_keeps_letters_beyond_ascii_as_utf8(results, tmp_path, capsys):
+    named = tmp_path / "named.json"
+    named.write_text(results.read_text(encoding="utf-8").replace("test_x", NAME), encoding="utf-8")
+    bl, hist = tmp_path / "bl", tmp_path / "hist"
+    for _ in range(2):
+        assert bpsperf(capsys, "baselines", "record", named, "--baselines-dir", bl)[0] == 0
+    assert bpsperf(capsys, "history", "add", named, "--history", hist)[0] == 0
+    files = [bl / "testprof.json", *hist.rglob("*.json")]
+    for fmt in ("benchmark-json", "bmf", "github-benchmark"):
+        assert bpsperf(capsys, "export", named, "--format", fmt, "-o", tmp_path / f"{fmt}.json")[0] == 0
+        files.append(tmp_path / f"{fmt}.json")
+    printed = [bpsperf(capsys, *argv, "--json")[1] for argv in (
+        ("check", named, "--baselines-dir", bl), ("history", "--history", hist),
+        ("baselines", "show", "testprof", "--baselines-dir", bl))]
+    for text in printed + [f.read_bytes().decode("utf-8") for f in files]:
+        assert NAME in text and "\\u" not in text, text[:300]
+    assert document(printed[0])["verdicts"][0]["test"].startswith(f"{NAME.split('_', 1)[0]}_")
+    # on stdout as UTF-8 bytes, in a process of its own
+    proc = subprocess.run([sys.executable, "-m", "pytest_bpsperf.cli", "history", "--history", str(hist), "--json"],
+                          capture_output=True, timeout=60, env={**os.environ, "LC_ALL": "C.UTF-8"})
+    assert proc.returncode == 0 and NAME.encode("utf-8") in proc.stdout, proc.stderr
+
+
+def test_the_plugins_json_files_keep_letters_beyond_ascii_as_utf8(ourtester):
+    ourtester.makepyfile(test_x=MATRIX_TEST.replace("def test_x", f"def {NAME}"))
+    ourtester.makeini("[pytest]\nbpsperf_profile = testprof\n")
+    result = run(ourtester, "--bpsperf-json=r.json", "--bpsperf-benchmark-json=b.json", "--bpsperf-history=h",
+                 "--bpsperf-update-baselines", "--bpsperf-repeats=2")
+    assert result.ret == 0, result.stdout.str()
+    for path in [ourtester.path / "r.json", ourtester.path / "b.json", *(ourtester.path / "h").rglob("*.json"),
+                 *(ourtester.path / "baselines").glob("*.json")]:
+        text = path.read_bytes().decode("utf-8")
+        assert f"test_x.py::{NAME}" in text and "\\u" not in text, path

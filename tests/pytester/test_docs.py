@@ -111,9 +111,49 @@ def test_every_page_is_in_the_nav_and_every_nav_entry_exists():
         assert required in nav
 
 
-def _relative_links(text: str) -> "list[str]":
-    links = re.findall(r"\]\(([^)\s]+)\)", text)
-    return [link for link in links if not re.match(r"[a-z]+:", link) and not link.startswith("#")]
+def _links(text: str) -> "list[str]":
+    """Every link target of a Markdown text: inline ``[t](URL)`` and reference definitions ``[k]: URL``."""
+    return re.findall(r"\]\(([^)\s]+)\)", text) + re.findall(r"^\[[^\]]+\]:\s*(\S+)", text, re.M)
+
+
+def _project_urls() -> "dict[str, str]":
+    tomllib = pytest.importorskip("tomllib")
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+
+
+def test_readme_links_are_absolute_and_go_to_files_of_the_repository():
+    # README is the long description on a package index page, where a relative link resolves nowhere
+    text = README.read_text()
+    urls = _project_urls()
+    base = urls["Source"].rstrip("/") + "/blob/main/"
+    assert urls["Documentation"] == urls["Source"] + "/tree/main/docs"
+    assert urls["Changelog"] == base + "CHANGELOG.md" and (ROOT / "CHANGELOG.md").exists()
+    links = _links(text)
+    assert len(links) >= 15
+    for link in links:
+        assert link.startswith(base), f"README link {link!r} is not absolute under {base}"
+        path = link[len(base):].split("#")[0]
+        assert (ROOT / path).is_file(), f"README link {link!r}: no file {path} in the repository"
+        assert path.startswith("docs/") or path == "LICENSE", link
+    # every reference used is defined, and every definition used (a typo would print '[x][y]' as text)
+    defined = {k.lower() for k in re.findall(r"^\[([^\]]+)\]:", text, re.M)}
+    prose = re.sub(r"^\[[^\]]+\]:.*$", "", re.sub(r"```.*?```|`[^`]*`|<!--.*?-->", "", text, flags=re.S), flags=re.M)
+    used = {(ref or label).lower() for label, ref in re.findall(r"\[([^\]]+)\](?:\[([^\]]*)\])?(?!\()", prose)}
+    assert defined == used, (sorted(defined - used), sorted(used - defined))
+
+
+def test_install_lines_name_forms_that_work_and_no_placeholder_host():
+    for page in (README, DOCS / "install.md", DOCS / "tutorial.md", DOCS / "clusters.md"):
+        text = page.read_text()
+        assert "HOST/PATH" not in text and "git+https://" not in text, page.name
+    install = (DOCS / "install.md").read_text()
+    for form in ("pip install 'pytest_bpsperf-0.1.0-py3-none-any.whl[mxnet]'", "pip install './pytest-bpsperf[mxnet]'",
+                 "pip install 'pytest-bpsperf[mxnet] @ git+file:///"):
+        assert form in install and form in README.read_text(), form
+    assert "not published yet" in install and "not published yet" in README.read_text()
+    from pytest_bpsperf import __version__
+
+    assert f"pytest_bpsperf-{__version__}-py3-none-any.whl" in install  # the wheel's name, as built
 
 
 def test_readme_is_short_keeps_the_quick_start_and_its_links_resolve():
@@ -123,8 +163,6 @@ def test_readme_is_short_keeps_the_quick_start_and_its_links_resolve():
     for section in ("## Install", "## Quick start", "## A perf test", "## Gating a pull request"):
         assert section in text
     assert "[mxnet]" in text and "**Compatibility:**" in text and "-p no:bpsperf" in text
-    for link in _relative_links(text):
-        assert (ROOT / link.split("#")[0]).exists(), link  # as from the repository root, where it goes
     # scripts/module_table.py keeps README's folder table: README has it, current
     assert module_table.spliced(text, module_table.folder_table(), "README.md") == text, \
         "README.md's folder table is stale: run python scripts/module_table.py --write"

@@ -184,7 +184,7 @@ def test_overlapped_runs_render_a_dash_for_compute_and_sync(project, capsys, fmt
     doc = read_document(project.path / "out" / "results.json", "results")
     assert all(t["compute_s_per_step"] is None and t["sync_s_per_step"] is None for t in doc["tests"])
     text = cli_report(project, capsys, fmt)
-    split = " | - (overlapped) | - (overlapped) |" if fmt == "markdown" else "<td>- (overlapped)</td>" * 2
+    split = " | - (overlapped) | - (overlapped) |" if fmt == "markdown" else "<td class=\"num\">- (overlapped)</td>" * 2
     assert text.count(split) == 4 and "0.000s" not in text
     if fmt == "markdown":
         rows = _md_rows(text)
@@ -261,7 +261,8 @@ def test_pieces_write_down_as_markdown_and_html():
         "![pic](bpsperf-img/p.png)\n\n")
     html = blocks.html_page(page, "report")
     assert "<h1>t</h1>" in html and "<li><strong>b</strong>: <code>c&lt;d&gt;</code></li>" in html
-    assert "<tr><td><code>id</code> (head)</td><td>1.0</td></tr>" in html
+    assert "<tr><td><code>id</code> (head)</td><td class=\"num\">1.0</td></tr>" in html
+    assert "<thead><tr><th>x</th><th class=\"num\">n</th></tr></thead>" in html  # numbers right, as in Markdown
     assert '<img src="bpsperf-img/p.png" alt="pic">' in html and "<p><em>m</em></p>" in html
 
 

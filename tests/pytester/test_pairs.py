@@ -113,6 +113,25 @@ def test_resolve_base_names_a_bad_revision_and_where_it_came_from(project):
     assert not found.is_revision and found.commit == git(project.path, "rev-parse", "HEAD")
 
 
+def test_a_name_that_is_both_a_directory_and_a_revision_is_refused_naming_both(project, monkeypatch):
+    git(project.path, "branch", "feature", "HEAD~1")
+    (project.path / "feature").mkdir()
+    monkeypatch.chdir(project.path)
+    with pytest.raises(ArmError) as excinfo:
+        resolve_base("feature", "command line option --bpsperf-base", str(project.path))
+    msg = str(excinfo.value)
+    sha = git(project.path, "rev-parse", "feature")
+    assert f"it names the directory {os.path.realpath(project.path / 'feature')} and the revision feature = " \
+           f"{sha[:12]}" in msg and "write ./feature" in msg and "refs/heads/feature" in msg
+    # written as a path it is the directory; by its full name, the revision
+    assert not resolve_base("./feature", "x", str(project.path)).is_revision
+    found = resolve_base("refs/heads/feature", "x", str(project.path))
+    assert found.is_revision and found.commit == sha
+    result = run(project, "--bpsperf-base=feature")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "ambiguous value 'feature'" in result.stderr.str()
+    assert worktrees(project.path) == [os.path.realpath(project.path)]
+
+
 def test_worktree_is_detached_outside_the_checkout_and_removed_without_a_trace(project):
     repo = str(project.path)
     sha = git(repo, "rev-parse", "HEAD~1")
@@ -262,6 +281,9 @@ def test_a_failed_base_run_drops_its_pair_and_a_failure_of_head_only_fails(proje
 @pytest.mark.parametrize("args, message", [
     (("--bpsperf-base=nope",), "invalid value 'nope' for setting 'base' from command line option --bpsperf-base: "
                                "neither a directory nor a revision"),
+    # passed to git, it would be an option: refused (and git gets --end-of-options anyway)
+    (("--bpsperf-base=--output=/x",), "invalid value '--output=/x' for setting 'base' from command line option "
+                                      "--bpsperf-base: a revision cannot start with '-'"),
     (("--bpsperf-base=HEAD", "--bpsperf-update-baselines"), "--bpsperf-update-baselines cannot be used with "
                                                              "setting 'base'"),
     (("--bpsperf-base=HEAD", "--bpsperf-base-python=/no/such/python"), "invalid value '/no/such/python' for "
@@ -324,7 +346,8 @@ def test_ctrl_c_mid_session_removes_the_worktree(project, monkeypatch):
     assert worktrees(project.path) == [os.path.realpath(project.path)]
 
 
-def test_sigterm_mid_session_removes_the_worktree(project, monkeypatch, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
+def test_sigterm_or_sighup_mid_session_removes_the_worktree(project, monkeypatch, tmp_path, sig):
     marker = tmp_path / "sleep"
     env = dict(os.environ, FAKE_SLEEP=str(marker))
     proc = subprocess.Popen([sys.executable, "-m", "pytest", *PINNED, "--bpsperf-base=HEAD~1"], cwd=project.path,
@@ -332,7 +355,7 @@ def test_sigterm_mid_session_removes_the_worktree(project, monkeypatch, tmp_path
     try:
         assert wait_until(lambda: os.path.exists(str(marker) + ".started"), 60)
         assert len(worktrees(project.path)) == 2
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         out, _ = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

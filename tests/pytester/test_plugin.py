@@ -862,3 +862,21 @@ def pytest_bpsperf_profile_facts(config, facts):
     result = run(ourtester)
     said = _header(result)[0].split("profile ", 1)[1].split(" ")[0]
     result.stdout.fnmatch_lines([f"bpsperf: the runs' profile is *, not {said} as the header said before Ray was up*"])
+
+
+def test_a_notice_while_a_test_runs_is_shown_and_the_next_live_line_starts_its_own_line(ourtester):
+    # a notice mid-test (the wait for another session's machine lock) was written into the test's
+    # capture: lost, and the terminal took its line as ended, so the next live line ran on after
+    # pytest's file name ("test_x.py bpsperf: ...")
+    ourtester.makepyfile(test_x="""
+        from pytest_bpsperf.plugin import runner_key
+
+        def test_waits(request):
+            runner = request.config.stash[runner_key]
+            runner.notice("waiting for the machine lock")
+            runner.live("4 roles up")
+    """)
+    result = ourtester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["test_x.py ", "bpsperf: waiting for the machine lock", "bpsperf: 4 roles up"])
+    assert "test_x.py bpsperf" not in result.stdout.str()

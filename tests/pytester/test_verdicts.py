@@ -18,13 +18,13 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 from helpers.fakes import GATED_TEST, fake_run_conftest
 from helpers.junit import suite_properties
+from helpers.paths import pytest_benchmark_tool
 
 #: The speed of a run, from the environment (see above), and the single-process img/s (FAKE_SINGLE).
 SCENARIO = '''
@@ -255,8 +255,8 @@ def test_slowdown_fails_each_trick_naming_figures_and_bisect(ourtester, monkeypa
             "measured * img/s (5 runs) vs baseline * img/s (n=3, 1 session): -[23][09].*%, tolerance -10% (a drop "
             "of 10% fails, of 5% or less passes)*: a drop beyond noise*verdict after 5 runs",
         ])
-        assert (f"git bisect start HEAD {sha[:12]} && git bisect run pytest -m perf --bpsperf-repeats 3 "
-                f"--bpsperf-tricks {trick} test_x.py::test_x") in out
+        assert (f"bpsperf bisect {sha[:12]} {sha[:12]} -- -m perf --bpsperf-tricks {trick} "
+                "test_x.py::test_x") in out
     result.stdout.fnmatch_lines(["FAILED test_x.py::test_x[[]default-r3[]]*",
                                  "FAILED test_x.py::test_x[[]omp-passive-r3[]]*"])
 
@@ -399,12 +399,7 @@ def test_benchmark_json_is_readable_by_pytest_benchmark_compare(ourtester, tmp_p
         assert stats["min"] <= stats["median"] <= stats["max"]
     assert doc["machine_info"]["bpsperf_profile"] == "testprof"
 
-    exe = Path(sys.executable).with_name("pytest-benchmark")
-    if not exe.exists():
-        found = shutil.which("pytest-benchmark")
-        if found is None:
-            pytest.skip("pytest-benchmark's command is not installed")
-        exe = Path(found)
+    exe = pytest_benchmark_tool("pytest-benchmark")  # in a venv of its own: not a dependency of the plugin
     first, second = tmp_path / "0001_first.json", tmp_path / "0002_second.json"
     shutil.copy(path, first)
     shutil.copy(path, second)

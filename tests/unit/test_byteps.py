@@ -47,6 +47,8 @@ def test_worker_env_for_one_local_rank():
         "NVIDIA_VISIBLE_DEVICES": "0,1,2,3",
         "CUDA_VISIBLE_DEVICES": "0,1,2,3",
         "BYTEPS_NUMA_ON": "0",
+        # the node's local ranks' sockets: a directory of this run and worker node (see socket_path)
+        "BYTEPS_SOCKET_PATH": "{scratch}/byteps-w1",
     }
 
 
@@ -338,7 +340,7 @@ def test_the_byteps_preflight_is_one_push_pull_through_a_real_scheduler_and_serv
     assert [r.role for r in plan.roles] == ["scheduler", "server", "worker"]
     (worker,) = plan.by_role("worker")
     assert worker.gpus == 1 and worker.env["BYTEPS_FORCE_DISTRIBUTED"] == "1"  # through the server, not NCCL only
-    assert "byteps_push_pull" in worker.command[2] and worker.command[-1] == "{records}"
+    assert worker.command[1:3] == ("-m", "pytest_bpsperf.remote.byteps_preflight") and worker.command[-1] == "{records}"
     assert plan.backend == "byteps"  # the launcher collects as for BytePS (nothing: no trace)
 
 
@@ -351,3 +353,23 @@ def test_the_preflight_finds_the_workers_data_missing_on_their_node(tmp_path):
     assert any("train.idx" in p and "setting 'data'" in p for p in found["problems"])
     (tmp_path / "train.idx").write_bytes(b"")
     assert facts([], None, None, data=str(rec))["problems"] == []
+
+
+def test_tensor_times_say_which_tensor_pushes_and_pulls_for_how_long():
+    from pytest_bpsperf.backends.byteps_timeline import tensor_times
+
+    # one rank: gradient_0 in one partition, gradient_1 in three, 3 steps; another rank pulls gradient_1 slower
+    small = _tensor_steps("gradient_0", ["0"], 1_000_000, 1000, 3, 100, 200)
+    big = _tensor_steps("gradient_1", ["65536", "65537", "65538"], 1_000_050, 1000, 3, 100, 300)
+    slower = _tensor_steps("gradient_1", ["65536", "65537", "65538"], 1_000_050, 1000, 3, 100, 500)
+    files = {"trace/0/comm.json": _comm_json(small + big), "trace/1/comm.json": _comm_json(slower),
+             "trace/notes.txt": "ignored"}
+    times = tensor_times(files)
+    assert sorted(times) == ["gradient_0", "gradient_1"]
+    assert times["gradient_0"] == pytest.approx({"push_s": 100e-6, "pull_s": 200e-6})
+    # per step: the sum over its partitions, the mean over the ranks that traced it
+    assert times["gradient_1"] == pytest.approx({"push_s": 300e-6, "pull_s": (900e-6 + 1500e-6) / 2})
+    # without whole-tensor events a tensor's steps are its partitions' push count, not all of them together
+    alone = [e for e in big if e["tid"] != "total"]
+    assert tensor_times({"t/0/comm.json": _comm_json(alone)})["gradient_1"] == pytest.approx(
+        {"push_s": 300e-6, "pull_s": 900e-6})

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from helpers.paths import HELPERS, ROOT
-from helpers.workflows import DOCKERFILE, GATES, IMAGE, MAIN, PR, RECORD, WORKFLOWS, all_runs, load, steps
+from helpers.workflows import BISECT, DOCKERFILE, GATES, IMAGE, MAIN, PR, RECORD, WORKFLOWS, all_runs, load, steps
 
 yaml = pytest.importorskip("yaml")  # PyYAML comes with Ray
 
@@ -61,7 +61,7 @@ def test_workflow_structure(path):
     wf = load(path)
     assert set(wf) >= {"name", "on", "permissions", "jobs"}
     for name, job in wf["jobs"].items():
-        if path in GATES:
+        if path in GATES and _measures(job):
             assert job["runs-on"][:2] == ["self-hosted", "bpsperf"], name
         assert job["timeout-minutes"] > 0
         # never kill a measurement half-way; gates have no group at all (a group drops queued runs but the
@@ -72,11 +72,130 @@ def test_workflow_structure(path):
             assert "concurrency" not in job and "concurrency" not in wf
         for step in job["steps"]:
             assert ("uses" in step) != ("run" in step), step
-            if "uses" in step:
-                assert re.fullmatch(r"[\w-]+/[\w-]+(/[\w-]+)?@v\d+", step["uses"]), step["uses"]
+            if "uses" in step:  # pinned by commit (the tag in a comment: test_actions_are_pinned_by_commit)
+                assert re.fullmatch(r"[\w-]+/[\w-]+(/[\w-]+)?@[0-9a-f]{40}", step["uses"]), step["uses"]
             # Expressions from outside go through env, never straight into a script.
             assert "${{ inputs." not in step.get("run", ""), step
             assert "github.event" not in step.get("run", ""), step
+
+
+def _measures(job) -> bool:
+    """Whether a job runs the perf suite (the jobs that must be on the self-hosted bpsperf runners)."""
+    return any("pytest" in step.get("run", "") for step in job["steps"])
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_actions_are_pinned_by_commit_with_the_tag_beside(path):
+    lines = [line.strip() for line in path.read_text().splitlines() if re.match(r"\s*(- )?uses:", line)]
+    assert lines
+    for line in lines:
+        # a tag can be moved to other code; a commit cannot. The tag stays readable beside it.
+        assert re.fullmatch(r"(- )?uses: [\w-]+/[\w-]+(/[\w-]+)?@[0-9a-f]{40} # v\d+\.\d+\.\d+", line), line
+
+
+@pytest.mark.parametrize("path", GATES, ids=lambda p: p.name)
+def test_no_token_stays_in_git_config_while_the_perf_suite_runs(path):
+    wf = load(path)
+    for name, job in wf["jobs"].items():
+        for step in job["steps"]:
+            if step.get("uses", "").startswith("actions/checkout@"):
+                assert step["with"]["persist-credentials"] is False, name
+                assert "token" not in step["with"], name  # the checkout's own fetch: the job's token
+            if "pytest" in step.get("run", ""):
+                assert not any("secrets." in str(v) or "token" in str(v) for v in (step.get("env") or {}).values())
+    # the recording's token reaches one step, the one that pushes, and no .git/config
+    text = path.read_text()
+    if path == RECORD:
+        holders = [s["name"] for job in wf["jobs"].values() for s in job["steps"]
+                   if "secrets.BPSPERF_PR_TOKEN" in str(s.get("env") or {})]
+        assert holders == ["Push the session and open or update the pull request"]
+        assert "git config --global" not in text and "gh auth setup-git" not in text
+        assert text.count("credential.helper=!f()") == 2  # fetch and push read it from their step's env
+
+
+def test_pull_request_code_never_runs_in_a_venv_that_trusted_jobs_use():
+    pr = {s.get("run", "") for job in load(PR)["jobs"].values() for s in job["steps"]}
+    trusted = {s.get("run", "") for p in (MAIN, RECORD) for job in load(p)["jobs"].values() for s in job["steps"]}
+    assert any("$RUNNER_TOOL_CACHE/bpsperf-venv-pr-" in r for r in pr)
+    assert not any("$RUNNER_TOOL_CACHE" in r for r in trusted)  # nothing that pull requests could have left
+    installs = [r for r in trusted if "pip install" in r]
+    assert installs and all("--no-cache-dir" in r and '"$RUNNER_TEMP/bpsperf-venv"' in r for r in installs
+                            if "/opt/venv" not in r)
+
+
+def _runner_step():
+    (step,) = load(RECORD)["jobs"]["runners"]["steps"]
+    return step["run"]
+
+
+@pytest.mark.parametrize("event, runner, expected", [
+    ("schedule", "", 'list=["bpsperf"]'),
+    ("workflow_dispatch", "gpu-a100", 'list=["gpu-a100"]'),
+    ("workflow_dispatch", 'a", "b', None),
+    ("workflow_dispatch", "a\nlist=[\"x\"]", None),
+    ("workflow_dispatch", "", None),
+])
+def test_the_runner_input_is_checked_to_be_a_label_and_never_read_as_json(tmp_path, event, runner, expected):
+    output = tmp_path / "out"
+    output.write_text("")
+    proc = subprocess.run(["bash", "-e", "-c", _runner_step()], capture_output=True, text=True, timeout=30,
+                          env={"PATH": os.environ["PATH"], "EVENT": event, "RUNNER": runner,
+                               "GITHUB_OUTPUT": str(output)})
+    if expected is None:
+        assert proc.returncode == 1 and output.read_text() == "" and "::error" in proc.stdout
+    else:
+        assert proc.returncode == 0 and output.read_text() == expected + "\n"
+    job = load(RECORD)["jobs"]["record"]
+    assert job["needs"] == "runners" and job["strategy"]["matrix"]["runner"] == "${{ fromJSON(needs.runners.outputs.list) }}"
+    assert "format(" not in RECORD.read_text() and "inputs.runner" not in str(job)
+
+
+#: The comment step's script under node, with github-script's `github` and `context` replaced by a stand-in
+#: that lists COMMENTS and logs what the script asks for.
+SCRIPT_HARNESS = """
+const calls = [];
+const github = {
+  paginate: async (fn, args) => JSON.parse(process.env.COMMENTS),
+  rest: { issues: {
+    listComments: 'listComments',
+    updateComment: async (args) => calls.push(['update', args.comment_id]),
+    createComment: async (args) => calls.push(['create']),
+  } },
+};
+const context = { repo: { owner: 'o', repo: 'r' }, issue: { number: 7 } };
+(async () => {
+SCRIPT
+  console.log(JSON.stringify(calls));
+})();
+"""
+
+
+@pytest.mark.parametrize("path, job", [(PR, "base-vs-head"), (PR, "base-vs-head-gpu")])
+@pytest.mark.parametrize("comments, expected", [
+    # someone posted the marker first: the bot's own comment is updated, never theirs
+    ([{"id": 1, "user": {"login": "mallory", "type": "User"}, "body": "<!-- bpsperf:cpu -->\nhi"},
+      {"id": 2, "user": {"login": "github-actions[bot]", "type": "Bot"}, "body": "<!-- bpsperf:cpu -->\nold"}],
+     [["update", 2]]),
+    # only theirs: a comment of the bot's own is created
+    ([{"id": 1, "user": {"login": "mallory", "type": "User"}, "body": "<!-- bpsperf:cpu -->\nhi"}], [["create"]]),
+    # another bot (an app named like it, of type User; another Bot) is not the bot either
+    ([{"id": 3, "user": {"login": "github-actions[bot]", "type": "User"}, "body": "<!-- bpsperf:cpu -->"},
+      {"id": 4, "user": {"login": "other[bot]", "type": "Bot"}, "body": "<!-- bpsperf:cpu -->"}], [["create"]]),
+])
+def test_the_comment_lookup_takes_only_the_bots_own_comment(tmp_path, path, job, comments, expected):
+    import json
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the comment step's script cannot be run")
+    (step,) = [s for s in steps(load(path), job) if s.get("uses", "").startswith("actions/github-script@")]
+    (tmp_path / "comment.md").write_text("<!-- bpsperf:cpu -->\n**bpsperf on `cpu`: 1 ok**\n")
+    harness = tmp_path / "harness.js"
+    harness.write_text(SCRIPT_HARNESS.replace("SCRIPT", step["with"]["script"]))
+    proc = subprocess.run([node, str(harness)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "OUT": str(tmp_path), "COMMENTS": json.dumps(comments)})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == expected
 
 
 def test_pull_requests_run_base_vs_head_against_the_merge_base_and_comment_in_place():
@@ -139,7 +258,7 @@ def test_record_runs_on_a_schedule_into_one_rolling_pull_request_per_profile():
     runs = all_runs(wf)
     # measured into a scratch directory, then added to the rolling branch's file
     assert "--bpsperf-update-baselines" in runs and '--bpsperf-baselines-dir="$RUNNER_TEMP/bpsperf-scratch"' in runs
-    assert 'branch="bpsperf/baselines-$PROFILE"' in runs and 'git fetch origin "$branch"' in runs
+    assert 'branch="bpsperf/baselines-$PROFILE"' in runs and 'git "${auth[@]}" fetch origin "$branch"' in runs
     assert 'bpsperf baselines record "$OUT/results.json" --baselines-dir baselines' in runs
     assert 'test "$changed" = "baselines/$PROFILE.json"' in runs
     assert 'git add "baselines/$PROFILE.json"' in runs and "gh pr create" in runs and "gh pr list --head" in runs
@@ -176,9 +295,12 @@ def test_pull_requests_have_a_gpu_job_in_the_image_and_only_restore_mains_histor
 @pytest.mark.parametrize("path", GATES, ids=lambda p: p.name)
 def test_the_venv_lives_outside_the_workspace(path):
     for name, job in load(path)["jobs"].items():
+        if not _measures(job):
+            continue
         installs = [s["run"] for s in job["steps"] if s.get("name", "").startswith("Install")]
         assert installs, name
-        assert "$RUNNER_TOOL_CACHE/bpsperf-venv-" in installs[0] or "/opt/venv" in installs[0], name
+        assert any(place in installs[0] for place in ("$RUNNER_TOOL_CACHE/bpsperf-venv-pr-", "$RUNNER_TEMP/bpsperf-venv",
+                                                       "/opt/venv")), name
         assert "python3 -m venv .venv" not in installs[0]
 
 
@@ -190,3 +312,30 @@ def test_the_image_is_built_from_the_dockerfile_in_examples():
     assert "examples/docker/Dockerfile.gpu" in wf["on"]["push"]["paths"]
     text = DOCKERFILE.read_text()
     assert "mxnet-cu112==1.9.1" in text and "byteps==0.2.5" in text
+
+
+def test_a_failed_nightly_is_bisected_on_its_profile_and_the_culprit_posted():
+    wf = load(BISECT)
+    run = wf["on"]["workflow_run"]
+    assert run["workflows"] == [load(MAIN)["name"]] and run["types"] == ["completed"]
+    assert set(wf["on"]["workflow_dispatch"]["inputs"]) == {"good", "bad", "profile", "tests"}
+    assert wf["permissions"] == {"contents": "read", "actions": "read", "issues": "write"}
+    job = wf["jobs"]["bisect"]
+    # only a scheduled nightly that failed (a push's failure is the pull request gate's to catch)
+    assert "workflow_run.conclusion == 'failure'" in job["if"] and "workflow_run.event == 'schedule'" in job["if"]
+    assert job["strategy"]["matrix"]["profile"] == load(MAIN)["jobs"]["stored-baselines"]["strategy"]["matrix"][
+        "profile"]
+    assert job["concurrency"]["cancel-in-progress"] is False
+    by_name = {s["name"]: s for s in steps(wf, "bisect") if "name" in s}
+    assert steps(wf, "bisect")[0]["with"]["fetch-depth"] == 0  # the whole range is in the clone
+    find = by_name["The range and the tests to bisect"]["run"]
+    assert "gh run list --workflow bpsperf-main.yml --branch main --status success" in find
+    assert 'gh run download "$FAILED_RUN" --name "bpsperf-$PROFILE"' in find
+    assert 'test -n "$good" && test -n "$bad"' in find  # fails closed
+    bisect = by_name["Bisect"]
+    assert '.venv/bin/bpsperf bisect "$GOOD" "$BAD" --out "$OUT" -- ' in bisect["run"]
+    assert 'test "$status" -ne 2 && test "$status" -ne 3' in bisect["run"] and "eval " not in bisect["run"]
+    post = by_name["Open an issue with the culprit"]
+    assert post["if"] == "steps.bisect.outcome == 'success'" and "gh issue create" in post["run"]
+    assert '"$OUT/bisect.md"' in post["run"]
+    assert by_name["Upload the bisect's reports and sessions"]["with"]["path"] == "bpsperf-bisect/"

@@ -119,6 +119,18 @@ def test_the_history_directory_is_named_as_the_plugins_option_and_keeps_dir(argv
     assert parse(*argv, "--history", "h").history == "h" and parse(*argv, "--dir", "d").history == "d"
 
 
+@pytest.mark.parametrize("where", ["before show", "after show"])
+def test_history_options_count_on_either_side_of_show(where):
+    # 'history' and 'history show' take the same options; a value given before 'show' was overwritten by
+    # the subcommand's default (argparse copies a subparser's defaults over what its parent parsed)
+    given = ["--dir", "d", "--profile", "p", "--branch", "b", "--test", "t*", "--json"]
+    args = parse("history", *given, "show") if where == "before show" else parse("history", "show", *given)
+    assert (args.history, args.profile, args.branch, args.test, args.json) == ("d", "p", "b", "t*", True)
+    args = parse("history", "--dir", "d", "show", "--profile", "p")  # some on each side
+    assert (args.history, args.profile, args.branch, args.json) == ("d", "p", None, False)
+    assert parse("history", "show").history == HISTORY_DIR
+
+
 def test_export_formats_are_the_plugins_report_options():
     from pytest_bpsperf.cli.commands import exporters
 

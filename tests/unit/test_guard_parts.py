@@ -160,3 +160,99 @@ def test_a_gpu_workload_gets_longer_to_its_first_step():
     assert watch.check(status, ["worker-0"], FIRST_STEP_S + 10) is None  # a CPU run would be stalled by now
     stall = watch.check(status, ["worker-0"], FIRST_STEP_GPU_S + 1)
     assert stall is not None and "worker-0 made no new step" in stall.message
+
+
+# --- the preflight's child ------------------------------------------------------------
+
+#: An "interpreter" that starts a helper of its own (as an import may) and waits: the helper's pid
+#: goes to the file named by $HELPER_PID.
+SPAWNING = "#!/bin/sh\nsleep 300 &\necho $! > \"$HELPER_PID\"\nwait\n"
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["timeout", "ctrl-c"])
+def test_the_preflights_child_and_what_it_started_die_when_it_is_stopped(tmp_path, monkeypatch, how):
+    import os
+    import signal
+    import threading
+    import time
+
+    from pytest_bpsperf.remote.preflight import PreflightError, _check
+
+    python = tmp_path / "python"
+    python.write_text(SPAWNING)
+    python.chmod(0o755)
+    monkeypatch.setenv("HELPER_PID", str(tmp_path / "helper.pid"))
+    work = tmp_path / "work"
+    work.mkdir()
+    timer = None
+    if how == "ctrl-c":
+        # Python's own Ctrl-C handler, whatever an earlier test of this process left there
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        def interrupt():
+            while not (tmp_path / "helper.pid").exists():
+                time.sleep(0.05)
+            os.kill(os.getpid(), signal.SIGINT)  # a real signal: it interrupts the wait
+
+        timer = threading.Thread(target=interrupt, daemon=True)
+        timer.start()
+    expected = PreflightError if how == "timeout" else KeyboardInterrupt
+    with pytest.raises(expected):
+        _check(str(python), [], str(tmp_path), ["mxnet"], None, None, None, str(work),
+               timeout=2.0 if how == "timeout" else 60.0)
+    if how == "ctrl-c":
+        signal.signal(signal.SIGINT, previous)
+    helper = int((tmp_path / "helper.pid").read_text())
+    deadline = time.monotonic() + 10
+    while _alive(helper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = _alive(helper)
+    if alive:
+        os.kill(helper, 9)
+    assert not alive, "the preflight's helper outlived it"
+
+
+# --- the scheduler's port --------------------------------------------------------------
+
+#: A scheduler as ps-lite's ZeroMQ listener binds: SO_REUSEADDR, bind, listen; then it waits.
+LISTENER = ("import os, socket, time\n"
+            "s = socket.socket()\n"
+            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            "s.bind(('127.0.0.1', int(os.environ['DMLC_PS_ROOT_PORT'])))\n"
+            "s.listen()\n"
+            "print('listening', flush=True)\n"
+            "time.sleep(60)\n")
+
+
+def test_the_schedulers_port_is_held_until_the_scheduler_listens_on_it(tmp_path):
+    import socket
+    import time
+
+    from pytest_bpsperf.remote.environ import PYTHON
+    from pytest_bpsperf.remote.roles import RoleProcess, listening
+
+    role = RoleProcess("scheduler", str(tmp_path))
+    port = role.pick_port("127.0.0.1")
+    # between choosing it and the scheduler binding it, no other process can take the port
+    with socket.socket() as other:
+        with pytest.raises(OSError):
+            other.bind(("127.0.0.1", port))
+    role.start([PYTHON, "-c", LISTENER], {"DMLC_PS_ROOT_PORT": str(port)})
+    try:
+        deadline = time.monotonic() + 30
+        while not listening(port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert listening(port), open(role.log_path).read()  # the scheduler took the held port
+        assert role.status()["code"] is None and role._held_port is None  # and the hold is let go
+    finally:
+        role.stop(grace=1.0)

@@ -67,9 +67,12 @@ def test_commands():
     assert args == {
         "--backend": "mxnet", "--model": "resnet18_v1", "--steps": "9", "--batch-size": "3", "--image-size": "40",
         "--timing": "overlapped", "--dtype": "float32", "--data": "synthetic", "--data-threads": "4",
-        "--records": RECORDS,
+        "--records": RECORDS, "--diagnostic-steps": "3",
     }
     assert workload_command(settings(), "local")[4] == "local"
+    # the single-process reference trains no diagnostic steps (it is never broken down)
+    assert "--diagnostic-steps" not in workload_command(settings(), "local")
+    assert "--diagnostic-steps" not in workload_command(settings(breakdown_steps="0"), "mxnet")
 
 
 def test_verbose_ps_reaches_every_role():
@@ -148,7 +151,9 @@ def test_multi_node_placement_mxnet():
 def test_mxnet_workers_stay_on_gpu_nodes_and_leave_cpu_nodes_to_servers():
     plan = plan_for(nodes=GPU_NODES + CPU_NODES, workers="3")
     assert [w.node.node_id for w in plan.by_role("worker")] == ["gpu-a", "gpu-b", "gpu-a"]
-    assert all(b.resources == {"CPU": 0.01} for b in plan.bundles)  # a CPU backend holds no GPU
+    assert all("GPU" not in b.resources for b in plan.bundles)  # a CPU backend holds no GPU
+    # ... but the CPUs it trains on: each node's CPUs split among the run's processes there
+    assert [r.cpus for r in plan.by_role("worker")] == [16.0, 32.0, 16.0]
     assert {s.node.node_id for s in plan.by_role("server")} <= {"cpu-a", "cpu-b"}
 
 
@@ -192,8 +197,14 @@ def test_marked_server_nodes_take_the_servers_and_the_head_stays_out():
 
 def test_bundles_reserve_worker_gpus_and_server_nodes():
     plan = plan_for(nodes=[HEAD] + FAKE_GPU + MARKED, backend="byteps", server_nodes="2")
+    # each bundle holds its node's CPUs too: the workers' (half a CPU per GPU process here), a sliver for
+    # the scheduler and the rest of its node for the server
     assert [(b.node.node_id, dict(b.resources)) for b in plan.bundles] == [
-        ("g0", {"GPU": 2.0}), ("g1", {"GPU": 2.0}), ("srv-0", {"CPU": 0.01}), ("srv-1", {"CPU": 0.01})]
+        ("g0", {"GPU": 2.0, "CPU": 1.0}), ("g1", {"GPU": 2.0, "CPU": 1.0}), ("srv-0", {"CPU": 1.0}),
+        ("srv-1", {"CPU": 1.0})]
+    assert {r.name: r.cpus for r in plan.roles} == {
+        "scheduler": 0.01, "server-0": 0.99, "server-1": 1.0, "worker-0.0": 0.5, "worker-0.1": 0.5,
+        "worker-1.0": 0.5, "worker-1.1": 0.5}
     assert {r.name: r.bundle for r in plan.roles if r.role != "worker"} == {"scheduler": 2, "server-0": 2,
                                                                             "server-1": 3}
     assert {r.name: (r.bundle, r.gpus) for r in plan.by_role("worker")} == {
@@ -383,7 +394,7 @@ def test_the_scaling_reference_is_one_worker_node_alone_under_the_same_trick():
     assert cpu.by_role("scheduler") == [] and cpu.num_servers == 0
     assert single.command[single.command.index("--backend") + 1] == "local"
     assert single.env["OMP_WAIT_POLICY"] == "PASSIVE" and single.env["OMP_NUM_THREADS"] == str(settings().omp_threads)
-    assert cpu.bundles[0].resources == {"CPU": 0.01}
+    assert cpu.bundles[0].resources == {"CPU": 1.0}  # the node's CPUs, for its one process
     # GPUs: every GPU of one worker node as one BytePS worker node, reducing on the node only
     node = reference_plan(settings(), passive, FAKE_GPU[0], backend=backends.get("byteps"), run_id="r", gpus=2)
     assert [r.name for r in node.roles] == ["node.0", "node.1"] and node.by_role("scheduler") == []
@@ -391,7 +402,7 @@ def test_the_scaling_reference_is_one_worker_node_alone_under_the_same_trick():
         assert r.env["DMLC_NUM_WORKER"] == "1" and "BYTEPS_FORCE_DISTRIBUTED" not in r.env
         assert r.env["OMP_WAIT_POLICY"] == "PASSIVE" and r.gpus == 1
         assert r.command[r.command.index("--backend") + 1] == "byteps"
-    assert node.bundles[0].resources == {"GPU": 2.0} and node.worker_processes == 2
+    assert node.bundles[0].resources == {"GPU": 2.0, "CPU": 1.0} and node.worker_processes == 2
     # and one process on one GPU alone: the per-GPU figure
     (gpu,) = reference_plan(settings(), passive, FAKE_GPU[0], backend=backends.get("byteps"), run_id="r", gpus=2,
                             one_gpu=True).roles

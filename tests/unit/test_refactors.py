@@ -228,7 +228,8 @@ def test_make_plan_gives_the_environments_it_gave_before_the_split():
     plan = make_plan(_plan_settings(**_LAYERED), _layered_trick(), [Node("n0", "127.0.0.1", 2, 0)],
                      backend=backends.get("mxnet"), run_id="run-1", verbose_ps=2)
     assert [(r.name, r.bundle, r.worker_rank, list(r.env.items())) for r in plan.roles] == EMBEDDED_PLAN
-    assert [dict(b.resources) for b in plan.bundles] == [{"CPU": 0.01}] * 3
+    # the machine's 2 CPUs held by the run: a sliver for the scheduler, the rest split among its 3 processes
+    assert [dict(b.resources) for b in plan.bundles] == [{"CPU": 0.66}, {"CPU": 0.66}, {"CPU": 0.67}]
     assert (plan.num_servers, plan.worker_processes, plan.servers_per_node) == (1, 2, 1)
 
 
@@ -254,7 +255,7 @@ def test_make_plan_places_byteps_processes_as_it_did_before_the_split():
         ("worker-1.1", "g1", 1, 3, 1, "0,2", "KMP_BLOCKTIME,OMP_WAIT_POLICY", worker),
     ]
     assert [(b.node.node_id, dict(b.resources)) for b in plan.bundles] == [
-        ("g0", {"GPU": 2.0}), ("g1", {"GPU": 2.0}), ("srv-0", {"CPU": 0.01})]
+        ("g0", {"GPU": 2.0, "CPU": 1.0}), ("g1", {"GPU": 2.0, "CPU": 1.0}), ("srv-0", {"CPU": 1.0})]
     assert (plan.num_servers, plan.worker_processes) == (1, 4)
 
 

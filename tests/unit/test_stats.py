@@ -409,3 +409,26 @@ def test_huge_degrees_of_freedom_are_the_normal_distribution():
     assert t_cdf(3.0, 1e20) == pytest.approx(NormalDist().cdf(3.0), rel=1e-12)
     # just below the switch the t quantile is still the t quantile, and within 1e-6 of the normal one
     assert abs(t_quantile(0.995, 0.99e7) - z) < 1e-6
+
+
+# --- pytest-benchmark's statistics of rounds (the benchmark-json export) ------
+
+
+def test_round_stats_by_hand():
+    from pytest_bpsperf.stats.rounds import FIELDS, quartiles, round_stats
+
+    # 9 = 4*2+1 rounds: Q1 a quarter past the 2nd datum, Q3 three quarters past the 7th (method 3)
+    data = [5.0, 1.0, 2.0, 3.0, 4.0, 6.0, 7.0, 8.0, 100.0]
+    s = round_stats(data)
+    assert (s["q1"], s["q3"], s["iqr"]) == (2.75, 7.25, 4.5)
+    assert (s["ld15iqr"], s["hd15iqr"], s["iqr_outliers"]) == (1.0, 8.0, 1)  # fences -4 and 14
+    assert s["stddev_outliers"] == 1 and s["outliers"] == "1;1"
+    assert (s["min"], s["max"], s["median"], s["rounds"], s["total"]) == (1.0, 100.0, 5.0, 9, 136.0)
+    assert s["ops"] == pytest.approx(9 / 136) and s["data"] == data  # in the order measured
+    assert list(s)[:len(FIELDS)] == list(FIELDS)
+    assert quartiles([1.0, 2.0, 3.0, 4.0]) == (1.5, 3.5)  # method 2: the halves' medians
+    assert quartiles([1.0, 2.0, 3.0]) == (1.25, 2.75)  # 4*0+3: three quarters of the way, and back
+    one = round_stats([0.5])
+    assert (one["q1"], one["q3"], one["stddev"], one["ld15iqr"], one["hd15iqr"]) == (0.5, 0.5, 0, 0.5, 0.5)
+    with pytest.raises(ValueError, match="at least one round"):
+        round_stats([])

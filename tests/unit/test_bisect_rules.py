@@ -1,0 +1,201 @@
+"""The bisect's rules without sessions: what it asks next, how it ends, the range in git, a session's outcome.
+
+A bisect of real sessions (fed runs over a real git history) is in
+``tests/pytester/test_bisect.py``, one of real distributed runs in
+``tests/e2e/test_e2e_bisect.py``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from pytest_bpsperf.cli.bisect import outcome_of
+from pytest_bpsperf.config.revisions import RangeError, commit_range
+from pytest_bpsperf.judge.bisect import CULPRIT, ERROR, NONE, RANGE, Bisection, Outcome, exit_status
+
+
+def drive(n, speed, *, broken=(), undecided=(), retries=1):
+    """Bisect positions 0..n where ``speed[k]`` is commit k's throughput (a step of it below 0.85 of another
+    is a regression); ``broken`` commits fail as head; ``undecided`` (base, head) pairs stay inconclusive."""
+    b = Bisection(n, retries=retries)
+    asked = []
+    while (c := b.next()) is not None:
+        asked.append((c.base, c.head, c.why, c.attempt))
+        if c.head in broken:
+            outcome = Outcome("failed", reason="ImportError", broken="head")
+        elif (c.base, c.head) in undecided:
+            outcome = Outcome("inconclusive", ratio=0.9, pairs=12)
+        else:
+            ratio = speed[c.head] / speed[c.base]
+            outcome = Outcome("regression" if ratio < 0.85 else "ok", ratio=ratio, pairs=3)
+        b.record(c, outcome)
+    return b, asked
+
+
+def test_one_slower_commit_is_found_in_about_log2_steps_each_resting_on_a_decided_regression():
+    speed = [1.0] * 5 + [0.75] * 12  # commit 5 of 16 is 25% slower
+    b, asked = drive(16, speed)
+    assert b.result.kind == CULPRIT and b.result.culprit == 5 and b.result.lo == 4
+    assert b.result.verdict.ratio == pytest.approx(0.75)  # its own comparison against its parent
+    assert asked[0] == (0, 16, "ends", 1)
+    assert b.midpoints == 4 and len(asked) <= 1 + 2 * 4
+    for base, head, _why, _attempt in asked[1:]:  # a midpoint compared with one end of the range
+        assert base < head
+    assert exit_status(b.result.kind) == 0
+
+
+def test_the_first_of_two_drops_is_the_culprit_and_the_second_is_found_from_it():
+    speed = [1.0] * 4 + [0.7] * 6 + [0.5] * 7  # commit 4 (communication) and commit 10 (compute)
+    b, _ = drive(16, speed)
+    assert b.result.culprit == 4
+    speed_after = speed[4:]
+    b, _ = drive(12, speed_after)
+    assert b.result.culprit + 4 == 10
+
+
+def test_no_drop_at_the_ends_is_exit_1_after_one_comparison():
+    b, asked = drive(8, [1.0] * 9)
+    assert b.result.kind == NONE and len(asked) == 1 and exit_status(NONE) == 1
+
+
+def test_a_broken_midpoint_is_skipped_for_the_nearest_other_commit():
+    speed = [1.0] * 6 + [0.7] * 3  # culprit 6 of 8; commit 4 does not import
+    b, asked = drive(8, speed, broken={4})
+    assert b.result.kind == CULPRIT and b.result.culprit == 6 and 4 in b.skipped
+    heads = [h for _b, h, why, _a in asked if why == "lower half"]
+    assert heads[:2] == [4, 3]  # after 4 failed, the commit nearest the middle that is left
+
+
+def test_a_culprit_next_to_skipped_commits_is_a_range_not_a_guess():
+    speed = [1.0] * 4 + [0.7] * 5  # culprit 4; 3 does not run
+    b, _ = drive(8, speed, broken={3})
+    assert b.result.kind == RANGE and (b.result.lo, b.result.hi) == (2, 4) and b.result.skipped == (3,)
+    assert "skipped" in b.result.reason and exit_status(RANGE) == 4
+
+
+def test_an_inconclusive_step_is_asked_again_with_more_pairs_then_reported_as_a_range():
+    speed = [1.0] * 3 + [0.7] * 6
+    b, asked = drive(8, speed, undecided={(0, 4)})
+    assert [(a[0], a[1], a[3]) for a in asked if a[:2] == (0, 4)] == [(0, 4, 1), (0, 4, 2)]
+    assert b.result.kind == RANGE and (b.result.lo, b.result.hi) == (0, 8)
+    b, asked = drive(8, speed, undecided={(0, 4)}, retries=0)
+    assert [a for a in asked if a[:2] == (0, 4)] == [(0, 4, "lower half", 1)]
+
+
+def test_a_drop_spread_over_two_commits_none_beyond_the_tolerance_alone_is_a_range():
+    speed = [1.0] * 3 + [0.9] * 3 + [0.81] * 3  # 10% at commit 3 and at commit 6: 19% at the ends
+    b, _ = drive(8, speed)
+    assert b.result.kind == RANGE and "spread" in b.result.reason
+
+
+def test_ends_that_cannot_be_compared_are_an_error():
+    b, _ = drive(4, [1.0] * 5, broken={4})
+    assert b.result.kind == ERROR and exit_status(ERROR) == 2
+
+
+def test_only_the_comparison_asked_for_is_taken():
+    b = Bisection(4)
+    with pytest.raises(ValueError, match="is not the comparison asked for"):
+        from pytest_bpsperf.judge.bisect import Comparison
+
+        b.record(Comparison(0, 2, "lower half"), Outcome("ok"))
+    with pytest.raises(ValueError, match="at least one commit"):
+        Bisection(0)
+
+
+# --- a session's outcome -----------------------------------------------------------------------
+
+
+def verdict(status, ratio, nodeid="t.py::t[default]"):
+    return {"kind": "pairs", "status": status, "ratio": ratio, "ci_low": ratio - 0.05, "ci_high": ratio + 0.05,
+            "pairs": 4, "looks": 2, "nodeid": nodeid, "change_pct": 100 * (ratio - 1),
+            "breakdown": {"base": {"total_s": 0.3, "compute_s": 0.2, "sync_s": 0.1},
+                          "head": {"total_s": 0.4, "compute_s": 0.3, "sync_s": 0.1}}}
+
+
+def test_the_worst_job_of_a_session_decides_its_step():
+    doc = {"verdicts": [verdict("ok", 0.99, "a"), verdict("regression", 0.7, "b"), verdict("regression", 0.8, "c")],
+           "tests": [{"settings": {"max_pairs": 12}}]}
+    o = outcome_of(doc, 1, "")
+    assert (o.status, o.nodeid, o.ratio, o.max_pairs) == ("regression", "b", 0.7, 12)
+    assert o.where.startswith("head 30.0% slower: compute +50%")
+    doc["verdicts"] = [verdict("ok", 0.99), verdict("inconclusive", 0.9)]
+    assert outcome_of(doc, 0, "").status == "inconclusive"
+
+
+@pytest.mark.parametrize("output, doc, broken", [
+    ("ERROR: bpsperf: head arm (/tmp/x/tree) on this machine: entry point bench:build: module 'bench' does not "
+     "import: SyntaxError", None, "head"),
+    ("", {"failures": [{"nodeid": "t", "reason": "worker-0 (head arm, pair 1): died"}], "verdicts": []}, "head"),
+    ("ERROR: file or directory not found: nope.py", None, ""),
+])
+def test_a_session_without_a_verdict_failed_and_says_which_arm(output, doc, broken):
+    o = outcome_of(doc, 4, output)
+    assert o.status == "failed" and o.broken == broken and o.reason
+
+
+# --- the range in git ----------------------------------------------------------------------------
+
+
+def git(path, *args):
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=path, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """main: c0 c1, a branch b1 b2 from c1 merged into main as m, then c3."""
+    git(tmp_path, "init", "-q", "-b", "main")
+    for name in ("c0", "c1"):
+        git(tmp_path, "commit", "-q", "--allow-empty", "-m", name)
+    git(tmp_path, "checkout", "-q", "-b", "topic")
+    for name in ("b1", "b2"):
+        git(tmp_path, "commit", "-q", "--allow-empty", "-m", name)
+    git(tmp_path, "checkout", "-q", "main")
+    git(tmp_path, "merge", "-q", "--no-ff", "-m", "merge topic", "topic")
+    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "c3")
+    return tmp_path
+
+
+def test_the_range_follows_the_first_parent_and_a_merge_is_one_step(repo):
+    good, commits = commit_range(str(repo), "HEAD~2", "HEAD")
+    assert good.subject == "c1" and [c.subject for c in commits] == ["merge topic", "c3"]
+    assert [c.merge for c in commits] == [True, False]
+    good, commits = commit_range(str(repo), "main~3", "main")
+    assert good.subject == "c0" and len(commits) == 3
+
+
+@pytest.mark.parametrize("good, bad, message", [
+    ("nope", "HEAD", "invalid GOOD 'nope': not a revision"),
+    ("HEAD~1", "-x", "invalid BAD '-x'"),
+    ("HEAD", "HEAD", "are the same commit"),
+    ("HEAD", "HEAD~2", "is not an ancestor of BAD 'HEAD~2'"),
+    ("topic~1", "main", "is not on BAD's first-parent line"),
+])
+def test_a_range_that_cannot_be_bisected_names_the_value(repo, good, bad, message):
+    with pytest.raises(RangeError, match=message.replace("(", r"\(")):
+        commit_range(str(repo), good, bad)
+
+
+def test_an_internal_error_is_exit_3_never_1_which_means_no_drop(monkeypatch, capsys):
+    from pytest_bpsperf.cli import bisect as module
+    from pytest_bpsperf.cli import main
+
+    def broken(args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(module, "bisect", broken)
+    assert main(["bisect", "A", "B", "--", "-m", "perf"]) == 3
+    assert "internal error" in capsys.readouterr().err
+    monkeypatch.setattr(module, "bisect", lambda args: (_ for _ in ()).throw(module.BisectError("bad GOOD")))
+    assert main(["bisect", "A", "B"]) == 2
+
+
+def test_pytest_arguments_are_what_follows_the_first_double_dash_after_bisect():
+    from pytest_bpsperf.cli import split_pytest_args
+
+    assert split_pytest_args(["bisect", "A", "B", "--out", "x", "--", "-k", "t", "--", "y"]) == (
+        ["bisect", "A", "B", "--out", "x"], ["-k", "t", "--", "y"])
+    assert split_pytest_args(["check", "r.json"]) == (["check", "r.json"], None)
