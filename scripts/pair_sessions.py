@@ -27,7 +27,7 @@ stops early); choose ``P`` for -10% and -15%.
     .venv/bin/python scripts/method_tables.py --data sessions.jsonl --write
 
 ``--sessions N`` runs N sessions of each kind, interleaved (``--order`` gives
-the order instead). Arguments after ``--`` go to every pytest session.
+the order instead); ``--pause-file PATH`` holds the next session while PATH exists. Arguments after ``--`` go to every pytest session.
 """
 
 from __future__ import annotations
@@ -183,6 +183,9 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--sessions", type=int, default=1, help="sessions of each kind, interleaved (default 1)")
     p.add_argument("--order", nargs="+", default=None, metavar="KIND", help="the kinds in this order instead")
     p.add_argument("--out", required=True, help="JSON-lines file the sessions are appended to")
+    p.add_argument("--pause-file", default=None, metavar="PATH",
+                   help="while PATH exists, wait before starting the next session (other work on the machine "
+                        "can then run between sessions, never beside one)")
     p.add_argument("pytest_args", nargs="*", help="after --: arguments for every pytest session")
     args = p.parse_args(argv)
     sizing = parse_kinds(args.size, "--size")
@@ -199,6 +202,10 @@ def main(argv: "list[str] | None" = None) -> int:
     started = time.monotonic()
     try:
         for i, kind in enumerate(order):
+            if args.pause_file and os.path.exists(args.pause_file):
+                print(f"paused before session {i}: {args.pause_file} exists", flush=True)
+                while os.path.exists(args.pause_file):
+                    time.sleep(2)
             result = os.path.join(repo, f"session-{i}.json")
             doc, seconds, code, tail = run_session(repo, commits[kind], commits["aa"], result, extra)
             line = session_line(doc, kind, slowdowns.get(kind, 0.0), i, seconds, code)
