@@ -61,7 +61,7 @@ def test_each_culprit_is_named_with_its_ratio_against_its_parent_and_the_part_th
     # its own comparison against its parent: a regression of about 1 - 0.25/0.35
     v = result["verdict"]
     assert v["status"] == "regression" and v["ratio"] == pytest.approx(0.25 / 0.35, rel=0.05)
-    assert v["ci_low"] < 0.85 and v["ci_low"] < v["ratio"] < v["ci_high"] < 1.0  # the gate's rule
+    assert v["ci_low"] < 0.90 and v["ci_low"] < v["ratio"] < v["ci_high"] < 1.0  # the gate's rule
     assert v["breakdown"]["grew_most"]["label"] == "push/pull wait"
     assert "push/pull wait +200% (push/pull wait grew most" in v["where"]
     assert f"culprit: {shas[2][:12]} \"a larger layer\"" in out and "where the time went: head" in out
@@ -69,7 +69,7 @@ def test_each_culprit_is_named_with_its_ratio_against_its_parent_and_the_part_th
     assert all(s["status"] in ("regression", "ok") and s["pairs"] >= 3 and os.path.isfile(s["results"])
                for s in doc["steps"])
     assert doc["pairs"] == sum(s["pairs"] for s in doc["steps"]) and doc["total_s"] > 0
-    assert doc["tolerance"] == 0.15 and doc["first_parent"] is True
+    assert doc["tolerance"] == 0.10 and doc["first_parent"] is True  # the default
     md = (ourtester.path / "out" / "bisect.md").read_text()
     assert f"**Culprit**: `{shas[2]}` \"a larger layer\", against its parent `{shas[1][:12]}`" in md
     assert "| step | half | base | head | verdict | head/base | interval | pairs | time |" in md

@@ -19,7 +19,8 @@ def spec(**settings):
 
 def run(img: float, foreign: "float | None" = 0.0):
     """What a pair needs of a run: its img/s, its foreign load, a job to belong to."""
-    return SimpleNamespace(img_per_sec=img, foreign_cores=foreign, job=None, spec=spec())
+    return SimpleNamespace(img_per_sec=img, foreign_cores=foreign, job=None, spec=spec(),
+                           measurement=SimpleNamespace(breakdown=None))
 
 
 class Runner:
