@@ -1,8 +1,10 @@
 """A backend added by another plugin runs through the real launcher on Ray.
 
-The test project's conftest registers a tiny backend: its scheduler and
-servers are Python processes that exit at once, its workers are small Python
-processes (two per worker node) that write the records format. Everything
+The test project's conftest imports the example backend of
+docs/writing-a-backend.md (``examples/toy_backend.py``, written against the
+public face only), which registers it: its scheduler and servers are Python
+processes that exit at once, its workers are small Python processes (two per
+worker node) that write the records format. Everything
 else is the plugin's own: placement, plan, Ray actors, teardown, measurement,
 reports. That an unregistered backend is a usage error is in
 ``tests/pytester/test_backend_plugin.py``.
@@ -15,12 +17,13 @@ import json
 import pytest
 
 from helpers.procs import role_processes
-from helpers.toy_backend import CONFTEST, PERF_TEST
+from helpers.toy_backend import CONFTEST, EXAMPLE, PERF_TEST
 
 pytest.importorskip("ray")
 
 
 def test_registered_backend_runs_through_the_launcher_on_ray(pytester: pytest.Pytester, tmp_path):
+    pytester.makepyfile(toy_backend=EXAMPLE)
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_perf=PERF_TEST)
     pytester.makeini("[pytest]\nbpsperf_steps = 6\nbpsperf_scaling = off\nbpsperf_backend = toy\n")

@@ -140,8 +140,15 @@ def test_remote_processes_import_nothing_of_the_driver_side():
 
 
 def test_the_package_root_imports_nothing():
-    # every `python -m pytest_bpsperf.remote...` process imports it first
-    assert GRAPH[PACKAGE] == set()
+    # every `python -m pytest_bpsperf.remote...` process imports it first: the public face's names are
+    # imported on first use (module __getattr__), and only type checkers read the TYPE_CHECKING block
+    tree = ast.parse((ROOT / "pytest_bpsperf" / "__init__.py").read_text())
+    guarded = {id(n) for top in tree.body if isinstance(top, ast.If) and getattr(top.test, "id", "") == "TYPE_CHECKING"
+               for n in ast.walk(top)}
+    at_run_time = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in guarded
+                   and (isinstance(n, ast.Import) or n.level or (n.module or "").startswith("pytest_bpsperf"))]
+    assert [ast.unparse(n) for n in at_run_time if not isinstance(n, ast.Import)] == []
+    assert all(a.name in ("importlib",) for n in at_run_time if isinstance(n, ast.Import) for a in n.names)
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
