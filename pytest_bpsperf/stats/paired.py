@@ -25,9 +25,13 @@ significance test, Pocock 1977; Armitage, McPherson and Rowe 1969), chosen
 so that the chance of crossing at *any* look, at the limit itself, is
 ``alpha``. The statistics do not depend on the noise level, the drift or the
 arm means under that null, so ``alpha'`` depends only on the estimator, the
-looks and ``alpha``: :func:`look_level` finds it by simulation (seeded, so
-every session of a design gets the same level, and taken a little below the
-simulated quantile so that its Monte Carlo error errs on the safe side).
+looks and ``alpha``: :func:`simulated_look_level` finds it by simulation
+(seeded, so every session of a design gets the same level, and taken a little
+below the simulated quantile so that its Monte Carlo error errs on the safe
+side). That takes seconds per design (3.3 s for the default looks on a fast
+runner), so the levels of the usual designs ship computed ahead, in
+``look_levels.json`` (``scripts/look_levels.py --write``): :func:`look_level`
+reads them there and simulates only a design the file lacks.
 Stopping early only removes chances to cross, so each bound of :mod:`.rule`
 holds over all looks. The intervals at each look are the repeated confidence
 intervals (Jennison and Turnbull 1984) at those per-look levels.
@@ -36,16 +40,19 @@ Pure standard-library Python.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from pathlib import Path
+from typing import Mapping, Sequence
 
 from . import rule
 from .tdist import t_cdf, t_quantile
 
-__all__ = ["ESTIMATORS", "MIN_PAIRS", "PairRuns", "PairedComparison", "estimate", "look_level", "paired_compare"]
+__all__ = ["ESTIMATORS", "LEVELS_FILE", "MIN_PAIRS", "PairRuns", "PairedComparison", "computed_levels", "estimate",
+           "level_key", "look_level", "paired_compare", "simulated_look_level"]
 
 #: The earliest look: two pairs leave too few degrees of freedom for any look to decide.
 MIN_PAIRS = 3
@@ -57,6 +64,8 @@ _SIMULATIONS = 50_000
 _SEED = 20261201
 #: p values above this never matter: no level used is larger (rule.TOLERANCE_LEVEL is the largest).
 _P_KEPT = 0.2
+#: The levels of the usual designs, computed ahead by :func:`simulated_look_level` (``scripts/look_levels.py``).
+LEVELS_FILE = Path(__file__).with_name("look_levels.json")
 
 
 @dataclass(frozen=True)
@@ -195,12 +204,10 @@ def look_level(first_look: int, last_look: int, alpha: float, estimator: str = D
 
     Under the null (runs iid normal around the arm means and any drift, of any
     spread), the chance that the estimator's t statistic reaches
-    ``-t_{1-alpha'}(dof)`` at one look or more is ``alpha``. Found by
-    simulating 50,000 null sequences of the estimator: the level is the
-    quantile of the smallest per-look p value at
-    ``alpha * (1 - 2 / sqrt(alpha * 50000))``, two Monte Carlo standard
-    errors below ``alpha``, so that the achieved rate does not exceed it.
-    With one look this is ``alpha`` itself (the fixed-sample test).
+    ``-t_{1-alpha'}(dof)`` at one look or more is ``alpha``: the level
+    :func:`simulated_look_level` finds, read from :data:`LEVELS_FILE` where the
+    design is there (the same number: that file is the simulation's output),
+    simulated otherwise. With one look this is ``alpha`` itself.
 
     Parameters
     ----------
@@ -211,18 +218,60 @@ def look_level(first_look: int, last_look: int, alpha: float, estimator: str = D
     estimator:
         one of :data:`ESTIMATORS`.
     """
-    if not 2 <= first_look <= last_look:
-        raise ValueError(f"looks {first_look}..{last_look}: expected 2 <= first_look <= last_look")
-    if not 0.0 < alpha <= _P_KEPT:
-        raise ValueError(f"alpha is {alpha!r}, expected 0 < alpha <= {_P_KEPT}")
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"estimator is {estimator!r}, expected one of {', '.join(ESTIMATORS)}")
+    _check_design(first_look, last_look, alpha, estimator)
+    if first_look == last_look:
+        return alpha
+    known = computed_levels().get(level_key(estimator, first_look, last_look, alpha))
+    return known if known is not None else simulated_look_level(first_look, last_look, alpha, estimator)
+
+
+def simulated_look_level(first_look: int, last_look: int, alpha: float,
+                         estimator: str = DEFAULT_ESTIMATOR) -> float:
+    """:func:`look_level` by simulating 50,000 null sequences of the estimator (seconds).
+
+    The level is the quantile of the smallest per-look p value at
+    ``alpha * (1 - 2 / sqrt(alpha * 50000))``, two Monte Carlo standard
+    errors below ``alpha``, so that the achieved rate does not exceed it.
+    """
+    _check_design(first_look, last_look, alpha, estimator)
     if first_look == last_look:
         return alpha
     smallest = _smallest_p(estimator, first_look, last_look)
     target = alpha * (1.0 - 2.0 / math.sqrt(alpha * _SIMULATIONS))
     index = max(0, int(target * _SIMULATIONS) - 1)
     return min(alpha, smallest[index]) if index < len(smallest) else alpha
+
+
+def _check_design(first_look: int, last_look: int, alpha: float, estimator: str) -> None:
+    if not 2 <= first_look <= last_look:
+        raise ValueError(f"looks {first_look}..{last_look}: expected 2 <= first_look <= last_look")
+    if not 0.0 < alpha <= _P_KEPT:
+        raise ValueError(f"alpha is {alpha!r}, expected 0 < alpha <= {_P_KEPT}")
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"estimator is {estimator!r}, expected one of {', '.join(ESTIMATORS)}")
+
+
+def level_key(estimator: str, first_look: int, last_look: int, alpha: float) -> str:
+    """The key of a design in :data:`LEVELS_FILE`: ``ancova:3:20:0.005`` (alpha to 6 significant digits)."""
+    return f"{estimator}:{first_look}:{last_look}:{alpha:.6g}"
+
+
+def simulation_design() -> "dict[str, object]":
+    """What the levels of :data:`LEVELS_FILE` were simulated with; a file of another design is not used."""
+    return {"simulations": _SIMULATIONS, "seed": _SEED, "p_kept": _P_KEPT}
+
+
+@lru_cache(maxsize=1)
+def computed_levels() -> Mapping[str, float]:
+    """The levels of :data:`LEVELS_FILE` (empty where it is missing, unreadable or of another design)."""
+    try:
+        doc = json.loads(LEVELS_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("design") != simulation_design():
+        return {}
+    levels = doc.get("levels")
+    return {str(k): float(v) for k, v in levels.items()} if isinstance(levels, dict) else {}
 
 
 @lru_cache(maxsize=4096)
