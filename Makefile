@@ -20,14 +20,17 @@ setup: $(STAMP)
 perf: setup
 	$(PY) -m pytest -m perf $(ARGS)
 
+# tests/unit and tests/pytester on every core (pytest-xdist: no Ray, no training); then tests/e2e one test
+# at a time, as a user's perf session runs: its runs train for real and take the measurement lock.
 test: setup
-	$(PY) -m pytest tests/unit tests/pytester tests/e2e $(ARGS)
+	$(PY) -m pytest -n auto tests/unit tests/pytester $(ARGS)
+	$(PY) -m pytest tests/e2e $(ARGS)
 
 test-unit: setup
 	$(PY) -m pytest tests/unit $(ARGS)
 
 test-fast: setup
-	$(PY) -m pytest -m "not e2e" tests $(ARGS)
+	$(PY) -m pytest -n auto -m "not e2e" tests $(ARGS)
 
 # The docs site into site/ (MkDocs, warnings as errors), its reference pages written first.
 docs: setup

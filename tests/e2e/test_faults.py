@@ -51,7 +51,7 @@ bpsperf_workers = 2
 bpsperf_omp_threads = 1
 bpsperf_scaling = off
 bpsperf_timeout = 900
-bpsperf_stall_timeout = 30
+bpsperf_stall_timeout = 15
 bpsperf_define_tricks =
 {tricks}
 """
