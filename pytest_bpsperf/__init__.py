@@ -51,7 +51,13 @@ _WHERE = {
     "RECORDS": "pytest_bpsperf.remote.environ",
 }
 
-__all__ = ["__version__", *_WHERE]
+__all__ = [
+    "__version__",
+    "RunResult", "RunSpec", "RunOutput", "RoleOutcome", "WorkerRecords",
+    "TrainContext", "Trick", "Settings",
+    "Backend", "BackendBase", "WorkerProcess", "PlanError", "CommWindow", "Node", "Plan", "RolePlan",
+    "register", "unregister", "PYTHON", "RECORDS",
+]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is imported on first use
     from .backends import register, unregister

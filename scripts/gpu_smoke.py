@@ -85,11 +85,11 @@ def machine_facts() -> dict:
 
 def plugin_checks() -> dict:
     """The plugin imports here; GPU defaults; the byteps plan of this machine as the defaults make it."""
-    from pytest_bpsperf import backends, stats
+    from pytest_bpsperf import backends, stats  # noqa: F401 (stats: that it imports here)
     from pytest_bpsperf.backends import byteps_timeline  # noqa: F401
     from pytest_bpsperf.config.settings import Hardware, resolve
     from pytest_bpsperf.config.tricks import TrickRegistry
-    from pytest_bpsperf.judge import measurement
+    from pytest_bpsperf.judge import measurement  # noqa: F401
     from pytest_bpsperf.launch import watchdog  # noqa: F401
     from pytest_bpsperf.planning.model import Node
     from pytest_bpsperf.planning.plan import make_plan

@@ -56,7 +56,7 @@ def main() -> int:
     workers = []
     for i, path in enumerate(records):
         with open(path) as fh:
-            workers.append(measure_worker(WorkerRecords(f"worker-{i}", "local", tuple(json.loads(l) for l in fh))))
+            workers.append(measure_worker(WorkerRecords(f"worker-{i}", "local", tuple(json.loads(line) for line in fh))))
     print(json.dumps({"img_per_sec": sum(w.img_per_sec for w in workers), "exit_codes": codes, "wall_s": wall,
                       "passive": args.passive}))
     return 0 if all(c == 0 for c in codes) else 1

@@ -20,8 +20,14 @@ import sys
 import tempfile
 
 from pytest_bpsperf.stats import rule
-from pytest_bpsperf.stats.paired import (DEFAULT_ESTIMATOR, LEVELS_FILE, MIN_PAIRS, level_key, simulated_look_level,
-                                         simulation_design)
+from pytest_bpsperf.stats.paired import (
+    DEFAULT_ESTIMATOR,
+    LEVELS_FILE,
+    MIN_PAIRS,
+    level_key,
+    simulated_look_level,
+    simulation_design,
+)
 
 #: The designs shipped: the default estimator, first looks a repeats setting of 1 to 5 gives,
 #: every max_pairs from the first look to 40; the noise check at the usual confidences, the tolerance checks.

@@ -384,7 +384,7 @@ def curve_table(sessions: "list[Session]", noise: Noise, gate: Gate) -> "list[st
         r = rates(noise, change, gate)
         per_pair = 2 * noise.seconds_per_run
 
-        def t(pairs: float) -> float:
+        def t(pairs: float, per_pair: float = per_pair) -> float:
             return noise.seconds_fixed + per_pair * pairs
 
         sim = (f"{_pct(r.regression)} | {_pct(r.ok)} | {_pct(r.inconclusive)} | {r.pairs_mean:.1f} ({r.pairs_p90}) | "

@@ -11,8 +11,8 @@ import pytest
 
 from .. import backends
 from ..config.preflight import WorkloadSpecError, check_workload
-from ..config.reports import REPORT_OPTIONS, ReportOption  # noqa: F401 (the report options' one table)
 from ..config.ray_env import ray_job_source
+from ..config.reports import REPORT_OPTIONS, ReportOption  # noqa: F401 (the report options' one table)
 from ..config.settings import (
     OPTION_GROUPS,
     OPTIONS,
@@ -24,9 +24,9 @@ from ..config.settings import (
     Source,
     default_text,
     env_source,
-    format_value,
     env_var,
     flag,
+    format_value,
     ini_key,
     no_flag,
     resolve,
@@ -378,7 +378,7 @@ class SettingsPlugin:
                 self._overridden.add(name)
                 warnings.warn(pytest.PytestWarning(
                     f"bpsperf: {source.describe(name)}={raw} is overridden by {origin} "
-                    f"(value {getattr(settings, name)!r}); a test's own marker or arguments win"))
+                    f"(value {getattr(settings, name)!r}); a test's own marker or arguments win"), stacklevel=2)
 
     def _check_runtime(self, env: dict, where: str) -> None:
         """On the embedded Ray (roles run here): variables that would break the roles' runtime are errors."""

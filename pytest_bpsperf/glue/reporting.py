@@ -115,7 +115,7 @@ class ReportPlugin:
                                                                     exports.github_benchmark_export)):
             path = self.config.getoption(option)
             if path:
-                self._write(path, lambda: report.write_json(path, make(document)))
+                self._write(path, lambda path=path, make=make: report.write_json(path, make(document)))
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if os.environ.get("GITHUB_ACTIONS") == "true" and summary and ledger.runs:
             # The job summary cannot show files of the runner: it names the PNGs of the artifact.

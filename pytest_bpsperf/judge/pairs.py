@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from ..config.arms import BASE, HEAD
-from ..stats import summarize
-from ..stats import rule
+from ..stats import rule, summarize
 from ..stats.paired import PairedComparison, PairRuns, paired_compare
 from .breakdown import breakdown_view, change_phrase, combine
 from .job import RunResult, RunSpec

@@ -17,7 +17,7 @@ regression, run again because the verdict is not decided yet, or stop.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field, replace, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping, Sequence
 
 from ..config.settings import OPTIONS_BY_NAME, Settings

@@ -27,7 +27,6 @@ import subprocess
 import sys
 from typing import Sequence
 
-
 #: Where bpslaunch reads the NUMA nodes' CPUs from (its ``NUMA_PATH``).
 NUMA_DIR = "/sys/devices/system/node"
 #: What happened to pinning, for the ranks' start records and the reports.

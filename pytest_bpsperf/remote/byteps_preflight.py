@@ -93,8 +93,8 @@ PREFLIGHT_TENSOR = "bpsperf.preflight"
 
 def push_pull_once() -> "tuple[float, float]":
     """(seconds, value) of one push_pull of a tensor of ones from this process, through the job's server."""
-    import mxnet as mx
     import byteps.mxnet as bps
+    import mxnet as mx
 
     bps.init()  # byteps/mxnet/__init__.py:28 (ops.py:34): before anything else of BytePS
     x = mx.nd.ones((1024,), ctx=mx.gpu(bps.local_rank()))  # BytePS set this GPU (global.cc:188)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Iterable
 
 __all__ = ["cpu_snapshot", "node_busy_ticks", "tree_ticks"]
 

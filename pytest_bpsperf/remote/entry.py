@@ -100,8 +100,8 @@ def load(spec: str, path: "str | None" = None) -> Callable[[TrainContext], Calla
 def build_zoo_model(ctx: TrainContext) -> Callable[[], Any]:
     """The shipped workload as an entry point: gluoncv ``ctx.model``, hybridized, SGD with momentum 0.9."""
     import mxnet as mx
-    from mxnet import autograd, gluon
     from gluoncv.model_zoo import get_model
+    from mxnet import autograd, gluon
 
     net = get_model(ctx.model, classes=ctx.classes, pretrained=False)
     if ctx.dtype != "float32":

@@ -28,8 +28,18 @@ import time
 from typing import Mapping, Sequence
 
 from .cpuload import cpu_snapshot
-from .environ import (IMPORT_PATH, PYTHON, RECORDS, SCRATCH, TREE, hide_in_text, package_dir, pythonpath,
-                      rank_records_path, scrub)
+from .environ import (
+    IMPORT_PATH,
+    PYTHON,
+    RECORDS,
+    SCRATCH,
+    TREE,
+    hide_in_text,
+    package_dir,
+    pythonpath,
+    rank_records_path,
+    scrub,
+)
 
 _SETPRIV = shutil.which("setpriv")
 

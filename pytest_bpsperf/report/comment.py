@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from .blocks import code_md, plain_md
 from ..judge.breakdown import change_phrase
+from .blocks import code_md, plain_md
 from .markdown import verdicts_of
 
 #: GitHub refuses a comment body of more than 65,536 characters.

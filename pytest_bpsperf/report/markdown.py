@@ -18,8 +18,20 @@ from ..judge.breakdown import LABELS, breakdown_change
 from ..judge.job import RunResult
 from ..judge.pairs import PairedVerdict
 from ..judge.verdict import Verdict
-from .blocks import (Block, Bullets, Code, Folded, Heading, Paragraph, Status, Strong, Table, markdown, markdown_lines,
-                     text_lines)
+from .blocks import (
+    Block,
+    Bullets,
+    Code,
+    Folded,
+    Heading,
+    Paragraph,
+    Status,
+    Strong,
+    Table,
+    markdown,
+    markdown_lines,
+    text_lines,
+)
 from .documents import json_document, verdict_entry
 from .matrix import HEADER, MatrixTable, row_cells
 

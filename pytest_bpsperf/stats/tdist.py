@@ -10,7 +10,6 @@ import math
 from statistics import NormalDist
 from typing import Tuple
 
-
 _CF_EPS = 1e-15
 _CF_TINY = 1e-300
 

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from helpers.paths import ROOT
 from helpers.procs import role_processes
 

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers.byteps_runs import GPU_INI, bpslaunch_plan, byteps_mxnet_problem
 
+from helpers.byteps_runs import GPU_INI, bpslaunch_plan, byteps_mxnet_problem
 from pytest_bpsperf.config.tricks import Trick
 from pytest_bpsperf.planning.plan import PYTHON, RECORDS
 from pytest_bpsperf.remote.bpslaunch import has_numactl

@@ -21,9 +21,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from helpers.byteps_runs import GPU_INI, byteps_mxnet_problem
 from helpers.procs import role_processes, wait_until
-
 from pytest_bpsperf import backends
 from pytest_bpsperf.backends.byteps_env import TraceWindow, server_env, server_library, worker_env
 from pytest_bpsperf.config.settings import Hardware, Source, resolve

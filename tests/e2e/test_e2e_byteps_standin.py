@@ -10,13 +10,10 @@ plugin on a simulated GPU cluster are in ``test_e2e_gpu_sim.py``.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
-import pytest
 from helpers.gpu_sim import STANDIN, standin_env
-
 from pytest_bpsperf.remote import byteps_preflight
 
 PREFLIGHT = byteps_preflight.__file__

@@ -11,7 +11,6 @@ cluster running when it is done.
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 

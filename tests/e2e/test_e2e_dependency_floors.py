@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from helpers.floors import ray_floor
 from helpers.paths import HELPERS, ROOT
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from helpers.gpu_sim import GPU_IPS, SERVER_IPS, runtime_env, simulated_cluster
 from helpers.procs import role_processes, wait_until
 
@@ -98,7 +99,7 @@ def test_the_byteps_gpu_path_runs_end_to_end_on_a_simulated_cluster(cluster, pyt
     result.stdout.fnmatch_lines(["bpsperf: history not saved: a simulation (BytePS stand-in*"])
     assert not any(history.rglob("*.json"))
     tests = {t["test"].split("::")[-1]: t for t in doc["tests"]}
-    for name, entry in tests.items():
+    for entry in tests.values():
         assert entry["backend"] == "byteps" and entry["simulation"]
         _check_roles(entry, info["run_id"])
         # windowed timing on GPUs by default: a sync every 2 of the 6 steps (at most a third of them)

@@ -22,13 +22,14 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from helpers.entries import ENTRY
 from helpers.procs import role_processes, wait_until
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("mxnet")
 
-from pytest_bpsperf import backends
+from pytest_bpsperf import backends  # noqa: E402
 from pytest_bpsperf.backends import BackendBase, BytePSBackend, PlanError  # noqa: E402
 from pytest_bpsperf.backends.byteps_env import server_library  # noqa: E402
 from pytest_bpsperf.config.settings import Hardware, Source, resolve  # noqa: E402

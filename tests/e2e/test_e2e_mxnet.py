@@ -75,7 +75,7 @@ def test_two_workers_one_server_end_to_end(perf_project, tmp_path, monkeypatch):
     assert doc["schema_version"] >= 1
     tests = {t["trick"]: t for t in doc["tests"]}
     assert set(tests) == {"default", "omp-passive"}
-    for trick, entry in tests.items():
+    for entry in tests.values():
         assert entry["img_per_sec"] > 0
         assert set(entry["per_worker_img_per_sec"]) == {"worker-0", "worker-1"}
         assert abs(sum(entry["per_worker_img_per_sec"].values()) - entry["img_per_sec"]) < 1e-6

@@ -88,7 +88,7 @@ def test_the_slower_commit_fails_against_its_parent_and_passes_against_itself(us
     text = proc.stdout + proc.stderr
     assert proc.returncode == 1, text
     assert re.search(r"^plugins: .*bpsperf-", text, re.M), text  # loaded through its entry point
-    assert f"REGRESSION: head " in text and f"base HEAD~1 = {base_sha[:12]}" in text, text
+    assert "REGRESSION: head " in text and f"base HEAD~1 = {base_sha[:12]}" in text, text
     doc = json.loads(out.read_text())
     (job,) = doc["base_vs_head"]["jobs"]
     assert job["status"] == "regression" and job["ratio"] < 0.75

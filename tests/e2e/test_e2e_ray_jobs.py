@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from helpers.entries import ENTRY
 from helpers.paths import ROOT
 from helpers.procs import role_processes

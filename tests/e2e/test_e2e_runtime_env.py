@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from helpers.entries import ENTRY
 from helpers.procs import role_processes
 

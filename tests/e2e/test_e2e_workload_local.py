@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from helpers.recdata import make_rec
 
 pytest.importorskip("mxnet")

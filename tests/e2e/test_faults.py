@@ -126,7 +126,7 @@ def test_faults_fail_fast_name_the_culprit_and_leave_nothing(tmp_path):
     seen, timings = [], {}
     try:
         for fault in FAULTS:
-            def training():
+            def training(fault=fault):
                 roles = roles_of(driver.pid, "BPSPERF_FAULT_TARGET", fault)
                 ready = len(roles) == 4 and all(steps_done(p) >= 2 for n, p in roles.items() if n.startswith("worker"))
                 return roles if ready else None
@@ -143,7 +143,7 @@ def test_faults_fail_fast_name_the_culprit_and_leave_nothing(tmp_path):
             assert in_tree(driver.pid, target)  # only ever a process this test's session started
             t0 = time.monotonic()
             os.kill(target, signal.SIGSTOP if fault.startswith("stop") else signal.SIGKILL)
-            gone = wait_until(lambda: not alive([s for s in seen if s[0] in roles.values()]),
+            gone = wait_until(lambda roles=roles: not alive([s for s in seen if s[0] in roles.values()]),
                               timeout=FAULT_BOUND_S.get(fault, DEFAULT_BOUND_S), interval=0.5)
             timings[fault] = time.monotonic() - t0
             assert gone, f"{fault}: roles still running {timings[fault]:.0f}s after the fault"
@@ -168,7 +168,7 @@ def test_faults_fail_fast_name_the_culprit_and_leave_nothing(tmp_path):
     assert "worker-0" in first["kill-actor"] and "ActorDiedError" in first["kill-actor"]
     assert "worker-1" in first["stop-actor"] and "do not answer" in first["stop-actor"] and "state T" in first["stop-actor"]
     assert "worker-0" in first["kill-raylet"] and "node 127.0.0.1" in first["kill-raylet"]
-    for fault, reason in reasons.items():
+    for reason in reasons.values():
         assert "--- role " in reason and "log " in reason, reason  # the roles and where their logs are
     assert "    " in reasons["stop-worker"]  # the stuck worker's log tail
     left = wait_until(lambda: not alive(seen), timeout=90)

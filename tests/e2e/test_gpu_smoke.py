@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from helpers.gpu_sim import standin_env
 from helpers.paths import ROOT
 

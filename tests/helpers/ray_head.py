@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 import urllib.request
 from dataclasses import dataclass, field
 

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from helpers.fakes import MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
 
 #: Outer variables an inner session must not see: the plugin's settings (BPSPERF_*), GitHub

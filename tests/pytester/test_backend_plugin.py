@@ -7,6 +7,7 @@ A backend another plugin registers, run through the real launcher on Ray, is in
 from __future__ import annotations
 
 import pytest
+
 from helpers.toy_backend import PERF_TEST
 
 pytest.importorskip("ray")

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+
 from helpers.cli import bpsperf
 from helpers.fakes import MATRIX_TEST, run
 

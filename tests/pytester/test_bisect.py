@@ -18,9 +18,9 @@ import sys
 
 import matplotlib.figure  # noqa: F401 - imported once here, not again inside each pytester run
 import pytest
+
 from helpers.history import SESSION_ARGS, git, make_history
 from helpers.procs import wait_until
-
 from pytest_bpsperf.cli import main
 
 #: A communication regression (3x the push/pull wait) and, later, a compute regression (1.5x the compute).

@@ -13,9 +13,9 @@ import json
 
 import matplotlib.figure  # noqa: F401 - imported once here, not again inside each pytester run
 import pytest
+
 from helpers.history import SESSION_ARGS, make_history
 from helpers.junit import suite_properties
-
 from pytest_bpsperf.cli import main
 
 COMM = {"sync_s": 0.15}

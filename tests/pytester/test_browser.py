@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from helpers.browser import Chromium, chromium_or_skip
 from helpers.cli import bpsperf
 

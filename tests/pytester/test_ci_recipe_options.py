@@ -6,9 +6,11 @@ The workflows' structure, and actionlint on them, are in ``tests/unit/test_ci_re
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 
 import pytest
+
 from helpers.workflows import GATES, WORKFLOWS, all_runs, load
 
 yaml = pytest.importorskip("yaml")  # PyYAML comes with Ray
@@ -43,8 +45,6 @@ def _step(name: str) -> str:
 
 def _bash(script: str, cwd, **env: str) -> "subprocess.CompletedProcess[str]":
     import os
-    import subprocess
-    import sys
 
     path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
     # GitHub runs a step's script as `bash -e {0}`; .venv/bin is where the workflow installed the plugin

@@ -6,15 +6,14 @@ timing, ``breakdown_results`` with every step split into compute and sync.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import subprocess
 import sys
 
 import pytest
-from helpers.cli import another_session, bpsperf
 
+from helpers.cli import another_session, bpsperf
 from pytest_bpsperf.store.results import read_document
 
 

@@ -14,9 +14,9 @@ import subprocess
 import sys
 
 import pytest
+
 from helpers.cli import bpsperf
 from helpers.fakes import fake_run_conftest, perf_test, run
-
 from pytest_bpsperf.cli import EXIT_STATUSES
 from pytest_bpsperf.judge.measurement import MAX_IMG_PER_SEC, MIN_STEP_S
 from pytest_bpsperf.store.schema import load_schema

@@ -15,9 +15,9 @@ import subprocess
 import sys
 
 import pytest
+
 from helpers.cli import another_session, bpsperf
 from helpers.fakes import MATRIX_TEST, fake_run_conftest, run
-
 from pytest_bpsperf.store.schema import validate
 
 

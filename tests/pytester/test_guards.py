@@ -16,6 +16,7 @@ import subprocess
 import time
 
 import pytest
+
 from helpers.fakes import MATRIX_TEST, fake_run_conftest
 
 
@@ -145,7 +146,7 @@ def test_x(bpsperf_train):
 ''')
     result = ourtester.runpytest_subprocess("-p", "no:cacheprovider", "--bpsperf-steps=12", "--bpsperf-no-scaling")
     result.assert_outcomes(passed=2)
-    lines = [l for l in result.stdout.lines if "--bpsperf-steps=12 is overridden" in l]
+    lines = [line for line in result.stdout.lines if "--bpsperf-steps=12 is overridden" in line]
     assert len(lines) == 1, result.stdout.str()
     assert "steps= of bpsperf_train(...)" in lines[0] and "value 10" in lines[0]
 

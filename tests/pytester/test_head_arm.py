@@ -15,8 +15,8 @@ import subprocess
 import sys
 
 import pytest
-from helpers.history import SESSION_ARGS, git, make_history
 
+from helpers.history import SESSION_ARGS, git, make_history
 from pytest_bpsperf.config.arms import Worktree, remove_stale_worktrees
 
 SLOW = {"compute_s": 0.4}
@@ -45,7 +45,7 @@ def test_head_as_a_revision_is_a_worktree_of_it_not_the_working_tree(project):
     result.stdout.fnmatch_lines([f"*REGRESSION: head * img/s vs base * (medians of * pairs, base HEAD~2 = "
                                  f"{shas[0][:12]})*",
                                  f"base: HEAD~2 = {shas[0][:12]}; python *", f"head: HEAD~1 at {shas[1][:12]}; python *"])
-    result.stdout.fnmatch_lines([f"bpsperf gate: *base HEAD~2, head HEAD~1*"])
+    result.stdout.fnmatch_lines(["bpsperf gate: *base HEAD~2, head HEAD~1*"])
     doc = json.loads((project.path / "r.json").read_text())
     head = doc["base_vs_head"]["arms"]["head"]
     assert head["commit"] == shas[1] and head["ref"] == "HEAD~1" and head["dirty"] is False

@@ -10,8 +10,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
+
 from helpers.fakes import GATED_TEST
-from helpers.junit import XUNIT2_TESTCASE_CHILDREN, suite_properties, case_properties
+from helpers.junit import XUNIT2_TESTCASE_CHILDREN, case_properties, suite_properties
 
 NODEIDS = {"test_x.py::test_x[default]", "test_x.py::test_x[omp-passive]"}
 PINNED = ("-p", "no:cacheprovider", "--bpsperf-steps=12", "--bpsperf-batch-size=8", "--bpsperf-image-size=32",

@@ -12,7 +12,6 @@ import os
 import pytest
 
 from helpers.fakes import fake_run_conftest
-
 from pytest_bpsperf.config.settings import OPTIONS_BY_NAME
 
 

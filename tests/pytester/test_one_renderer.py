@@ -15,7 +15,6 @@ from html.parser import HTMLParser
 import pytest
 
 from helpers.fakes import fake_run_conftest
-
 from pytest_bpsperf.cli import main
 from pytest_bpsperf.report import blocks, json_document, pages, session_pieces, verdicts_of
 from pytest_bpsperf.report.matrix import MatrixTable

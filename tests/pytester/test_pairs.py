@@ -21,10 +21,10 @@ import sys
 import tempfile
 
 import pytest
+
 from helpers.fakes import GATED_TEST, fake_run_conftest
 from helpers.junit import suite_properties
 from helpers.procs import wait_until
-
 from pytest_bpsperf.config.arms import ArmError, Worktree, remove_stale_worktrees, resolve_base
 from pytest_bpsperf.judge.pairs import first_arm
 

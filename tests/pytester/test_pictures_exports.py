@@ -14,11 +14,11 @@ import subprocess
 
 import matplotlib.figure  # noqa: F401 - imported once here, not again inside each pytester run
 import pytest
+
 from helpers.cli import bpsperf
 from helpers.fakes import MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
 from helpers.markdown_check import NASTY_ID, check_report
 from helpers.paths import pytest_benchmark_tool
-
 from pytest_bpsperf.report import exports, plots
 from pytest_bpsperf.stats.rounds import round_stats
 from pytest_bpsperf.store.history import make_record, trends

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.fakes import GATED_TEST, MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
 
+from helpers.fakes import GATED_TEST, MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
 from pytest_bpsperf.config.settings import OPTION_GROUPS, OPTIONS_BY_NAME, default_text, flag
 
 #: Each run writes what it was asked to calls.jsonl; the session writes the tests' order to order.txt.

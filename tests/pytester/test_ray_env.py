@@ -6,8 +6,8 @@ import json
 import socket
 
 import pytest
-from helpers.fakes import MATRIX_TEST
 
+from helpers.fakes import MATRIX_TEST
 from pytest_bpsperf.config.ray_env import JOB_CONFIG_VAR
 
 PINNED = ("-p", "no:cacheprovider", "--bpsperf-steps=12", "--bpsperf-batch-size=8", "--bpsperf-image-size=32",

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from helpers.cli import bpsperf
 from helpers.fakes import fake_run_conftest, perf_test, run
 

@@ -13,6 +13,7 @@ import os
 import stat
 
 import pytest
+
 from helpers.fakes import MATRIX_TEST, run
 
 PLAIN_TEST = "def test_unit():\n    assert 1 + 1 == 2\n"

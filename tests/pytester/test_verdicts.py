@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+
 from helpers.fakes import GATED_TEST, fake_run_conftest
 from helpers.junit import suite_properties
 from helpers.paths import pytest_benchmark_tool

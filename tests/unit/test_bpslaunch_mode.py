@@ -8,8 +8,8 @@ is in ``tests/e2e/test_e2e_bpslaunch.py``.
 from __future__ import annotations
 
 import pytest
-from helpers.byteps_runs import bpslaunch_plan
 
+from helpers.byteps_runs import bpslaunch_plan
 from pytest_bpsperf import backends
 from pytest_bpsperf.backends.byteps_env import TraceWindow, bpslaunch_node_env, worker_env
 from pytest_bpsperf.config.settings import Hardware, Source, resolve

@@ -34,7 +34,6 @@ from pytest_bpsperf.backends.byteps_timeline import (
 )
 from pytest_bpsperf.config.settings import Hardware, Source, resolve
 
-
 # -- worker_env / server_env: bpslaunch's rules ---------------------------------
 
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from helpers.paths import HELPERS, ROOT
 from helpers.workflows import BISECT, DOCKERFILE, GATES, IMAGE, MAIN, PR, RECORD, WORKFLOWS, all_runs, load, steps
 
@@ -244,8 +245,8 @@ def test_main_keeps_the_stored_baseline_gate_and_saves_the_history():
 
 
 def test_the_pull_request_comment_leads_with_the_base_vs_head_table():
-    from pytest_bpsperf.report.markdown import markdown_document
     from helpers.verdicts import paired_verdict
+    from pytest_bpsperf.report.markdown import markdown_document
 
     text = markdown_document([], ["profile: p"], [paired_verdict()])
     assert text.index("### Base vs head") < text.index("profile: p")

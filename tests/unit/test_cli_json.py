@@ -10,8 +10,8 @@ import json
 import math
 
 import pytest
-from helpers.cli import bpsperf
 
+from helpers.cli import bpsperf
 from pytest_bpsperf.cli import _parser
 from pytest_bpsperf.config.reports import EXPORT_ALIASES, REPORT_OPTIONS, export_options
 from pytest_bpsperf.config.settings import OPTIONS_BY_NAME, flag

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers.cli import bpsperf
 
+from helpers.cli import bpsperf
 from pytest_bpsperf.cli import main
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
+
 from helpers.floors import ray_floor
 
 

@@ -14,8 +14,8 @@ import subprocess
 import sys
 
 import pytest
-from helpers.paths import ROOT
 
+from helpers.paths import ROOT
 from pytest_bpsperf import backends
 from pytest_bpsperf.config.settings import Hardware, Source, resolve
 from pytest_bpsperf.config.tricks import Trick
@@ -37,7 +37,10 @@ def byteps_source(path: str) -> str:
     return proc.stdout
 
 
-def settings(hw=Hardware(gpus=0, cores=2), **values):
+CPU_ONLY = Hardware(gpus=0, cores=2)
+
+
+def settings(hw=CPU_ONLY, **values):
     return resolve([Source("cli", "command line", {k: str(v) for k, v in values.items()})] if values else [], hw,
                    backends.workload_defaults)
 

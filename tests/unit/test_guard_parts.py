@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 import pytest
-from helpers.paths import ROOT
 
+from helpers.paths import ROOT
 from pytest_bpsperf import backends
 from pytest_bpsperf.launch.machine_lock import LockError, MachineLock
 from pytest_bpsperf.launch.watchdog import FIRST_STEP_S, FLOOR_S, StallWatch
@@ -170,7 +170,6 @@ SPAWNING = "#!/bin/sh\nsleep 300 &\necho $! > \"$HELPER_PID\"\nwait\n"
 
 
 def _alive(pid: int) -> bool:
-    import os
 
     try:
         with open(f"/proc/{pid}/stat") as fh:

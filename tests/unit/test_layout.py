@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+
 from helpers.paths import ROOT
 
 PACKAGE = "pytest_bpsperf"

@@ -13,10 +13,21 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers.markdown_check import NASTY_ID, cell_unescape, code_spans, raw_html, split_row, unescaped_pipes
 
-from pytest_bpsperf.report.blocks import (Bullets, Code, Folded, Heading, Image, Paragraph, Strong, Table, code_md,
-                                          markdown, plain_md)
+from helpers.markdown_check import NASTY_ID, cell_unescape, code_spans, raw_html, split_row, unescaped_pipes
+from pytest_bpsperf.report.blocks import (
+    Bullets,
+    Code,
+    Folded,
+    Heading,
+    Image,
+    Paragraph,
+    Strong,
+    Table,
+    code_md,
+    markdown,
+    plain_md,
+)
 from pytest_bpsperf.report.comment import check_link, check_marker
 
 NASTY = [NASTY_ID,

@@ -367,7 +367,7 @@ def test_byteps_backend_collects_timelines_from_comm_json():
     assert byteps.artifact_dirs(worker) == ("trace/worker-0/0",)  # the root local rank's directory alone
     # two traced steps of one tensor, each with a PUSH and a PULL of one partition (us)
     events = []
-    for k, t0 in enumerate((0, 1_000_000)):
+    for t0 in (0, 1_000_000):
         events += [
             {"name": "Comm.w", "ph": "X", "tid": "total", "ts": t0, "dur": 300_000, "pid": 0},
             {"name": "Comm.w.PUSH", "ph": "X", "tid": "1", "ts": t0, "dur": 100_000, "pid": 0},

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import pytest
-from helpers.paths import DATA, ROOT
 
+from helpers.paths import DATA, ROOT
 from pytest_bpsperf.judge.verdict import CONFIRM, REGRESSION, STOP, decide, next_step
 from pytest_bpsperf.store.entries import entry_sessions
 

@@ -119,7 +119,7 @@ def whole_rule_false_alarms(jobs: int, seed: int, tolerance: float = 0.0) -> flo
     """Share of unchanged jobs called a regression by the plugin's decision and stopping rule."""
     rng = random.Random(seed)
     called = 0
-    for job in range(jobs):
+    for _ in range(jobs):
         table: list = []
         for index in range(LAST):
             order = ("base-head", "head-base")[index % 2]

@@ -20,8 +20,8 @@ import sys
 from functools import lru_cache
 
 import pytest
-from helpers.paths import ROOT
 
+from helpers.paths import ROOT
 from pytest_bpsperf.config.settings import OPTIONS_BY_NAME
 
 _spec = importlib.util.spec_from_file_location("method_tables", ROOT / "scripts" / "method_tables.py")

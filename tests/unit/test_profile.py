@@ -6,8 +6,8 @@ import json
 import re
 
 import pytest
-from helpers.paths import ROOT
 
+from helpers.paths import ROOT
 from pytest_bpsperf.store import profile as profile_mod
 from pytest_bpsperf.store.profile import collect_facts, list_gpus, make_profile, memory_class_gib
 

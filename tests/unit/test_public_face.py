@@ -10,9 +10,9 @@ import subprocess
 import sys
 
 import pytest
-from helpers.paths import ROOT
 
 import pytest_bpsperf
+from helpers.paths import ROOT
 
 PUBLIC = [n for n in pytest_bpsperf.__all__ if n != "__version__"]
 
@@ -59,6 +59,7 @@ def test_the_type_checkers_view_names_the_same_definitions():
         for alias in node.names:
             seen[alias.name] = "pytest_bpsperf." + node.module
     assert seen == pytest_bpsperf._WHERE
+    assert set(pytest_bpsperf.__all__) == {"__version__", *pytest_bpsperf._WHERE}  # one list, written out for linters
 
 
 def test_the_example_backend_imports_only_the_public_face():

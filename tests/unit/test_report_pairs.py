@@ -6,8 +6,8 @@ import json
 import math
 
 import pytest
-from helpers.verdicts import paired_verdict
 
+from helpers.verdicts import paired_verdict
 from pytest_bpsperf import report
 from pytest_bpsperf.report.plots import pairs_picture
 

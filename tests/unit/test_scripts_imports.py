@@ -8,6 +8,7 @@ import ast
 import importlib
 
 import pytest
+
 from helpers.paths import ROOT
 
 SCRIPTS = sorted((ROOT / "scripts").glob("*.py"))

@@ -13,6 +13,7 @@ import re
 import subprocess
 
 import pytest
+
 from helpers.paths import HELPERS
 
 STANDIN = HELPERS / "standin" / "byteps" / "mxnet" / "__init__.py"
