@@ -37,6 +37,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -198,6 +199,10 @@ def main(argv: "list[str] | None" = None) -> int:
     extra = list(args.pytest_args)
     if sizing:  # never stop early: every pair is a repeat, the first look comes after the last
         extra += [f"--bpsperf-repeats={args.size_pairs}", f"--bpsperf-max-pairs={args.size_pairs}"]
+    # a campaign is long and often stopped: SIGTERM and SIGHUP end it as Ctrl-C does, through the finally
+    # below that removes its repository (SIGINT is ignored where a shell started it in the background)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda number, _frame: sys.exit(128 + number))
     repo, commits = make_repo(slowdowns)
     started = time.monotonic()
     try:
