@@ -116,8 +116,13 @@ def test_a_cpu_hog_beside_one_run_is_named_and_its_pair_run_again(user_repo, tmp
     (job,) = doc["base_vs_head"]["jobs"]
     hogged = next(t for t in doc["tests"] if t["arm"] == "head" and t["pair"] == 1)
     (node,) = hogged["foreign_load"]["nodes"]
-    # the hogs' CPU while the run trained is in its foreign load (they ran the whole run; the window is part of it)
-    assert node["foreign_s"] >= 0.8 * hog_s * node["window_s"] / hog_wall, (node, hog_s, hog_wall)
+    # the hogs' CPU while the run trained is in its foreign load, and no more than they burnt. They ran the
+    # whole run, but during its timed window the roles took cores from them (2 hogs, 4 roles, 2 cores): their
+    # rate there is below their average over their life (0.69 of it in one run here), never near zero
+    quiet = max(t["foreign_load"]["cores"] for t in doc["tests"] if t is not hogged)
+    hog_rate = hog_s / hog_wall
+    assert 0.5 * hog_rate <= node["foreign_s"] / node["window_s"] <= hog_rate + quiet + 0.1, (node, hog_s, hog_wall)
+    assert hogged["foreign_load"]["cores"] > quiet + 0.3  # beyond the setting: what made the pair run again
     row = job["pair_table"][1]
     assert row["dropped"].startswith("foreign load differed: base ") and row["ratio"] is None, row
     assert row["head_foreign_cores"] - row["base_foreign_cores"] > 0.3
