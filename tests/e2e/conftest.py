@@ -17,3 +17,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: "list[pytest.Ite
     for item in items:
         if HERE in item.path.resolve().parents:
             item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture
+def driver(cluster, tmp_path):
+    """This process as the plugin's driver on the module's own ``cluster`` fixture (ships the package,
+    disconnects after): test_e2e_multinode.py and test_e2e_gpu_sim.py each define theirs."""
+    from pytest_bpsperf.launch.cluster import RayCluster
+
+    c = RayCluster(address=cluster.address, watch_dir=str(tmp_path)).start()
+    try:
+        yield c
+    finally:
+        c.close()

@@ -150,17 +150,6 @@ def _check_roles(entry: dict, run_id: str) -> None:
 # -- the rules one at a time, on the same cluster ----------------------------------------------
 
 
-@pytest.fixture
-def driver(cluster, tmp_path):
-    from pytest_bpsperf.launch.cluster import RayCluster
-
-    c = RayCluster(address=cluster.address, watch_dir=str(tmp_path)).start()
-    try:
-        yield c
-    finally:
-        c.close()
-
-
 def settings(**values):
     return resolve([Source("cli", "test", {k: str(v) for k, v in values.items()})], Hardware(gpus=2, cores=1),
                    backends.workload_defaults)

@@ -76,18 +76,6 @@ def cluster(tmp_path_factory):
                 os.environ[k] = v
 
 
-@pytest.fixture
-def driver(cluster, tmp_path):
-    """This process as the plugin's driver on the cluster (ships the package, disconnects after)."""
-    from pytest_bpsperf.launch.cluster import RayCluster
-
-    c = RayCluster(address=cluster.address, watch_dir=str(tmp_path)).start()
-    try:
-        yield c
-    finally:
-        c.close()
-
-
 def settings(**values):
     return resolve([Source("cli", "test", {k: str(v) for k, v in values.items()})], Hardware(gpus=2, cores=1))
 
