@@ -30,21 +30,21 @@ __version__ = "0.1.0"
 #: public name -> the module that defines it
 _WHERE = {
     "RunResult": "pytest_bpsperf.judge.job",
-    "RunSpec": "pytest_bpsperf.judge.job",
-    "RunOutput": "pytest_bpsperf.judge.records",
-    "RoleOutcome": "pytest_bpsperf.judge.records",
-    "WorkerRecords": "pytest_bpsperf.judge.records",
+    "RunSpec": "pytest_bpsperf.runs.spec",
+    "RunOutput": "pytest_bpsperf.runs.output",
+    "RoleOutcome": "pytest_bpsperf.runs.output",
+    "WorkerRecords": "pytest_bpsperf.runs.output",
     "TrainContext": "pytest_bpsperf.remote.entry",
     "Trick": "pytest_bpsperf.config.tricks",
     "Settings": "pytest_bpsperf.config.settings",
     "Backend": "pytest_bpsperf.backends.base",
     "BackendBase": "pytest_bpsperf.backends.base",
     "WorkerProcess": "pytest_bpsperf.backends.base",
-    "PlanError": "pytest_bpsperf.backends.base",
-    "CommWindow": "pytest_bpsperf.planning.model",
-    "Node": "pytest_bpsperf.planning.model",
-    "Plan": "pytest_bpsperf.planning.model",
-    "RolePlan": "pytest_bpsperf.planning.model",
+    "PlanError": "pytest_bpsperf.runs.plan",
+    "CommWindow": "pytest_bpsperf.runs.output",
+    "Node": "pytest_bpsperf.runs.plan",
+    "Plan": "pytest_bpsperf.runs.plan",
+    "RolePlan": "pytest_bpsperf.runs.plan",
     "register": "pytest_bpsperf.backends",
     "unregister": "pytest_bpsperf.backends",
     "PYTHON": "pytest_bpsperf.remote.environ",
@@ -61,14 +61,15 @@ __all__ = [
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is imported on first use
     from .backends import register, unregister
-    from .backends.base import Backend, BackendBase, PlanError, WorkerProcess
+    from .backends.base import Backend, BackendBase, WorkerProcess
     from .config.settings import Settings
     from .config.tricks import Trick
-    from .judge.job import RunResult, RunSpec
-    from .judge.records import RoleOutcome, RunOutput, WorkerRecords
-    from .planning.model import CommWindow, Node, Plan, RolePlan
+    from .judge.job import RunResult
     from .remote.entry import TrainContext
     from .remote.environ import PYTHON, RECORDS
+    from .runs.output import CommWindow, RoleOutcome, RunOutput, WorkerRecords
+    from .runs.plan import Node, Plan, PlanError, RolePlan
+    from .runs.spec import RunSpec
 
 
 def __getattr__(name: str) -> Any:

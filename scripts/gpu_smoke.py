@@ -91,8 +91,8 @@ def plugin_checks() -> dict:
     from pytest_bpsperf.config.tricks import TrickRegistry
     from pytest_bpsperf.judge import measurement  # noqa: F401
     from pytest_bpsperf.launch import watchdog  # noqa: F401
-    from pytest_bpsperf.planning.model import Node
-    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.planning.planner import make_plan
+    from pytest_bpsperf.runs.plan import Node
 
     hw = Hardware.detect()
     settings = resolve([], hw, backends.workload_defaults)
@@ -240,9 +240,9 @@ def byteps_runs(tmp: str, cpu_only: bool) -> dict:
     from pytest_bpsperf.backends.byteps import PushPullProbe
     from pytest_bpsperf.config.settings import Hardware, Source, resolve
     from pytest_bpsperf.config.tricks import Trick
-    from pytest_bpsperf.planning.model import Node
-    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.planning.planner import make_plan
     from pytest_bpsperf.remote.gpu_stack import mxnet_cuda, node_gpus, stack_problem
+    from pytest_bpsperf.runs.plan import Node
 
     gpus = node_gpus()
     out: dict = {"gpus": [{"index": i, "name": n, "compute_capability": c} for i, n, c in gpus],
@@ -272,7 +272,7 @@ def byteps_runs(tmp: str, cpu_only: bool) -> dict:
         out["training"] = {"skipped": "the preflight failed"}
         return out
     from pytest_bpsperf.judge.measurement import measure_worker
-    from pytest_bpsperf.judge.records import WorkerRecords
+    from pytest_bpsperf.runs.output import WorkerRecords
 
     plan = make_plan(settings, Trick("default"), node, backend=backends.get("byteps"), run_id="smoke-train")
     run = _run_plan_here(plan, os.path.join(tmp, "train"), 900)
@@ -289,7 +289,7 @@ def byteps_runs(tmp: str, cpu_only: bool) -> dict:
 TIMING = """
 import json, sys, time
 import torch, torchvision
-from pytest_bpsperf.judge.records import WorkerRecords
+from pytest_bpsperf.runs.output import WorkerRecords
 from pytest_bpsperf.judge.measurement import measure_worker
 steps, every, dtype = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 torch.backends.cudnn.benchmark = True

@@ -19,8 +19,8 @@ import tempfile
 import time
 
 from pytest_bpsperf.judge.measurement import measure_worker
-from pytest_bpsperf.judge.records import WorkerRecords
 from pytest_bpsperf.remote.roles import hold_port
+from pytest_bpsperf.runs.output import WorkerRecords
 
 
 def main() -> int:

@@ -3,7 +3,7 @@
 A base-vs-head session needs the per-look level of its design (estimator, first
 and last look, alpha); simulating it takes seconds (3.3 s for the defaults on a
 fast runner). The file holds those of the usual designs, each the output of
-:func:`pytest_bpsperf.stats.paired.simulated_look_level` itself, so a session
+:func:`pytest_bpsperf.stats.sequential.simulated_look_level` itself, so a session
 reads the very number it would have simulated. ``tests/unit/test_look_levels.py``
 checks the file against the simulation.
 
@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 from pytest_bpsperf.stats import rule
-from pytest_bpsperf.stats.paired import (
+from pytest_bpsperf.stats.sequential import (
     DEFAULT_ESTIMATOR,
     LEVELS_FILE,
     MIN_PAIRS,

@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from pytest_bpsperf.config.settings import OPTIONS_BY_NAME  # noqa: E402
 from pytest_bpsperf.judge.pairs import decide_pairs, first_arm  # noqa: E402
-from pytest_bpsperf.stats.paired import MIN_PAIRS  # noqa: E402
+from pytest_bpsperf.stats.sequential import MIN_PAIRS  # noqa: E402
 from pytest_bpsperf.stats.tdist import _regularized_incomplete_beta  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "pair_sessions.json"

@@ -11,7 +11,7 @@
   ``ini_key``, ``default_text``, which ``--help`` shows too).
 - docs/cli.md comes from the ``bpsperf`` command's argparse parser
   (``pytest_bpsperf.cli._parser``) and from the pytest flags that are no
-  setting (``pytest_bpsperf.glue.config.add_options``, recorded by a stand-in
+  setting (``pytest_bpsperf.plugin.options.add_options``, recorded by a stand-in
   parser).
 """
 
@@ -166,7 +166,7 @@ def cli_page() -> str:
     """docs/cli.md: the ``bpsperf`` command, then the pytest flags and ini keys that are no setting."""
     from pytest_bpsperf import cli
     from pytest_bpsperf.config.settings import OPTIONS, flag, ini_key, no_flag
-    from pytest_bpsperf.glue.config import add_options
+    from pytest_bpsperf.plugin.options import add_options
 
     recorder = _Recorder()
     add_options(recorder)  # type: ignore[arg-type]

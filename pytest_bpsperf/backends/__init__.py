@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from ..config.settings import Settings
-from ..planning.model import Backend, PlanError, WorkerProcess
-from ..planning.plan import workload_command
-from .base import BackendBase
+from ..runs.plan import PlanError
+from .base import Backend, BackendBase, WorkerProcess, workload_command
 from .byteps import BytePSBackend
 from .mxnet import MXNetBackend
 

@@ -9,13 +9,101 @@ tricks, Ray, measurement, verdicts) is the same for every backend.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol, Sequence, runtime_checkable
 
 from ..config.settings import DEVICE_DEFAULTS, Settings
-from ..planning.model import Backend, CommWindow, Plan, PlanError, RolePlan, WorkerProcess
-from ..planning.plan import workload_command
+from ..remote.environ import PYTHON, RECORDS
+from ..runs.output import CommWindow
+from ..runs.plan import Node, Plan, PlanError, RolePlan
 
 __all__ = ["Backend", "BackendBase", "PlanError", "WorkerProcess", "workload_command"]
+
+
+@dataclass(frozen=True)
+class WorkerProcess:
+    """One process of a worker node: its name suffix, the backend's variables, the GPUs its actor holds."""
+
+    suffix: str  # "" for one process per node, ".0", ".1", ... for one per GPU
+    env: Mapping[str, str] = field(default_factory=dict, hash=False)
+    gpus: int = 0
+    #: training processes this role runs (more than 1 when a launcher on the node spawns them: bpslaunch)
+    processes: int = 1
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What a parameter-server backend implements (see :mod:`pytest_bpsperf.backends`)."""
+
+    #: the name settings, keys and reports use
+    name: str
+    #: whether workers must run on GPU nodes
+    needs_gpu_workers: bool
+
+    def check(self, settings: Settings) -> None:
+        """Raise :class:`PlanError` for settings this backend cannot run."""
+
+    def server_command(self) -> Sequence[str]:
+        """Command of the scheduler and of every server (``DMLC_ROLE`` tells them apart)."""
+
+    def server_env(self, settings: Settings) -> Mapping[str, str]:
+        """The backend's variables for every server process."""
+
+    def worker_command(self, settings: Settings) -> Sequence[str]:
+        """Command of every worker process (may use the ``PYTHON`` and ``RECORDS`` placeholders)."""
+
+    def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
+                         gpus: Sequence[int]) -> Sequence[WorkerProcess]:
+        """The processes of worker node ``worker_id`` on ``node``, with their variables.
+
+        ``gpus`` are the GPU ids Ray assigned to this run on that node (empty on CPU).
+        A backend that trains on GPUs runs one process per id; its process
+        ``k`` gets GPU ``gpus[k]`` (its actor asks Ray for one GPU).
+        """
+
+    def probe(self) -> "str | None":
+        """Runs on a node (in a Ray task): why the backend cannot run there, None when it can."""
+
+    def artifact_dirs(self, role: "RolePlan") -> Sequence[str]:
+        """Directories (relative to the role's log dir) to fetch from its node after the run."""
+
+    def collect(self, plan: "Plan", files: Mapping[str, Mapping[str, str]]) -> "tuple[CommWindow, ...]":
+        """What the backend measured itself, from ``{role name: {path: text}}`` of :meth:`artifact_dirs`."""
+
+    def workload_defaults(self, device: str) -> Mapping[str, int]:
+        """Default steps, batch size and image size on a device kind (``cpu`` or ``gpu``)."""
+
+
+def workload_command(settings: Settings, backend: str, *, per_rank_records: bool = False) -> tuple:
+    """The command of a process running the shipped workload with this run's parameters.
+
+    ``per_rank_records``: the process is one of several that a launcher on the
+    node spawns (bpslaunch), each writing the records file of its local rank.
+    """
+    command: tuple = (
+        PYTHON, "-m", "pytest_bpsperf.remote.workload",
+        "--backend", backend,
+        "--model", settings.model,
+        "--steps", str(settings.steps),
+        "--batch-size", str(settings.batch_size),
+        "--image-size", str(settings.image_size),
+        "--timing", settings.timing,
+        "--dtype", settings.dtype,
+        "--data", settings.data,
+        "--data-threads", str(settings.data_threads),
+        "--records", RECORDS,
+    )
+    if settings.sync_every != 1:
+        command += ("--sync-every", str(settings.sync_every))
+    if settings.breakdown_steps and backend != "local":  # the single-process reference is not broken down
+        command += ("--diagnostic-steps", str(settings.breakdown_steps))
+    if settings.entry is not None:
+        command += ("--entry", settings.entry.spec)
+        if settings.entry.path:
+            command += ("--entry-path", settings.entry.path)
+    if per_rank_records:
+        command += ("--records-per-rank",)
+    return command
 
 
 class BackendBase:

@@ -6,10 +6,10 @@ import os
 from typing import Mapping, Sequence
 
 from ..config.settings import Settings
-from ..planning.model import CommWindow, Node, Plan, PlanError, RolePlan, WorkerProcess
-from ..planning.plan import workload_command
 from ..remote.environ import PYTHON
-from .base import BackendBase
+from ..runs.output import CommWindow
+from ..runs.plan import Node, Plan, PlanError, RolePlan
+from .base import BackendBase, WorkerProcess, workload_command
 from .byteps_env import BytePSEnvError, TraceWindow, bpslaunch_node_env, server_env, worker_env
 
 

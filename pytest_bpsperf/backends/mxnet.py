@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from ..config.settings import DEVICE_DEFAULTS, Settings
-from ..planning.model import Node, WorkerProcess
 from ..remote.environ import PYTHON
-from .base import BackendBase
+from ..runs.plan import Node
+from .base import BackendBase, WorkerProcess
 
 
 class MXNetBackend(BackendBase):

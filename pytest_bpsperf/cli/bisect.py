@@ -24,14 +24,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from ..config.arms import git_toplevel
-from ..config.revisions import Commit, RangeError, commit_range
 from ..judge.bisect import FAILED, INCONCLUSIVE, REGRESSION, Bisection, Comparison, Outcome, exit_status
 from ..judge.breakdown import change_phrase
 from ..report.bisect import bisect_document, bisect_pieces, duration, progress_line, summary_lines
 from ..report.blocks import markdown
 from ..report.markdown import verdicts_of
 from ..store.files import atomic_write_text
+from ..vcs.git import git_toplevel
+from ..vcs.revisions import Commit, RangeError, commit_range
 
 __all__ = ["BisectError", "bisect", "outcome_of"]
 

@@ -226,7 +226,8 @@ def baselines_record(args: argparse.Namespace) -> int:
 def baselines_adopt(args: argparse.Namespace) -> int:
     """``bpsperf baselines adopt OLD_PROFILE [--to PROFILE]``: move a file of the older profile scheme to this
     machine's profile (or ``--to``'s), for a person who knows it was recorded on this kind of CPU."""
-    from ..store.profile import Profile, collect_facts, core_count, differences, legacy_id, local_gpus, make_profile
+    from ..remote.hardware import collect_facts, core_count, local_gpus
+    from ..store.profile import Profile, differences, legacy_id, make_profile
 
     store = BaselineStore(args.baselines_dir)
     if args.to:

@@ -17,75 +17,22 @@ killed before it could).
 
 from __future__ import annotations
 
-import atexit
-import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..remote.environ import TREE
-from ..remote.reaper import start_time
+from ..vcs.git import GitState, git_state, git_toplevel, revision_of, run_git
 
-__all__ = ["Arm", "ArmError", "BaseSource", "Worktree", "arm_import_paths", "git_state", "remove_stale_worktrees",
-           "resolve_base"]
+__all__ = ["Arm", "ArmError", "BaseSource", "arm_import_paths", "resolve_base", "same_code"]
 
 BASE, HEAD = "base", "head"
-#: Prefix of the temporary directories that hold base worktrees (stale ones are found by it).
-WORKTREE_PREFIX = "bpsperf-base-"
-#: ... and of either arm's (``head`` may be a revision too: ``bpsperf-head-``).
-WORKTREE_PREFIXES = (WORKTREE_PREFIX, "bpsperf-head-")
-_OWNER_FILE = "bpsperf-owner.json"
 
 
 class ArmError(ValueError):
     """A base or base interpreter cannot be used; the message says which, where from, and what is accepted."""
-
-
-def _git(args: Sequence[str], cwd: str, timeout: float = 120.0) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def git_toplevel(path: str) -> "str | None":
-    """The root of the git work tree that holds ``path``, or None (no repository, no git)."""
-    try:
-        proc = _git(["rev-parse", "--show-toplevel"], path, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    top = proc.stdout.strip()
-    return os.path.realpath(top) if proc.returncode == 0 and top else None
-
-
-@dataclass(frozen=True)
-class GitState:
-    """The commit a tree is at and what it holds besides (``dirty``: changed or untracked, not ignored)."""
-
-    commit: "str | None"
-    dirty: bool = False
-    changed: "tuple[str, ...]" = ()
-
-    def describe(self) -> str:
-        if self.commit is None:
-            return "no git commit"
-        if not self.dirty:
-            return self.commit[:12]
-        n = len(self.changed)
-        return f"{self.commit[:12]} + uncommitted changes ({n} file{'s' if n != 1 else ''})"
-
-
-def git_state(path: str) -> GitState:
-    """Commit and dirty flag of the work tree at ``path`` (untracked, not ignored files count as dirty)."""
-    try:
-        head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], path, timeout=10)
-        status = _git(["status", "--porcelain", "--untracked-files=normal"], path, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        return GitState(None)
-    commit = head.stdout.strip() if head.returncode == 0 else None
-    changed = tuple(line[3:] for line in status.stdout.splitlines() if line.strip()) if status.returncode == 0 else ()
-    return GitState(commit, bool(changed), changed)
 
 
 @dataclass(frozen=True)
@@ -117,7 +64,7 @@ def resolve_base(value: str, origin: str, rootdir: str, setting: str = BASE) -> 
     if os.path.isdir(as_dir):
         # a name that is both a directory and a revision (./master beside the branch master) is
         # ambiguous: measuring the wrong one would pass or fail a change on code it does not hold
-        other = None if _path_like(text) else _revision_of(text, rootdir)
+        other = None if _path_like(text) else revision_of(text, rootdir)
         if other is not None:
             raise ArmError(f"ambiguous value {text!r} for setting 'base' from {origin}: it names the directory "
                            f"{os.path.realpath(as_dir)} and the revision {text} = {other[:12]} of {git_toplevel(rootdir)}; "
@@ -135,7 +82,7 @@ def resolve_base(value: str, origin: str, rootdir: str, setting: str = BASE) -> 
         raise ArmError(f"invalid value {text!r} for setting {setting!r} from {origin}: a revision cannot start "
                        "with '-'")
     try:
-        proc = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}"], top, timeout=30)
+        proc = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}"], top, timeout=30)
     except (OSError, subprocess.SubprocessError) as exc:
         raise ArmError(f"setting {setting!r} ({text!r}, from {origin}): git could not be run: {exc}") from None
     sha = proc.stdout.strip()
@@ -150,132 +97,6 @@ def resolve_base(value: str, origin: str, rootdir: str, setting: str = BASE) -> 
 def _path_like(text: str) -> bool:
     """Whether ``text`` is written as a path (``/x``, ``./x``, ``../x``, ``~/x``, ``.``): never a revision."""
     return text in (".", "..") or text.startswith(("/", "./", "../", "~"))
-
-
-def _revision_of(text: str, rootdir: str) -> "str | None":
-    """The commit that ``text`` names in the repository of ``rootdir``, or None (no repository, no such revision)."""
-    top = git_toplevel(rootdir)
-    if top is None or text.startswith("-"):
-        return None
-    try:
-        proc = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}"], top, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return proc.stdout.strip() or None if proc.returncode == 0 else None
-
-
-@dataclass
-class Worktree:
-    """A detached worktree of ``commit`` in a temporary directory outside the checkout.
-
-    :meth:`create` checks it out (``git worktree add --detach``), :meth:`remove`
-    deletes it and its administrative entry in the repository (idempotent). An
-    owner file records this process, so that a later session removes the
-    worktree of one that was killed (:func:`remove_stale_worktrees`).
-    """
-
-    repository: str
-    commit: str
-    path: "str | None" = None
-    _holder: "str | None" = field(default=None, repr=False)
-    #: the arm it is checked out for (names its directory: ``bpsperf-base-*``, ``bpsperf-head-*``)
-    arm: str = BASE
-
-    def create(self) -> str:
-        """Check out the commit; returns the worktree's path. Raises :class:`ArmError` if git refuses."""
-        if self.path is not None:
-            return self.path
-        holder = tempfile.mkdtemp(prefix=f"bpsperf-{self.arm}-")
-        pid = os.getpid()
-        with open(os.path.join(holder, _OWNER_FILE), "w", encoding="utf-8") as fh:
-            json.dump({"pid": pid, "start_time": start_time(pid), "repository": self.repository}, fh)
-        path = os.path.join(holder, "tree")
-        proc = _git(["worktree", "add", "--detach", "--force", path, self.commit], self.repository, timeout=600)
-        if proc.returncode != 0:
-            shutil.rmtree(holder, ignore_errors=True)
-            _git(["worktree", "prune"], self.repository, timeout=60)
-            raise ArmError(f"git worktree add of {self.commit[:12]} in {self.repository} failed: "
-                           f"{(proc.stderr or proc.stdout).strip()}")
-        self._holder, self.path = holder, path
-        # Also when pytest cannot reach its unconfigure (a closed terminal breaks its summary):
-        # the interpreter's exit removes it. Only SIGKILL leaves it, for the next session.
-        atexit.register(self.remove)
-        return path
-
-    def remove(self) -> None:
-        """Delete the worktree and its entry in the repository (nothing else of the repository is touched)."""
-        if self._holder is None:
-            return
-        holder, path = self._holder, self.path
-        self._holder = self.path = None
-        try:
-            _git(["worktree", "remove", "--force", "--force", str(path)], self.repository, timeout=120)
-        except (OSError, subprocess.SubprocessError):
-            pass
-        shutil.rmtree(holder, ignore_errors=True)
-        try:
-            _git(["worktree", "prune"], self.repository, timeout=60)
-        except (OSError, subprocess.SubprocessError):
-            pass
-
-
-def remove_stale_worktrees(repository: str) -> "list[str]":
-    """Remove arm worktrees whose session is gone (killed before its teardown): ``repository``'s, and
-    any other left in the temporary directory (removed from its repository too, where that still exists).
-
-    Only worktrees in a ``bpsperf-base-*`` (or ``bpsperf-head-*``) directory with an owner file naming a
-    process that no longer runs (pid and start time) are touched. Returns their paths.
-    """
-    try:
-        proc = _git(["worktree", "list", "--porcelain"], repository, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return []
-    removed = []
-    for line in proc.stdout.splitlines():
-        if not line.startswith("worktree "):
-            continue
-        path = line[len("worktree "):]
-        holder = os.path.dirname(path)
-        if not os.path.basename(holder).startswith(WORKTREE_PREFIXES):
-            continue
-        try:
-            with open(os.path.join(holder, _OWNER_FILE), encoding="utf-8") as fh:
-                owner = json.load(fh)
-        except (OSError, ValueError):
-            owner = {}
-        pid = owner.get("pid")
-        if isinstance(pid, int) and start_time(pid) is not None and start_time(pid) == owner.get("start_time"):
-            continue  # its session still runs
-        _git(["worktree", "remove", "--force", "--force", path], repository, timeout=120)
-        shutil.rmtree(holder, ignore_errors=True)
-        removed.append(path)
-    # directories whose worktree entry is gone (git worktree prune ran, or the repository was
-    # deleted) but whose files stayed: any of ours whose owner no longer runs
-    tmp = tempfile.gettempdir()
-    for name in os.listdir(tmp) if os.path.isdir(tmp) else ():
-        holder = os.path.join(tmp, name)
-        if not name.startswith(WORKTREE_PREFIXES) or not os.path.isfile(os.path.join(holder, _OWNER_FILE)):
-            continue
-        try:
-            with open(os.path.join(holder, _OWNER_FILE), encoding="utf-8") as fh:
-                owner = json.load(fh)
-        except (OSError, ValueError):
-            continue
-        pid = owner.get("pid")
-        if not isinstance(pid, int) or (start_time(pid) is not None and start_time(pid) == owner.get("start_time")):
-            continue
-        other = str(owner.get("repository") or "")
-        if other != repository and os.path.isdir(other):
-            try:
-                _git(["worktree", "remove", "--force", "--force", os.path.join(holder, "tree")], other, timeout=120)
-                _git(["worktree", "prune"], other, timeout=60)
-            except (OSError, subprocess.SubprocessError):
-                pass
-        shutil.rmtree(holder, ignore_errors=True)
-        removed.append(os.path.join(holder, "tree"))
-    if removed:
-        _git(["worktree", "prune"], repository, timeout=60)
-    return sorted(set(removed))
 
 
 def arm_import_paths(tree: str, head_tree: str, search: Sequence[str]) -> "tuple[str, ...]":

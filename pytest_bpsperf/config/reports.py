@@ -48,7 +48,7 @@ class ReportOption:
 
 
 #: Every report the session writes at its end: the options, the configure-time check that each
-#: path can be written (``glue/guard.py``), the notice of what pytest-xdist does not write, and the
+#: path can be written (``plugin/guard.py``), the notice of what pytest-xdist does not write, and the
 #: formats of ``bpsperf export``.
 REPORT_OPTIONS: "tuple[ReportOption, ...]" = (
     ReportOption("json", "write every perf result as JSON to PATH"),

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from ..remote.environ import hide_in_text, shown
-from ..store.profile import core_count, local_gpus
+from ..remote.hardware import core_count, local_gpus
 from .parsers import (
     BACKENDS,
     PERCENT_ACCEPTED,
@@ -308,8 +308,8 @@ class Hardware:
 
     @classmethod
     def detect(cls) -> "Hardware":
-        """This machine as its hardware profile counts it (:func:`pytest_bpsperf.store.profile.local_gpus`,
-        :func:`~pytest_bpsperf.store.profile.core_count`): no CUDA, no Ray; ``nvidia-smi`` once per process
+        """This machine as its hardware profile counts it (:func:`pytest_bpsperf.remote.hardware.local_gpus`,
+        :func:`~pytest_bpsperf.remote.hardware.core_count`): no CUDA, no Ray; ``nvidia-smi`` once per process
         where it exists."""
         return cls(gpus=len(local_gpus()), cores=core_count())
 

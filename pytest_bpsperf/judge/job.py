@@ -11,40 +11,16 @@ callback for the verdict; a notebook can give its own.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping
 
-from ..config.settings import Settings
-from ..config.tricks import Trick
-from ..store.baselines import entry_key
+from ..runs.output import RunOutput
+from ..runs.spec import RunSpec, run_key
 from .measurement import Measurement
-from .records import RunOutput, WorkerRecords
 from .verdict import CONFIRM, REGRESSION, STOP, Verdict, VerdictSettings, decide_job, next_step
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..config.arms import Arm
     from ..stats import BetweenPrior
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One run a test asked for."""
-
-    nodeid: str
-    test: str  # the test without its trick/repeat parameter (groups a matrix)
-    trick: Trick
-    repeat: int  # 0-based
-    settings: Settings
-    log_dir: str
-    #: base-vs-head: the arm this run measures (None without a base) and its job's pair (0-based)
-    arm: "Arm | None" = None
-    pair: "int | None" = None
-
-
-def run_key(spec: RunSpec, backend: str) -> str:
-    """The key of the job ``spec`` belongs to (and of its baseline entry): test, trick, topology, workload."""
-    return entry_key(spec.test, spec.trick.name, spec.settings.topology(), spec.settings.workload(backend))
 
 
 @dataclass
@@ -173,7 +149,6 @@ BaselineLookup = Callable[[], "Mapping | None"]
 VerdictCallback = Callable[["Job", RunResult, "Verdict | None"], None]
 
 
-
 def this_session() -> "dict[str, object]":
     """This session's software versions and host, as a baseline's recorded session keeps them."""
     import platform
@@ -285,7 +260,7 @@ class RunFailure:
 class Ledger:
     """The session's runs in order, the jobs they belong to, the runs that failed, and notes for the summary.
 
-    The pytest glue objects share one ledger; they write it through its methods and read its lists.
+    The pytest layer's objects share one ledger; they write it through its methods and read its lists.
     """
 
     def __init__(self) -> None:
@@ -328,17 +303,3 @@ class Ledger:
         return [j.verdict for j in self.jobs.values() if j.verdict is not None]
 
 
-def job_dir_name(nodeid: str) -> str:
-    """A short file-system-safe name for a run's log directory."""
-    name = nodeid.split("::")[-1]
-    return re.sub(r"[^A-Za-z0-9_.+-]+", "-", name).strip("-")[:80] or "run"
-
-
-def worker_records_from(name: str, steps: "Sequence[Mapping[str, float]]", batch_size: int,
-                        node: str = "node-0") -> WorkerRecords:
-    """Build a worker's records from plain step times (for feeding measurements through the hook)."""
-    recs: list = [{"event": "start", "batch_size": batch_size}]
-    for i, s in enumerate(steps):
-        recs.append({"event": "step", "step": i, "images": batch_size, **s})
-    recs.append({"event": "end"})
-    return WorkerRecords(name=name, node=node, records=tuple(recs))

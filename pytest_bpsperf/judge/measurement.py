@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..runs.output import RunOutput, WorkerRecords
 from ..stats import SteadyState, detect_steady_state
 from .breakdown import StepBreakdown, run_breakdown
-from .records import RunOutput, WorkerRecords
 
 
 class MeasurementError(ValueError):

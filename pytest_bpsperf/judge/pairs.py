@@ -5,7 +5,7 @@ With ``base`` set, a job (test, trick, topology, workload) is a sequence of
 order alternating from pair to pair (A B, B A, ...) from a start drawn from
 the session's seed. :class:`PairedJob` adds pairs while its verdict is not
 decided, up to ``max_pairs``, and :class:`PairedVerdict` is a pure function of
-the pairs' ratios (:func:`pytest_bpsperf.stats.paired.paired_compare`).
+the pairs' ratios (:func:`pytest_bpsperf.stats.sequential.paired_compare`).
 
 A failed base run drops its pair; a head run that fails where the base run of
 its pair did not is a failure of the test (never "slower"); a pair where both
@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from ..config.arms import BASE, HEAD
+from ..runs.spec import RunSpec
 from ..stats import rule, summarize
-from ..stats.paired import PairedComparison, PairRuns, paired_compare
+from ..stats.sequential import PairedComparison, PairRuns, paired_compare
 from .breakdown import breakdown_view, change_phrase, combine
-from .job import RunResult, RunSpec
-from .verdict import VerdictSettings
+from .job import RunResult
+from .verdict import INCONCLUSIVE, REGRESSION, VerdictSettings
 
 __all__ = ["FOREIGN", "INCONCLUSIVE", "Pair", "PairedJob", "PairedVerdict", "decide_pairs", "first_arm", "pair_runs"]
 
-REGRESSION, IMPROVEMENT, OK, INCONCLUSIVE = "regression", "improvement", "ok", "inconclusive"
 #: how a pair dropped for foreign load says so (``dropped`` starts with it)
 FOREIGN = "foreign load differed"
 

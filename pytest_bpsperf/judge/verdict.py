@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from ..config.settings import OPTIONS_BY_NAME, Settings
 from ..stats import BetweenPrior, Comparison, compare, rule, summarize
-from ..stats.paired import MIN_PAIRS
+from ..stats.sequential import MIN_PAIRS
 from ..store.entries import entry_samples, entry_sessions, latest_session
 from .breakdown import breakdown_view, change_phrase, combine
 

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from ..config.ray_env import JOB_CONFIG_VAR, OVERRIDE_VAR, Layer, RayJob, RuntimeEnvError, merge, session_layers
-from ..planning.model import Node
 from ..remote import reaper
 from ..remote.environ import package_dir
+from ..runs.plan import Node
 from .machine_lock import LockError, MachineLock, lock_path
 
 #: keeps every node of a local Ray on loopback (Ray otherwise picks the

@@ -5,8 +5,8 @@ Driver-side; used by :mod:`.launcher` once a run went wrong (a lost node is :met
 
 from __future__ import annotations
 
-from ..judge.records import RunOutput
-from ..planning.model import Plan
+from ..runs.output import RunOutput
+from ..runs.plan import Plan
 
 
 def failure_message(reason: str, plan: Plan, output: RunOutput, tails: dict, culprits: "tuple" = ()) -> str:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from .. import backends
-from ..judge.records import RoleOutcome, RunOutput, WorkerRecords
-from ..planning.model import CommWindow, Node, Plan
+from ..runs.output import CommWindow, RoleOutcome, RunOutput, WorkerRecords
+from ..runs.plan import Node, Plan
 from . import local_roles
 from .diagnose import failure_message
 from .load import LoadWatch

@@ -5,7 +5,7 @@ non-idle CPU seconds and the role's own (:func:`pytest_bpsperf.remote.cpuload.cp
 :class:`LoadWatch` keeps the poll at which every worker had finished its first
 step (training has started; the first step is warm-up anyway) and the last
 poll at which every role still ran, before or when the workers finished; per
-node, the difference is the run's :class:`~pytest_bpsperf.judge.records.NodeLoad`.
+node, the difference is the run's :class:`~pytest_bpsperf.runs.output.NodeLoad`.
 The window is that of the polls (half a second apart), not the workers' own
 clocks: close enough to name a neighbour, not to correct for one; a run that
 trains for less than two polls records none.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ..judge.records import NodeLoad
+from ..runs.output import NodeLoad
 
 __all__ = ["LoadWatch"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..planning.model import Plan
+from ..runs.plan import Plan
 
 #: Ray's built-in label with a node's id.
 NODE_ID_LABEL = "ray.io/node-id"

@@ -1,7 +1,7 @@
 """A perf session's Ray side: the cluster, the backend it resolved, the runs it started.
 
 The pytest layer creates one :class:`PerfSession` and asks it to run
-:class:`~pytest_bpsperf.judge.job.RunSpec` values; the results and their jobs are
+:class:`~pytest_bpsperf.runs.spec.RunSpec` values; the results and their jobs are
 the caller's. Ray starts lazily (the first run) and :meth:`PerfSession.close`
 stops what the session started. Driver-side, plain Python.
 """
@@ -13,7 +13,6 @@ import os
 import pickle
 import subprocess
 import sys
-import tempfile
 import uuid
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
@@ -21,16 +20,16 @@ from typing import Callable, Mapping, Sequence
 from .. import backends
 from ..backends import Backend
 from ..config.arms import Arm
-from ..config.ray_env import JOB, PLUGIN, Layer, entry_module_path, merge
-from ..config.settings import Hardware, Settings
-from ..judge.job import RunSpec
+from ..config.settings import Hardware
 from ..judge.measurement import measure
-from ..judge.records import RunOutput
-from ..planning.model import Node, Plan
-from ..planning.plan import for_arm, make_plan, reference_plan
+from ..planning.planner import make_plan, reference_plan
 from ..remote.preflight import PreflightError, check_interpreter, role_needs
+from ..runs.output import RunOutput
+from ..runs.plan import Node, Plan
+from ..runs.spec import RunSpec
 from .cluster import ClusterError, RayCluster
 from .launcher import run_roles
+from .shipping import TreeShipping, shipped_plan
 from .watchdog import StallWatch
 
 
@@ -110,9 +109,7 @@ class PerfSession:
         self._single_cache: "dict[tuple, float]" = {}
         self._seen: "dict[str, Node]" = {}  # every node read, kept after close(): the reports name them
         self.hosts: "dict[str, str]" = {}  # node id -> the kind of roles it hosted (worker, server)
-        self._shipped: "dict[str, dict]" = {}  # arm -> the runtime_env that ships its tree (existing cluster)
-        self._modules: "dict[str, str]" = {}  # entry point module (path here) -> its URI on the cluster
-        self._noted: "set[str]" = set()  # what the runtime_env merges replaced, said once each
+        self.shipping = TreeShipping(self.cluster)  # what travels to the nodes of an existing cluster
 
     # -- cluster ---------------------------------------------------------------
     def nodes(self) -> "list[Node]":
@@ -158,7 +155,7 @@ class PerfSession:
         """The facts of this session's hardware profile: on an existing cluster where roles ran, of the
         nodes that hosted them (:meth:`host_profile_facts`); else of this machine, with the cluster's
         shape once Ray is up."""
-        from ..store.profile import collect_facts
+        from ..remote.hardware import collect_facts
 
         if self.cluster.started and not self.cluster.owned and self.hosts:
             return self.host_profile_facts()  # the nodes that trained, not this machine
@@ -172,7 +169,8 @@ class PerfSession:
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        from ..store.profile import cluster_profile_facts, collect_facts, host_facts
+        from ..remote.hardware import collect_facts, host_facts
+        from ..store.profile import cluster_profile_facts
 
         probe = ray.remote(num_cpus=0)(collect_facts)
         kinds = {"worker": [], "server": []}
@@ -223,130 +221,24 @@ class PerfSession:
         self.cluster.close()
 
     # -- runs ------------------------------------------------------------------
-    @property
-    def ships_trees(self) -> bool:
-        """Whether an arm's source tree travels to the nodes (an existing cluster) or is read in place."""
-        return not self.cluster.owned
-
-    def shipped(self, arm: Arm) -> "dict | None":
-        """The role actors' ``runtime_env`` that brings ``arm``'s tree to the nodes (None on the embedded Ray).
-
-        The tree is packed and uploaded to the cluster once per session, as
-        ``ray.init`` ships the plugin: Ray's own packaging (``.gitignore`` and
-        ``.rayignore`` honoured, ``.git`` left out), unpacked on each node as
-        the actors' working directory.
-        """
-        if not self.ships_trees:
-            return None
-        if arm.name not in self._shipped:
-            try:
-                from ray._private.runtime_env.working_dir import upload_working_dir_if_needed
-            except ImportError as exc:  # pragma: no cover - other Ray versions
-                raise ClusterError(f"this Ray cannot ship the {arm.name} arm's tree to the nodes: {exc}") from None
-            try:
-                env = upload_working_dir_if_needed({"working_dir": arm.tree}, include_gitignore=True,
-                                                   scratch_dir=tempfile.gettempdir())
-            except Exception as exc:  # noqa: BLE001 - Ray raises many kinds (too large, unreadable)
-                raise ClusterError(f"cannot ship the {arm.name} arm's tree {arm.tree} to the cluster: {exc}") \
-                    from None
-            self._shipped[arm.name] = {"working_dir": env["working_dir"]}
-        return dict(self._shipped[arm.name])
-
-    def entry_module(self, settings: Settings, arm: "Arm | None") -> "str | None":
-        """The entry point's module (its path here) that travels to the nodes with ``py_modules``, or None:
-        on the embedded Ray (roles import it in place), without an entry point, when an arm's tree holds
-        it (the arm's working_dir carries it) or when it is an installed package."""
-        entry = settings.entry
-        if not self.ships_trees or entry is None or (arm is not None and arm.entry_path is not None):
-            return None
-        return entry_module_path(entry)
-
-    def _upload_module(self, path: str) -> str:
-        """``path`` packed and uploaded to the cluster once per session (as ``ray.init`` ships the plugin);
-        its URI."""
-        if path not in self._modules:
-            try:
-                from ray._private.runtime_env.py_modules import upload_py_modules_if_needed
-            except ImportError as exc:  # pragma: no cover - other Ray versions
-                raise ClusterError(f"this Ray cannot ship the entry point's module {path}: {exc}") from None
-            import inspect
-
-            # .gitignore honoured where this Ray can (older ones have no such parameter)
-            ignore = ({"include_gitignore": True}
-                      if "include_gitignore" in inspect.signature(upload_py_modules_if_needed).parameters else {})
-            try:
-                env = upload_py_modules_if_needed({"py_modules": [path]}, scratch_dir=tempfile.gettempdir(),
-                                                  **ignore)
-            except Exception as exc:  # noqa: BLE001 - Ray raises many kinds (too large, unreadable)
-                raise ClusterError(f"cannot ship the entry point's module {path} to the cluster: {exc}") from None
-            self._modules[path] = env["py_modules"][0]
-        return self._modules[path]
-
-    def actor_env(self, settings: Settings, arm: "Arm | None") -> "dict | None":
-        """The runtime_env of a run's role actors on an existing cluster: the driver's own (the job-level
-        one every actor inherits, :func:`ray.get_runtime_context`) plus what this run ships (the arm's
-        tree as working_dir, the entry point's module in py_modules). None when the run ships nothing:
-        the actors inherit the driver's as it is.
-
-        An actor's runtime_env replaces the inherited one field by field, so the driver's py_modules
-        (the plugin's package, the job's and the setting's modules) are joined here, never dropped.
-        A conflict with the job's or the setting's fields is a
-        :class:`~pytest_bpsperf.config.ray_env.RuntimeEnvError` naming both.
-        """
-        extra = []
-        if arm is not None and self.ships_trees:
-            extra.append(Layer(PLUGIN, f"the plugin, which ships the {arm.name} arm's tree as the role actors' "
-                                       "working_dir", self.shipped(arm) or {}))
-        module = self.entry_module(settings, arm)
-        if module is not None:
-            origin = settings.origins.get("entry", "?")
-            extra.append(Layer(PLUGIN, f"the plugin, which ships the module of entry point {settings.entry} "
-                                       f"(setting 'entry' from {origin})", {"py_modules": [module]}))
-        if not extra:
-            return None
-        import ray
-
-        merge(self.cluster.layers() + extra)  # what the user and the job set, against what this run ships
-        driver = dict(ray.get_runtime_context().runtime_env or {})
-        merged = merge([Layer(JOB, "this driver's runtime_env", driver), *(self._uploaded(x) for x in extra)])
-        for note in merged.notes:
-            if note not in self._noted:
-                self._noted.add(note)
-                self.cluster.say(note)
-        return merged.env
-
-    def _uploaded(self, layer: Layer) -> Layer:
-        """``layer`` with its local py_modules uploaded (an actor's runtime_env takes URIs only)."""
-        if "py_modules" not in layer.env:
-            return layer
-        return Layer(layer.kind, layer.origin,
-                     {**layer.env, "py_modules": [self._upload_module(m) for m in layer.env["py_modules"]]})
-
-    def plan_settings(self, settings: Settings, arm: "Arm | None") -> Settings:
-        """``settings`` as the plan gets them: with the entry point shipped, no ``--entry-path`` (the
-        driver's directory, which the nodes do not have): the workers import the shipped module."""
-        if self.entry_module(settings, arm) is None:
-            return settings
-        return settings.with_values(entry=replace(settings.entry, path=None))
-
     def run(self, spec: RunSpec) -> RunOutput:
         """Bring up the roles of ``spec`` on Ray and run them to the end (the node list is read now).
 
         With ``spec.arm`` (base-vs-head), every role runs as that arm's code (see
-        :func:`~pytest_bpsperf.planning.plan.for_arm`), and no scaling reference runs: a pair's verdict
+        :func:`~pytest_bpsperf.planning.planner.for_arm`), and no scaling reference runs: a pair's verdict
         does not use it, and it cost a run per job (a tenth of a typical job's time).
         """
         settings = spec.settings
         backend = self.backend(settings.backend)
         nodes = self.nodes()
         arm = spec.arm
-        shipping = self.actor_env(settings, arm)
-        planned = self.plan_settings(settings, arm)
+        shipping = self.shipping.actor_env(settings, arm)
+        planned = self.shipping.plan_settings(settings, arm)
 
         def plan_with(gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
             plan = make_plan(planned, spec.trick, nodes, backend=backends.get(backend), run_id=self.run_id,
                              verbose_ps=self.verbose_ps, gpu_ids=gpu_ids)
-            return _shipping(plan, arm, shipping)
+            return shipped_plan(plan, arm, shipping)
 
         plan = plan_with()
         os.makedirs(spec.log_dir, exist_ok=True)
@@ -370,7 +262,7 @@ class PerfSession:
         The scaling references, as the BytePS report computed its efficiency: the
         run's first worker node alone under the same trick, with all its GPUs
         (on CPUs: its one worker process), and, on GPUs, one process on one GPU
-        for the per-GPU figure. Each is a plan (:func:`~pytest_bpsperf.planning.plan.reference_plan`)
+        for the per-GPU figure. Each is a plan (:func:`~pytest_bpsperf.planning.planner.reference_plan`)
         that the launcher runs like any other, cached per node, trick, workload and arm.
         """
         worker = next(r for r in plan.roles if r.role == "worker")
@@ -385,13 +277,13 @@ class PerfSession:
         key = (node.node_id, backend, kind, spec.trick.name, arm.name if arm else "") + tuple(
             sorted(settings.workload(backend).items()))
         if key not in self._single_cache:
-            shipping = self.actor_env(settings, arm)
-            planned = self.plan_settings(settings, arm)
+            shipping = self.shipping.actor_env(settings, arm)
+            planned = self.shipping.plan_settings(settings, arm)
 
             def plan_with(gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
                 p = reference_plan(planned, spec.trick, node, backend=backends.get(backend), run_id=self.run_id,
                                    gpus=gpus, one_gpu=one_gpu, gpu_ids=gpu_ids)
-                return _shipping(p, arm, shipping)
+                return shipped_plan(p, arm, shipping)
 
             log_dir = os.path.join(self.base_log_dir, "reference", f"{spec.trick.name}-{kind}")
             os.makedirs(log_dir, exist_ok=True)
@@ -449,15 +341,15 @@ class PerfSession:
         asked = []
         for arm in arms:
             options: dict = {}
-            shipping = self.actor_env(settings, arm)
+            shipping = self.shipping.actor_env(settings, arm)
             if shipping is not None:
                 options["runtime_env"] = shipping
-            planned = self.plan_settings(settings, arm)  # a shipped entry point imports from what Ray unpacked
+            planned = self.shipping.plan_settings(settings, arm)  # a shipped entry point imports from what Ray unpacked
             for node_id, (node, needs) in by_node.items():
                 strategy = NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)
                 asked.append((arm, node, task.options(scheduling_strategy=strategy, **options).remote(
                     arm.python if arm else None, list(arm.paths) if arm else [],
-                    None if (arm is None or self.ships_trees) else arm.tree, sorted(needs),
+                    None if (arm is None or self.shipping.ships_trees) else arm.tree, sorted(needs),
                     entry=settings.entry.spec if settings.entry else None,
                     entry_path=arm.entry_path if arm else (planned.entry.path if planned.entry else None),
                     data=data if node_id in workers else None)))
@@ -472,9 +364,3 @@ class PerfSession:
             found.setdefault(arm.name if arm is not None else "", facts)
         return found
 
-
-def _shipping(plan: Plan, arm: "Arm | None", runtime_env: "dict | None") -> Plan:
-    """``plan`` for ``arm`` (base-vs-head) and with the role actors' ``runtime_env`` (an existing cluster)."""
-    if arm is not None:
-        return for_arm(plan, arm, runtime_env=runtime_env)
-    return replace(plan, runtime_env=runtime_env) if runtime_env else plan

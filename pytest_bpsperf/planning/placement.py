@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
+from ..backends.base import Backend
 from ..config.settings import Settings
-from .model import Backend, Node, Placement, PlanError
+from ..runs.plan import Node, Placement, PlanError
 
 
 class PlacementStrategy(Protocol):

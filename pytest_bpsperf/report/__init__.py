@@ -12,13 +12,13 @@ files from disk. Writing is atomic.
 
 from .documents import JSON_SCHEMA_VERSION, benchmark_document, json_document, verdict_entry, write_json, write_text
 from .markdown import (
-                       format_matrix_markdown,
-                       markdown_document,
-                       pairs_markdown,
-                       session_pieces,
-                       verdict_markdown,
-                       verdict_text,
-                       verdicts_of,
+    format_matrix_markdown,
+    markdown_document,
+    pairs_markdown,
+    session_pieces,
+    verdict_markdown,
+    verdict_text,
+    verdicts_of,
 )
 from .matrix import MatrixRow, MatrixTable, format_matrix_text, head_runs, matrix_tables, step_samples
 from .text import github_annotations, result_line, verdict_line

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ..config.revisions import Commit
 from ..judge.bisect import CULPRIT, ERROR, NONE, RANGE, Bisection, exit_status
+from ..vcs.revisions import Commit
 from .blocks import Block, Bullets, Code, Folded, Heading, Image, Paragraph, Status, Strong, Table
 
 __all__ = ["BISECT_SCHEMA_VERSION", "bisect_document", "bisect_pieces", "duration", "progress_line",

@@ -17,8 +17,8 @@ import pytest
 
 from helpers.byteps_runs import GPU_INI, bpslaunch_plan, byteps_mxnet_problem
 from pytest_bpsperf.config.tricks import Trick
-from pytest_bpsperf.planning.plan import PYTHON, RECORDS
 from pytest_bpsperf.remote.bpslaunch import has_numactl
+from pytest_bpsperf.remote.environ import PYTHON, RECORDS
 from pytest_bpsperf.remote.roles import RoleProcess
 
 BPSLAUNCH = Path(sys.executable).parent / "bpslaunch"

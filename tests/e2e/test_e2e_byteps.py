@@ -133,7 +133,7 @@ def test_byteps_scheduler_and_servers_come_up_and_go(ray_cluster, tmp_path):
     pytest.importorskip("ray")
     from pytest_bpsperf.config.tricks import BUILTIN_TRICKS
     from pytest_bpsperf.launch.launcher import RoleGroup
-    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.planning.planner import make_plan
 
     settings = resolve([Source("cli", "test", {"workers": "1", "servers_per_node": "2", "omp_threads": "3"})],
                        Hardware(gpus=0, cores=2))

@@ -31,7 +31,7 @@ from pytest_bpsperf import backends  # noqa: E402
 from pytest_bpsperf.config.settings import Hardware, Source, resolve  # noqa: E402
 from pytest_bpsperf.config.tricks import Trick  # noqa: E402
 from pytest_bpsperf.planning.placement import is_head  # noqa: E402
-from pytest_bpsperf.planning.plan import make_plan, reference_plan  # noqa: E402
+from pytest_bpsperf.planning.planner import make_plan, reference_plan  # noqa: E402
 from pytest_bpsperf.remote.environ import PYTHON, RECORDS  # noqa: E402
 from pytest_bpsperf.remote.roles import scratch_dir  # noqa: E402
 
@@ -258,10 +258,10 @@ def test_the_preflight_without_its_declaration_stops_the_session(cluster, tmp_pa
     """The blocker of issue 25: a push_pull of an undeclared tensor aborts BytePS (here, the stand-in)."""
     from pytest_bpsperf.backends import byteps
     from pytest_bpsperf.config.parsers import parse_runtime_env
-    from pytest_bpsperf.judge.job import RunSpec
     from pytest_bpsperf.launch.launcher import RoleFailed
     from pytest_bpsperf.launch.session import PerfSession
     from pytest_bpsperf.remote import byteps_preflight
+    from pytest_bpsperf.runs.spec import RunSpec
 
     source = open(byteps_preflight.__file__).read()
     undeclared = "\n".join(line for line in source.splitlines() if "bps.byteps_declare_tensor(" not in line)

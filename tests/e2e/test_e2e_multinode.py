@@ -35,7 +35,7 @@ from pytest_bpsperf.backends.byteps_env import server_library  # noqa: E402
 from pytest_bpsperf.config.settings import Hardware, Source, resolve  # noqa: E402
 from pytest_bpsperf.config.tricks import TrickRegistry  # noqa: E402
 from pytest_bpsperf.launch.launcher import RoleFailed, RoleGroup, run_roles  # noqa: E402
-from pytest_bpsperf.planning.plan import make_plan  # noqa: E402
+from pytest_bpsperf.planning.planner import make_plan  # noqa: E402
 from pytest_bpsperf.remote.environ import PYTHON, RECORDS  # noqa: E402
 
 GPU_IPS = ("127.0.0.2", "127.0.0.3")

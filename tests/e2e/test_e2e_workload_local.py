@@ -120,7 +120,7 @@ def test_missing_index_is_named(tmp_path):
 
 def test_sync_every_times_windows_of_steps_that_measurement_reads(tmp_path):
     from pytest_bpsperf.judge.measurement import measure_worker
-    from pytest_bpsperf.judge.records import WorkerRecords
+    from pytest_bpsperf.runs.output import WorkerRecords
 
     (tmp_path / "entry_mod.py").write_text(ENTRY)
     proc = _run(tmp_path, "--entry", "entry_mod:build", "--entry-path", str(tmp_path), "--steps", "7",
@@ -161,7 +161,7 @@ HEAVY = ENTRY.replace("        loss.backward()\n        ctx.split()",
 def test_diagnostic_steps_follow_the_timed_ones_and_split_each_part(tmp_path, split):
     from pytest_bpsperf.judge.breakdown import run_breakdown
     from pytest_bpsperf.judge.measurement import measure
-    from pytest_bpsperf.judge.records import RunOutput, WorkerRecords
+    from pytest_bpsperf.runs.output import RunOutput, WorkerRecords
 
     source = HEAVY if split else HEAVY.replace("        ctx.split()\n", "")
     (tmp_path / "heavy.py").write_text(source)

@@ -9,8 +9,8 @@ from pytest_bpsperf import backends
 from pytest_bpsperf.backends.byteps_env import server_library
 from pytest_bpsperf.config.settings import Hardware, Source, resolve
 from pytest_bpsperf.config.tricks import Trick
-from pytest_bpsperf.planning.model import Node
-from pytest_bpsperf.planning.plan import make_plan
+from pytest_bpsperf.planning.planner import make_plan
+from pytest_bpsperf.runs.plan import Node
 
 
 def bpslaunch_plan(gpus: int, launch: str = "bpslaunch", trick: "Trick | None" = None):

@@ -110,7 +110,7 @@ def fake_run_conftest(speed_by_trick: "dict | None" = None, *, timing: str = "ov
     if timing not in TIMINGS:
         raise ValueError(f"timing must be one of {TIMINGS}, not {timing!r}")
     head = (f'"""A fed run in the {timing} timing (tests/helpers/fakes.py)."""\n\n'
-            "from pytest_bpsperf.judge.records import NodeLoad, RoleOutcome, RunOutput, WorkerRecords\n\n"
+            "from pytest_bpsperf.runs.output import NodeLoad, RoleOutcome, RunOutput, WorkerRecords\n\n"
             f"SPEED_BY_TRICK = {dict(speed_by_trick or {})!r}\n"
             f"TIMING = {timing!r}\n"
             f"STEP_S = {step_s!r}\n"

@@ -16,8 +16,8 @@ from pytest_bpsperf import backends
 from pytest_bpsperf.config.settings import Hardware, Source, resolve  # noqa: E402
 from pytest_bpsperf.config.tricks import TrickRegistry  # noqa: E402
 from pytest_bpsperf.launch.reservation import reserve  # noqa: E402
-from pytest_bpsperf.planning.model import Node  # noqa: E402
-from pytest_bpsperf.planning.plan import make_plan  # noqa: E402
+from pytest_bpsperf.planning.planner import make_plan  # noqa: E402
+from pytest_bpsperf.runs.plan import Node  # noqa: E402
 
 ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
          log_to_driver=False)

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from helpers.history import SESSION_ARGS, git, make_history
-from pytest_bpsperf.config.arms import Worktree, remove_stale_worktrees
+from pytest_bpsperf.vcs.worktrees import Worktree, remove_stale_worktrees
 
 SLOW = {"compute_s": 0.4}
 
@@ -91,7 +91,7 @@ def test_a_bad_head_is_a_usage_error_naming_value_and_origin(project, monkeypatc
 
 def test_a_killed_sessions_head_worktree_is_removed_by_the_next_one(project):
     repo = str(project.path)
-    code = ("import os; from pytest_bpsperf.config.arms import Worktree; "
+    code = ("import os; from pytest_bpsperf.vcs.worktrees import Worktree; "
             f"print(Worktree({repo!r}, {project.shas[1]!r}, arm='head').create(), flush=True); os._exit(0)")
     path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert "bpsperf-head-" in path and len(worktrees(repo)) == 2

@@ -55,7 +55,7 @@ def test_statistics_take_the_confidence_from_their_caller(name):
 
 def test_paired_comparison_takes_its_last_look_from_the_caller():
     # the last look is the max_pairs setting: the table's, passed in
-    from pytest_bpsperf.stats.paired import paired_compare
+    from pytest_bpsperf.stats.sequential import paired_compare
 
     assert inspect.signature(paired_compare).parameters["last_look"].default is inspect.Parameter.empty
 
@@ -235,7 +235,7 @@ def test_an_unwritable_report_path_is_refused_before_anything_runs(fed, option):
 
 def test_the_report_options_are_one_list():
     from pytest_bpsperf.config import reports
-    from pytest_bpsperf.glue.config import REPORT_OPTIONS
+    from pytest_bpsperf.plugin.options import REPORT_OPTIONS
 
     assert REPORT_OPTIONS is reports.REPORT_OPTIONS  # the plugin's flags and the command read one table
     assert [o.flag for o in REPORT_OPTIONS] == REPORTS
@@ -308,7 +308,7 @@ def test_what_a_backend_cannot_run_is_refused_before_ray_whatever_its_name(fed, 
                                        r".*needs backend byteps, not mxnet"),
 ])
 def test_what_the_workers_cannot_run_is_refused_before_ray(backend, values, message):
-    # these were also written in config/preflight.py, with the backends' names
+    # these were also written in config/workload_spec.py, with the backends' names
     from pytest_bpsperf import backends
     from pytest_bpsperf.config.settings import Hardware, Source, resolve
 
@@ -333,7 +333,7 @@ def test_auto_means_one_thing(cpu_backend, monkeypatch):
     # defaults, resolution and the check before Ray all read what auto picks from one place
     from pytest_bpsperf import backends
     from pytest_bpsperf.config.settings import Hardware, Source, resolve
-    from pytest_bpsperf.planning.model import Node
+    from pytest_bpsperf.runs.plan import Node
 
     monkeypatch.setitem(backends.AUTO, "cpu", cpu_backend)
     assert backends.workload_defaults("auto", "cpu") == {"steps": 14, "batch_size": 3, "image_size": 48}
@@ -349,20 +349,20 @@ def test_auto_means_one_thing(cpu_backend, monkeypatch):
 @pytest.fixture
 def two_gpus(tmp_path, monkeypatch):
     """An nvidia-smi that lists two GPUs, and no detection left over from before."""
-    from pytest_bpsperf.store import profile
+    from pytest_bpsperf.remote import hardware
 
     smi = tmp_path / "nvidia-smi"
     smi.write_text("#!/bin/sh\nprintf 'NVIDIA A100-SXM4-40GB\\nNVIDIA A100-SXM4-40GB\\n'\n")
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
-    profile.local_gpus.cache_clear()
+    hardware.local_gpus.cache_clear()
     yield
-    profile.local_gpus.cache_clear()
+    hardware.local_gpus.cache_clear()
 
 
 def test_the_settings_and_the_profile_count_the_same_gpus(two_gpus):
     from pytest_bpsperf.config.settings import Hardware
-    from pytest_bpsperf.store.profile import collect_facts
+    from pytest_bpsperf.remote.hardware import collect_facts
 
     facts = collect_facts()
     hardware = Hardware.detect()

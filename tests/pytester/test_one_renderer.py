@@ -104,7 +104,7 @@ def test_with_history_the_report_adds_the_trends_of_its_own_jobs(project, capsys
     # one second would have no order in the trend
     for speed, date in (("2.0", "2026-12-01T10:00:00Z"), ("2.1", "2026-12-01T10:00:01Z")):
         monkeypatch.setenv("FAKE_TRICK_SPEED", speed)
-        monkeypatch.setattr("pytest_bpsperf.glue.reporting.utc_now_iso", lambda date=date: date)
+        monkeypatch.setattr("pytest_bpsperf.plugin.reports.utc_now_iso", lambda date=date: date)
         result = session(project, "--bpsperf-history=hist")
         assert result.ret == 0 and "history NOT saved" not in result.stdout.str(), result.stdout.str()
     plugin = (project.path / "out" / "report.md").read_text()

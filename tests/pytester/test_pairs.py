@@ -25,8 +25,9 @@ import pytest
 from helpers.fakes import GATED_TEST, fake_run_conftest
 from helpers.junit import suite_properties
 from helpers.procs import wait_until
-from pytest_bpsperf.config.arms import ArmError, Worktree, remove_stale_worktrees, resolve_base
+from pytest_bpsperf.config.arms import ArmError, resolve_base
 from pytest_bpsperf.judge.pairs import first_arm
+from pytest_bpsperf.vcs.worktrees import Worktree, remove_stale_worktrees
 
 #: The speed of a run by its arm, its noise, and the arms' faults, from the environment (see above).
 ARMS = '''
@@ -149,7 +150,7 @@ def test_worktree_is_detached_outside_the_checkout_and_removed_without_a_trace(p
 def test_a_killed_sessions_worktree_is_removed_by_the_next_one(project):
     repo = str(project.path)
     # a worktree whose owner process is gone (a session killed before its teardown)
-    code = ("import os; from pytest_bpsperf.config.arms import Worktree; "
+    code = ("import os; from pytest_bpsperf.vcs.worktrees import Worktree; "
             f"print(Worktree({repo!r}, {git(repo, 'rev-parse', 'HEAD')!r}).create(), flush=True); "
             "os._exit(0)")  # as a SIGKILL would: no teardown, no atexit
     path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
@@ -380,7 +381,7 @@ def holders_of(repo) -> list:
 def test_a_worktree_left_by_an_exit_that_skips_unconfigure_goes_with_the_interpreter(project):
     repo = str(project.path)
     # create and exit without removing it (as when pytest cannot reach its unconfigure)
-    code = ("from pytest_bpsperf.config.arms import Worktree; import os; "
+    code = ("from pytest_bpsperf.vcs.worktrees import Worktree; import os; "
             f"w = Worktree({repo!r}, {git(repo, 'rev-parse', 'HEAD')!r}); print(w.create(), flush=True)")
     path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert not os.path.exists(path)

@@ -685,7 +685,7 @@ def pytest_bpsperf_run(config, spec):
 def test_too_few_records_fail_the_test(ourtester):
     ourtester.makeconftest(CONFTEST + '''
 
-from pytest_bpsperf.judge.records import RunOutput as _RunOutput
+from pytest_bpsperf.runs.output import RunOutput as _RunOutput
 
 
 def pytest_bpsperf_run(config, spec):

@@ -436,11 +436,11 @@ def test_adopt_refuses_and_changes_nothing(tmp_path, case):
 
 def test_the_adopt_command_refuses_a_file_another_machine_recorded(tmp_path, monkeypatch, capsys):
     from pytest_bpsperf.cli import main
-    from pytest_bpsperf.store import profile
+    from pytest_bpsperf.remote import hardware
 
     store = _store_with(tmp_path, "cpu-amd-epyc-2c-24g-1n-x86-64-994d8926", OLD_FACTS)
     xeon = {**NEW_FACTS, "cpu_model": "Intel(R) Xeon(R) Processor", "cpu_vendor": "GenuineIntel"}
-    monkeypatch.setattr(profile, "collect_facts", lambda **kw: dict(xeon, cluster=profile._cluster_facts(kw["cluster"])))
+    monkeypatch.setattr(hardware, "collect_facts", lambda **kw: dict(xeon, cluster=hardware._cluster_facts(kw["cluster"])))
     assert main(["baselines", "adopt", "cpu-amd-epyc-2c-24g-1n-x86-64-994d8926", "--baselines-dir", str(store.directory)]) == 2
     err = capsys.readouterr().err
     assert "was not recorded on this machine" in err and "cpu_model AMD EPYC -> Intel(R) Xeon(R) Processor" in err

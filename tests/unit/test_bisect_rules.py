@@ -12,8 +12,8 @@ import subprocess
 import pytest
 
 from pytest_bpsperf.cli.bisect import outcome_of
-from pytest_bpsperf.config.revisions import RangeError, commit_range
 from pytest_bpsperf.judge.bisect import CULPRIT, ERROR, NONE, RANGE, Bisection, Outcome, exit_status
+from pytest_bpsperf.vcs.revisions import RangeError, commit_range
 
 
 def drive(n, speed, *, broken=(), undecided=(), retries=1):

@@ -14,8 +14,9 @@ from pytest_bpsperf import backends
 from pytest_bpsperf.backends.byteps_env import TraceWindow, bpslaunch_node_env, worker_env
 from pytest_bpsperf.config.settings import Hardware, Source, resolve
 from pytest_bpsperf.config.tricks import Trick
-from pytest_bpsperf.planning.model import Node
-from pytest_bpsperf.planning.plan import PYTHON, RECORDS, make_plan
+from pytest_bpsperf.planning.planner import make_plan
+from pytest_bpsperf.remote.environ import PYTHON, RECORDS
+from pytest_bpsperf.runs.plan import Node
 
 SHIM = (PYTHON, "-m", "pytest_bpsperf.remote.bpslaunch")
 

@@ -19,9 +19,8 @@ from pytest_bpsperf.judge.breakdown import (
     run_breakdown,
     worker_breakdown,
 )
-from pytest_bpsperf.judge.records import WorkerRecords
-from pytest_bpsperf.planning.model import CommWindow
 from pytest_bpsperf.remote.workload import diagnostic_fields
+from pytest_bpsperf.runs.output import CommWindow, WorkerRecords
 
 
 def diag(k, compute, sync, input_s=0.0):

@@ -164,8 +164,8 @@ def test_server_library_is_found_without_importing_the_server(tmp_path, monkeypa
 
 def _plan(with_workers=True, **values):
     from pytest_bpsperf.config.tricks import BUILTIN_TRICKS
-    from pytest_bpsperf.planning.model import Node
-    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.planning.planner import make_plan
+    from pytest_bpsperf.runs.plan import Node
 
     settings = resolve([Source("cli", "test", values)], Hardware(gpus=0, cores=2))
     nodes = [Node("cpu", "10.0.1.1", 16, 0, "cpu"), Node("gpu", "10.0.0.1", 32, 2, "gpu")]
@@ -188,8 +188,8 @@ def test_plan_gives_byteps_roles_their_environment():
 
 def test_server_side_plan_without_gpus():
     from pytest_bpsperf.config.tricks import BUILTIN_TRICKS
-    from pytest_bpsperf.planning.model import Node, PlanError
-    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.planning.planner import make_plan
+    from pytest_bpsperf.runs.plan import Node, PlanError
 
     settings = resolve([Source("cli", "test", {"workers": "2"})], Hardware(gpus=0, cores=2))
     cpu_only = [Node("n0", "127.0.0.1", 2, 0)]
@@ -329,8 +329,8 @@ def test_missing_traces_are_clear_errors(tmp_path):
 def test_the_byteps_preflight_is_one_push_pull_through_a_real_scheduler_and_server():
     from pytest_bpsperf.backends.byteps import PushPullProbe
     from pytest_bpsperf.config.tricks import BUILTIN_TRICKS
-    from pytest_bpsperf.planning.model import Node
-    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.planning.planner import make_plan
+    from pytest_bpsperf.runs.plan import Node
 
     s = resolve([Source("cli", "c", {"backend": "byteps", "workers": "1"})], Hardware(gpus=8, cores=8))
     nodes = [Node("g", "10.0.0.2", 8, 8, "gpu"), Node("c", "10.0.0.3", 8, 0, "cpu")]

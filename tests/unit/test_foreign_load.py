@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from pytest_bpsperf.judge.records import NodeLoad, RunOutput
 from pytest_bpsperf.launch.load import LoadWatch
 from pytest_bpsperf.remote import cpuload
+from pytest_bpsperf.runs.output import NodeLoad, RunOutput
 
 
 def fake_proc(root, procs, stat="cpu  100 5 50 1000 20 3 2 7 0 0\n"):

@@ -19,9 +19,9 @@ from helpers.paths import ROOT
 from pytest_bpsperf import backends
 from pytest_bpsperf.config.settings import Hardware, Source, resolve
 from pytest_bpsperf.config.tricks import Trick
-from pytest_bpsperf.planning.model import Node, PlanError
 from pytest_bpsperf.planning.placement import HEAD_RESOURCE
-from pytest_bpsperf.planning.plan import make_plan, reference_plan
+from pytest_bpsperf.planning.planner import make_plan, reference_plan
+from pytest_bpsperf.runs.plan import Node, PlanError
 
 MIRROR = "/work/.mirror/bytedance+byteps/repo"
 TAG = "v0.2.5.post15"
@@ -366,7 +366,7 @@ def test_the_byteps_probe_refuses_a_gpu_its_stack_cannot_run(monkeypatch):
 
 
 def test_the_base_arms_preflight_takes_auto_as_the_session_resolved_it():
-    from pytest_bpsperf.glue.pairs import arm_needs
+    from pytest_bpsperf.plugin.pair_gate import arm_needs
 
     s = settings(Hardware(gpus=8, cores=32))
     assert s.backend == "auto"

@@ -131,9 +131,9 @@ def test_shipped_perf_test_pins_no_default():
 def test_every_variable_a_trick_sets_is_echoed_in_records_and_reports():
     from pytest_bpsperf.config.settings import Hardware, Source, resolve
     from pytest_bpsperf.config.tricks import Trick
-    from pytest_bpsperf.planning.model import Node
-    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.planning.planner import make_plan
     from pytest_bpsperf.remote.environ import reported
+    from pytest_bpsperf.runs.plan import Node
 
     trick = Trick("preload", env={"worker": {"LD_PRELOAD": "/usr/lib/libfast.so", "MALLOC_ARENA_MAX": "2"}})
     settings = resolve([Source("cli", "command line", {"role_env": "server:GLOO_SOCKET_IFNAME=lo"})],

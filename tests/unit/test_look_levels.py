@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from pytest_bpsperf.stats import paired, rule
+from pytest_bpsperf.stats import rule
+from pytest_bpsperf.stats import sequential as paired
 
 
 @pytest.fixture

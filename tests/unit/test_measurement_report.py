@@ -11,11 +11,11 @@ import pytest
 from pytest_bpsperf import report
 from pytest_bpsperf.config.settings import Hardware, Source, resolve
 from pytest_bpsperf.config.tricks import TrickRegistry
-from pytest_bpsperf.judge.job import RunFailure, RunResult, RunSpec, worker_records_from
+from pytest_bpsperf.judge.job import RunFailure, RunResult
 from pytest_bpsperf.judge.measurement import MeasurementError, measure, measure_worker
-from pytest_bpsperf.judge.records import RoleOutcome, RunOutput, WorkerRecords
-from pytest_bpsperf.planning.model import CommWindow
 from pytest_bpsperf.report.text import _ranges
+from pytest_bpsperf.runs.output import CommWindow, RoleOutcome, RunOutput, WorkerRecords, worker_records_from
+from pytest_bpsperf.runs.spec import RunSpec
 from pytest_bpsperf.store import files
 
 TEST = "tests/test_x.py::test_x"
@@ -355,8 +355,8 @@ def test_result_line_and_json_carry_the_byteps_timeline():
 def test_byteps_backend_collects_timelines_from_comm_json():
     """What the launcher fetches from the workers' trace dirs becomes a PUSH/PULL summary per node."""
     from pytest_bpsperf import backends
-    from pytest_bpsperf.planning.model import Node
-    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.planning.planner import make_plan
+    from pytest_bpsperf.runs.plan import Node
 
     gpu = Node("g", "10.9.9.9", 8, 1, "gpu")
     s = resolve([Source("cli", "command line", {"trace": "3:4", "steps": "10", "workers": "1"})],
@@ -385,8 +385,8 @@ def test_byteps_backend_collects_timelines_from_comm_json():
 def test_byteps_timeline_reads_the_root_local_rank_only():
     """BytePS's root local rank (the last) does PUSH/PULL; the other ranks' traces have none."""
     from pytest_bpsperf import backends
-    from pytest_bpsperf.planning.model import Node
-    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.planning.planner import make_plan
+    from pytest_bpsperf.runs.plan import Node
 
     gpu = Node("g", "10.9.9.9", 8, 4, "gpu")
     s = resolve([Source("cli", "command line", {"trace": "3:4", "steps": "10", "workers": "1"})],
@@ -420,8 +420,8 @@ def test_byteps_timeline_reads_the_root_local_rank_only():
 def test_byteps_trace_with_bpslaunch_reads_the_root_rank_of_the_launchers_node():
     """With launch=bpslaunch one role runs every rank of a node (no BYTEPS_LOCAL_SIZE in its environment)."""
     from pytest_bpsperf import backends
-    from pytest_bpsperf.planning.model import Node
-    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.planning.planner import make_plan
+    from pytest_bpsperf.runs.plan import Node
 
     gpu = Node("g", "10.9.9.9", 8, 4, "gpu")
     s = resolve([Source("cli", "command line", {"trace": "3:4", "steps": "10", "workers": "1", "backend": "byteps",
@@ -493,7 +493,7 @@ def test_breakdown_is_labelled_as_the_serialized_diagnostic():
 
 
 def test_runs_of_the_two_timing_modes_are_never_one_job_or_matrix():
-    from pytest_bpsperf.judge.job import run_key
+    from pytest_bpsperf.runs.spec import run_key
 
     over, brk = _overlapped_result(), make_result("default", settings_values={"timing": "breakdown"})
     assert run_key(over.spec, "mxnet") != run_key(brk.spec, "mxnet")

@@ -1,6 +1,6 @@
 """The repeated looks of the base-vs-head gate are calibrated: each check crosses its limit at the stated rate.
 
-:func:`pytest_bpsperf.stats.paired.look_level` gives every look of a check the
+:func:`pytest_bpsperf.stats.sequential.look_level` gives every look of a check the
 same nominal level, chosen so that over all looks the check crosses at its
 one-sided rate (0.5% for the noise check at 99%, 10% for the tolerance checks).
 These tests measure the rate with an implementation of their own (numpy, another
@@ -18,8 +18,9 @@ import random
 import pytest
 
 from pytest_bpsperf.judge.pairs import decide_pairs
-from pytest_bpsperf.stats import paired, rule
-from pytest_bpsperf.stats.paired import PairRuns, estimate, look_level
+from pytest_bpsperf.stats import rule
+from pytest_bpsperf.stats import sequential as paired
+from pytest_bpsperf.stats.sequential import PairRuns, estimate, look_level
 from pytest_bpsperf.stats.tdist import t_quantile
 
 np = pytest.importorskip("numpy")

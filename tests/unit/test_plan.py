@@ -8,9 +8,10 @@ from pytest_bpsperf import backends
 from pytest_bpsperf.backends import workload_command
 from pytest_bpsperf.config.settings import Hardware, Source, resolve
 from pytest_bpsperf.config.tricks import BUILTIN_TRICKS, Trick, TrickError, TrickRegistry
-from pytest_bpsperf.planning.model import Node, PlanError
-from pytest_bpsperf.planning.plan import PYTHON, RECORDS, make_plan
+from pytest_bpsperf.planning.planner import make_plan
+from pytest_bpsperf.remote.environ import PYTHON, RECORDS
 from pytest_bpsperf.remote.environ import scrub as clean_env
+from pytest_bpsperf.runs.plan import Node, PlanError
 
 EMBEDDED = Node("n0", "127.0.0.1", 2, 0)
 GPU_NODES = [Node("gpu-a", "10.0.0.1", 32, 8, "gpu-a"), Node("gpu-b", "10.0.0.2", 32, 8, "gpu-b")]
@@ -361,7 +362,7 @@ def test_unusable_trace_window_is_a_plan_error(backend, trace, steps, message):
 
 
 def test_scaling_reference_trains_on_the_workers_device():
-    from pytest_bpsperf.planning.plan import local_command
+    from pytest_bpsperf.planning.planner import local_command
     from pytest_bpsperf.remote.workload import parse_args
 
     cpu = local_command(settings())
@@ -384,7 +385,7 @@ def test_omp_threads_sets_the_byteps_servers_summation_threads_too():
 
 
 def test_the_scaling_reference_is_one_worker_node_alone_under_the_same_trick():
-    from pytest_bpsperf.planning.plan import reference_plan
+    from pytest_bpsperf.planning.planner import reference_plan
 
     passive = Trick("omp-passive", env={"server": {"OMP_WAIT_POLICY": "PASSIVE"},
                                         "worker": {"OMP_WAIT_POLICY": "PASSIVE"}})

@@ -8,8 +8,10 @@ import re
 import pytest
 
 from helpers.paths import ROOT
+from pytest_bpsperf.remote import hardware
+from pytest_bpsperf.remote.hardware import collect_facts, list_gpus, memory_class_gib
 from pytest_bpsperf.store import profile as profile_mod
-from pytest_bpsperf.store.profile import collect_facts, list_gpus, make_profile, memory_class_gib
+from pytest_bpsperf.store.profile import make_profile
 
 EPYC = "AMD EPYC 7B13 64-Core Processor"
 XEON = "Intel(R) Xeon(R) CPU E5-2686 v4 @ 2.30GHz"
@@ -184,7 +186,7 @@ def test_bad_cluster_description(fake_host):
 
 
 def test_missing_proc_files_fall_back(tmp_path, monkeypatch):
-    monkeypatch.setattr(profile_mod.platform, "processor", lambda: "fallback-chip")
+    monkeypatch.setattr(hardware.platform, "processor", lambda: "fallback-chip")
     facts = collect_facts(
         cpuinfo_path=str(tmp_path / "nope"),
         meminfo_path=str(tmp_path / "nope2"),
@@ -259,7 +261,7 @@ def test_real_host_facts_are_stable():
 def _host(gpu_model, gpus, cpu="Intel Xeon Gold 6148", cores=64):
     local = {"cpu_model": cpu, "arch": "x86_64", "cores": cores, "memory_gib_class": 256,
              "gpu_model": None, "gpu_count": 0}
-    return profile_mod.host_facts(local, gpu_model, gpus)
+    return hardware.host_facts(local, gpu_model, gpus)
 
 
 def test_cluster_profile_follows_the_worker_nodes_gpu_model():
@@ -277,14 +279,14 @@ def test_cluster_profile_does_not_depend_on_the_driver_machine(monkeypatch):
     hosts = ([_host("V100", 8)] * 2, [_host(None, 0)])
     before = make_profile(profile_mod.cluster_profile_facts(*hosts)).id
     # another machine runs pytest: nothing of it is read
-    monkeypatch.setattr(profile_mod, "collect_facts", lambda **kw: {"cpu_model": "other laptop"})
+    monkeypatch.setattr(hardware, "collect_facts", lambda **kw: {"cpu_model": "other laptop"})
     assert make_profile(profile_mod.cluster_profile_facts(*hosts)).id == before
 
 
 def test_ray_accelerator_type_wins_and_no_gpu_means_no_model():
     local = {"cpu_model": "x", "gpu_model": "Tesla V100-SXM2-32GB", "gpu_count": 8}
-    assert profile_mod.host_facts(local, "V100", 8)["gpu_model"] == "V100"
-    assert profile_mod.host_facts(local, None, 0)["gpu_model"] is None
+    assert hardware.host_facts(local, "V100", 8)["gpu_model"] == "V100"
+    assert hardware.host_facts(local, None, 0)["gpu_model"] is None
     with pytest.raises(ValueError, match="no node hosted a role"):
         profile_mod.cluster_profile_facts([], [])
 
@@ -312,7 +314,7 @@ def test_the_profile_names_vendor_family_model_stepping_and_vector_sets(tmp_path
     assert (facts["cpu_vendor"], facts["cpu_family"], facts["cpu_model_number"], facts["cpu_stepping"]) == \
         ("AuthenticAMD", 25, 1, 1)
     assert facts["cpu_isa"] == ["sse4_2", "avx", "avx2", "fma", "f16c"]  # sse/fpu: no kernel picks by them
-    assert facts["profile_scheme"] == profile_mod.PROFILE_SCHEME
+    assert facts["profile_scheme"] == hardware.PROFILE_SCHEME
     assert make_profile(facts).name.startswith("cpu-amd-epyc-f25m1-avx2-")
     arm = _facts(tmp_path, "processor\t: 0\nFeatures\t: fp asimd asimddp sve\nCPU implementer\t: 0x41\n"
                            "CPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd0c\n", "arm")
@@ -338,7 +340,7 @@ def test_the_older_schemes_id_is_what_it_was(tmp_path):
     now = _facts(tmp_path, EPYC_MILAN)
     assert not profile_mod.is_legacy(now) and profile_mod.legacy_id(now) == committed["profile"]["id"]
     # clusters too: each node kind loses what the older scheme did not record
-    hosts = [profile_mod.host_facts(now, None, 0)] * 2
+    hosts = [hardware.host_facts(now, None, 0)] * 2
     cluster = profile_mod.cluster_profile_facts(hosts, hosts[:1])
     node = {k: now[k] for k in ("cpu_model", "arch", "cores", "memory_gib_class", "gpu_model", "gpu_count")}
     older = {**node, "cluster": {"nodes": 3, "worker_nodes": [{**node, "count": 2}],

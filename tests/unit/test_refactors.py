@@ -1,4 +1,4 @@
-"""Pure refactorings keep their results: long functions split into parts, glue objects behind methods.
+"""Pure refactorings keep their results: long functions split into parts, the pytest layer's objects behind methods.
 
 The expected values were produced by the functions before they were split
 (``session_difference`` at ea4e940, one body for all three cases), on the same
@@ -222,8 +222,8 @@ EMBEDDED_PLAN = [
 
 def test_make_plan_gives_the_environments_it_gave_before_the_split():
     from pytest_bpsperf import backends
-    from pytest_bpsperf.planning.model import Node
-    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.planning.planner import make_plan
+    from pytest_bpsperf.runs.plan import Node
 
     plan = make_plan(_plan_settings(**_LAYERED), _layered_trick(), [Node("n0", "127.0.0.1", 2, 0)],
                      backend=backends.get("mxnet"), run_id="run-1", verbose_ps=2)
@@ -235,8 +235,8 @@ def test_make_plan_gives_the_environments_it_gave_before_the_split():
 
 def test_make_plan_places_byteps_processes_as_it_did_before_the_split():
     from pytest_bpsperf import backends
-    from pytest_bpsperf.planning.model import Node
-    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.planning.planner import make_plan
+    from pytest_bpsperf.runs.plan import Node
 
     head = Node("head", "127.0.0.1", 0, 0, "head")
     marked = [Node(f"srv-{i}", f"127.0.0.{4 + i}", 1, 0, f"srv-{i}", {"CPU": 1, "bpsperf_server": 1}) for i in range(2)]
@@ -261,9 +261,9 @@ def test_make_plan_places_byteps_processes_as_it_did_before_the_split():
 
 def test_plan_parts():
     from pytest_bpsperf import backends
-    from pytest_bpsperf.planning import plan
-    from pytest_bpsperf.planning.model import Node, PlanError
+    from pytest_bpsperf.planning import planner as plan
     from pytest_bpsperf.planning.placement import NodeKindPlacement
+    from pytest_bpsperf.runs.plan import Node, PlanError
 
     s = _plan_settings(**_LAYERED)
     assert plan._run_env(s, 3, "r", False) == {"DMLC_NUM_WORKER": "2", "DMLC_NUM_SERVER": "3", "BPSPERF_RUN_ID": "r"}
@@ -294,8 +294,8 @@ def test_plan_parts():
 
 def _embedded_plan():
     from pytest_bpsperf import backends
-    from pytest_bpsperf.planning.model import Node
-    from pytest_bpsperf.planning.plan import make_plan
+    from pytest_bpsperf.planning.planner import make_plan
+    from pytest_bpsperf.runs.plan import Node
 
     return make_plan(_plan_settings(), _layered_trick(), [Node("n0", "127.0.0.1", 2, 0)],
                      backend=backends.get("mxnet"), run_id="run-1")
@@ -366,14 +366,14 @@ def test_live_progress_says_the_roles_are_up_then_ticks(tmp_path):
     assert heard[1:] == ["t[default]: step 5/20, 16.0 img/s", "t[default]: no progress (ZeroDivisionError)"]
 
 
-# --- the glue objects: each writes only its own state, the others ask it through methods --------
+# --- the pytest layer's objects: each writes only its own state, the others ask it through methods --------
 
 _GLUE_NAMES = {"gate", "runner", "reports", "settings_plugin", "guard", "ledger", "session"}
 #: writes that stay, each with its reason
 _ALLOWED = {
-    # plugin.py wires the objects it made: the runner's declared callback, and pytest's own exit status
-    ("plugin.py", "runner.before_ray"),
-    ("plugin.py", "session.exitstatus"),
+    # plugin/__init__.py wires the objects it made: the runner's declared callback, and pytest's own exit status
+    ("__init__.py", "runner.before_ray"),
+    ("__init__.py", "session.exitstatus"),
 }
 _MUTATORS = {"append", "extend", "update", "add", "pop", "clear", "setdefault", "remove", "insert", "discard"}
 
@@ -413,24 +413,24 @@ def _foreign_writes(path):
     return [text for _, text in sorted(found)]
 
 
-def test_no_glue_object_writes_another_ones_attributes():
+def test_no_object_of_the_pytest_layer_writes_another_ones_attributes():
     import pathlib
 
     import pytest_bpsperf
 
     root = pathlib.Path(pytest_bpsperf.__file__).parent
-    files = sorted((root / "glue").glob("*.py")) + [root / "plugin.py"]
+    files = sorted((root / "plugin").glob("*.py"))
     assert [w for f in files for w in _foreign_writes(f)] == []
 
 
-def test_the_check_finds_what_the_glue_used_to_write(tmp_path):
-    old = tmp_path / "plugin.py"
+def test_the_check_finds_what_the_pytest_layer_used_to_write(tmp_path):
+    old = tmp_path / "__init__.py"
     old.write_text("def f(gate, runner, self):\n    gate.lines.append('x')\n    gate.update_failed = True\n"
                    "    self.settings_plugin.hardware = 1\n    self.gate.lines.append('y')\n"
                    "    self.ledger.failures.append(2)\n    self.written.append(3)\n    runner.before_ray = f\n")
-    assert _foreign_writes(old) == ["plugin.py:2 gate.lines", "plugin.py:3 gate.update_failed",
-                                    "plugin.py:4 self.settings_plugin.hardware", "plugin.py:5 self.gate.lines",
-                                    "plugin.py:6 self.ledger.failures"]
+    assert _foreign_writes(old) == ["__init__.py:2 gate.lines", "__init__.py:3 gate.update_failed",
+                                    "__init__.py:4 self.settings_plugin.hardware", "__init__.py:5 self.gate.lines",
+                                    "__init__.py:6 self.ledger.failures"]
 
 
 def test_the_ledger_writes_its_own_lists():
@@ -448,9 +448,9 @@ def test_the_ledger_writes_its_own_lists():
 
 
 def test_profile_facts_before_ray_are_this_machines(tmp_path):
-    from pytest_bpsperf.glue.runner import RunnerPlugin
     from pytest_bpsperf.launch.session import PerfSession
-    from pytest_bpsperf.store.profile import collect_facts
+    from pytest_bpsperf.plugin.runner import RunnerPlugin
+    from pytest_bpsperf.remote.hardware import collect_facts
 
     here = collect_facts(cluster=None)
     session = PerfSession(ray_address="", base_log_dir=str(tmp_path))
@@ -462,8 +462,8 @@ def test_profile_facts_before_ray_are_this_machines(tmp_path):
 
 
 def test_write_baselines_keeps_an_io_error_for_the_summary():
-    from pytest_bpsperf.glue.gate import BaselineGate
     from pytest_bpsperf.judge.job import Ledger
+    from pytest_bpsperf.plugin.baseline_gate import BaselineGate
 
     class Gate:
         ledger, update_failed, asked = Ledger(), False, []
@@ -480,7 +480,7 @@ def test_write_baselines_keeps_an_io_error_for_the_summary():
 
 def test_settings_follow_the_hardware_given(pytester):
     from pytest_bpsperf.config.settings import Hardware
-    from pytest_bpsperf.glue.config import SettingsPlugin
+    from pytest_bpsperf.plugin.options import SettingsPlugin
 
     config = pytester.parseconfigure("-p", "no:cacheprovider")
     plugin = SettingsPlugin(config)

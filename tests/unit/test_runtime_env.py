@@ -241,13 +241,13 @@ def test_a_session_ships_the_entry_module_on_a_cluster_only(tmp_path):
     settings = resolve([cli(entry="single:build")], CPU).with_values(entry=EntryPoint("single", "build",
                                                                                         str(tmp_path)))
     session = PerfSession(ray_address="10.0.0.1:6379", base_log_dir=str(tmp_path))
-    assert session.entry_module(settings, None) == str(tmp_path / "single.py")
+    assert session.shipping.entry_module(settings, None) == str(tmp_path / "single.py")
     # the plan's workers import the shipped copy: no --entry-path of the driver's directory
-    assert session.plan_settings(settings, None).entry == EntryPoint("single", "build", None)
+    assert session.shipping.plan_settings(settings, None).entry == EntryPoint("single", "build", None)
     in_tree = Arm("base", str(tmp_path), ("{tree}",), entry_path="{tree}")
-    assert session.entry_module(settings, in_tree) is None  # the arm's tree carries it
-    assert session.plan_settings(settings, in_tree) is settings
+    assert session.shipping.entry_module(settings, in_tree) is None  # the arm's tree carries it
+    assert session.shipping.plan_settings(settings, in_tree) is settings
     session.cluster.owned = True  # the embedded Ray: read in place
-    assert session.entry_module(settings, None) is None
-    assert session.actor_env(settings, None) is None
+    assert session.shipping.entry_module(settings, None) is None
+    assert session.shipping.actor_env(settings, None) is None
     assert os.path.isfile(settings.entry.path + "/single.py")

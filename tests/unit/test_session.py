@@ -6,8 +6,8 @@ import pytest
 
 from pytest_bpsperf.backends import PlanError
 from pytest_bpsperf.backends import resolve as resolve_backend
-from pytest_bpsperf.judge.job import job_dir_name
-from pytest_bpsperf.planning.model import Node
+from pytest_bpsperf.runs.plan import Node
+from pytest_bpsperf.runs.spec import job_dir_name
 
 CPU = Node("c", "127.0.0.1", 2, 0, "node-0")
 GPU = Node("g", "127.0.0.1", 16, 4, "node-1")

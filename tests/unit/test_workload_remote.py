@@ -62,8 +62,8 @@ def test_record_data_on_a_gpu_rank_pins_its_own_gpu_and_augments_as_bytepss_exam
 
 
 def test_sync_every_needs_overlapped_timing_and_enough_steps():
-    from pytest_bpsperf.config.preflight import WorkloadSpecError, check_workload
     from pytest_bpsperf.config.settings import Hardware, Source, resolve
+    from pytest_bpsperf.config.workload_spec import WorkloadSpecError, check_workload
 
     def check(**values):
         s = resolve([Source("cli", "command line", {k: str(v) for k, v in values.items()})], Hardware(0, 2))

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from pytest_bpsperf.config.parsers import EntryPoint
-from pytest_bpsperf.config.preflight import WorkloadSpecError, check_workload, resolve_entry, zoo_model_names
 from pytest_bpsperf.config.settings import Hardware, Source, resolve
+from pytest_bpsperf.config.workload_spec import WorkloadSpecError, check_workload, resolve_entry, zoo_model_names
 
 CPU = Hardware(gpus=0, cores=2)
 
@@ -31,7 +31,7 @@ def test_zoo_names_are_gluoncvs_own_list_without_importing_it():
     assert names == frozenset(listed)
     # reading the names imports neither gluoncv nor MXNet
     imported = subprocess.run(
-        [sys.executable, "-c", "import sys; from pytest_bpsperf.config.preflight import zoo_model_names; "
+        [sys.executable, "-c", "import sys; from pytest_bpsperf.config.workload_spec import zoo_model_names; "
          "assert 'resnet50_v2' in zoo_model_names(); print(sorted(m for m in sys.modules "
          "if m.split('.')[0] in ('mxnet', 'gluoncv')))"],
         stdout=subprocess.PIPE, universal_newlines=True, check=True, timeout=300,

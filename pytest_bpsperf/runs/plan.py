@@ -1,22 +1,20 @@
-"""The plan vocabulary: nodes, placements, role plans, plans, the backend protocol and its errors.
+"""Where a run's processes go: nodes, placements, bundles, role plans, plans, and the error of a plan.
 
 Every later step speaks it: the placement strategy and the planner produce
-these objects, backends implement :class:`Backend` over them, the launcher
-runs a :class:`Plan`, and a backend's own communication figures come back as
-:class:`CommWindow`. Pure data; it imports only the settings it is typed over.
+these objects, backends (:class:`pytest_bpsperf.backends.Backend`) are called
+with them, and the launcher runs a :class:`Plan`. Pure data; it imports only
+the settings it is typed over.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol, Sequence, runtime_checkable
+from typing import Mapping
 
-from ..config.settings import Settings
 from ..config.tricks import Trick
 
 #: Ray resource prefix that names a node's accelerator model (``accelerator_type:V100``).
 ACCELERATOR_PREFIX = "accelerator_type:"
-
 
 
 @dataclass(frozen=True)
@@ -49,7 +47,6 @@ class Node:
                 + (f", {', '.join(extra)}" if extra else "") + ")")
 
 
-
 @dataclass(frozen=True)
 class Placement:
     """A node for every role of one run (before tricks add servers or GPUs add processes)."""
@@ -66,7 +63,6 @@ class Bundle:
 
     node: Node
     resources: Mapping[str, float] = field(hash=False)
-
 
 
 @dataclass(frozen=True)
@@ -88,7 +84,6 @@ class RolePlan:
     def processes(self) -> int:
         """Training processes of a worker role: one per GPU it holds where a launcher spawns them (bpslaunch)."""
         return max(1, self.gpus) if self.role == "worker" else 1
-
 
 
 @dataclass(frozen=True)
@@ -135,76 +130,3 @@ class PlanError(ValueError):
     """The settings cannot be planned on the cluster or with the backend; the message says why."""
 
 
-
-@dataclass(frozen=True)
-class WorkerProcess:
-    """One process of a worker node: its name suffix, the backend's variables, the GPUs its actor holds."""
-
-    suffix: str  # "" for one process per node, ".0", ".1", ... for one per GPU
-    env: Mapping[str, str] = field(default_factory=dict, hash=False)
-    gpus: int = 0
-    #: training processes this role runs (more than 1 when a launcher on the node spawns them: bpslaunch)
-    processes: int = 1
-
-
-
-@runtime_checkable
-class Backend(Protocol):
-    """What a parameter-server backend implements (see :mod:`pytest_bpsperf.backends`)."""
-
-    #: the name settings, keys and reports use
-    name: str
-    #: whether workers must run on GPU nodes
-    needs_gpu_workers: bool
-
-    def check(self, settings: Settings) -> None:
-        """Raise :class:`PlanError` for settings this backend cannot run."""
-
-    def server_command(self) -> Sequence[str]:
-        """Command of the scheduler and of every server (``DMLC_ROLE`` tells them apart)."""
-
-    def server_env(self, settings: Settings) -> Mapping[str, str]:
-        """The backend's variables for every server process."""
-
-    def worker_command(self, settings: Settings) -> Sequence[str]:
-        """Command of every worker process (may use the ``PYTHON`` and ``RECORDS`` placeholders)."""
-
-    def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
-                         gpus: Sequence[int]) -> Sequence[WorkerProcess]:
-        """The processes of worker node ``worker_id`` on ``node``, with their variables.
-
-        ``gpus`` are the GPU ids Ray assigned to this run on that node (empty on CPU).
-        A backend that trains on GPUs runs one process per id; its process
-        ``k`` gets GPU ``gpus[k]`` (its actor asks Ray for one GPU).
-        """
-
-    def probe(self) -> "str | None":
-        """Runs on a node (in a Ray task): why the backend cannot run there, None when it can."""
-
-    def artifact_dirs(self, role: "RolePlan") -> Sequence[str]:
-        """Directories (relative to the role's log dir) to fetch from its node after the run."""
-
-    def collect(self, plan: "Plan", files: Mapping[str, Mapping[str, str]]) -> "tuple[CommWindow, ...]":
-        """What the backend measured itself, from ``{role name: {path: text}}`` of :meth:`artifact_dirs`."""
-
-    def workload_defaults(self, device: str) -> Mapping[str, int]:
-        """Default steps, batch size and image size on a device kind (``cpu`` or ``gpu``)."""
-
-
-@dataclass(frozen=True)
-class CommWindow:
-    """Communication time a backend measured itself (BytePS's timeline of one worker node)."""
-
-    name: str  # e.g. the trace directory of a worker node
-    steps: int = 0
-    push_s: "float | None" = None  # mean seconds per step
-    pull_s: "float | None" = None
-    error: "str | None" = None  # why there is no measurement
-    detail: Mapping[str, float] = field(default_factory=dict, hash=False)
-
-    def as_dict(self) -> dict:
-        """JSON view."""
-        if self.error is not None:
-            return {"name": self.name, "error": self.error}
-        return {"name": self.name, "steps": self.steps, "mean_push_s": self.push_s, "mean_pull_s": self.pull_s,
-                **dict(self.detail)}

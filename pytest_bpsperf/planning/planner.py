@@ -14,16 +14,17 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Mapping, Sequence
 
+from ..backends.base import Backend, workload_command
 from ..config.settings import Settings
 from ..config.tricks import Trick
-from ..remote.environ import CHOSEN_VARS, IMPORT_PATH, PYTHON, RECORDS, planner_owned
-from .model import Backend, Bundle, Node, Placement, Plan, PlanError, RolePlan
+from ..remote.environ import CHOSEN_VARS, IMPORT_PATH, PYTHON, planner_owned
+from ..runs.plan import Bundle, Node, Placement, Plan, PlanError, RolePlan
 from .placement import NodeKindPlacement, PlacementStrategy
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config.arms import Arm
 
-__all__ = ["base_env", "for_arm", "local_command", "make_plan", "reference_plan", "workload_command"]
+__all__ = ["base_env", "for_arm", "local_command", "make_plan", "reference_plan"]
 
 
 def base_env(settings: Settings) -> dict:
@@ -314,33 +315,3 @@ def reference_plan(settings: Settings, trick: Trick, node: Node, *, backend: Bac
                 num_workers=1, num_servers=0, worker_processes=len(ids), server_nodes=0, servers_per_node=0)
 
 
-def workload_command(settings: Settings, backend: str, *, per_rank_records: bool = False) -> tuple:
-    """The command of a process running the shipped workload with this run's parameters.
-
-    ``per_rank_records``: the process is one of several that a launcher on the
-    node spawns (bpslaunch), each writing the records file of its local rank.
-    """
-    command: tuple = (
-        PYTHON, "-m", "pytest_bpsperf.remote.workload",
-        "--backend", backend,
-        "--model", settings.model,
-        "--steps", str(settings.steps),
-        "--batch-size", str(settings.batch_size),
-        "--image-size", str(settings.image_size),
-        "--timing", settings.timing,
-        "--dtype", settings.dtype,
-        "--data", settings.data,
-        "--data-threads", str(settings.data_threads),
-        "--records", RECORDS,
-    )
-    if settings.sync_every != 1:
-        command += ("--sync-every", str(settings.sync_every))
-    if settings.breakdown_steps and backend != "local":  # the single-process reference is not broken down
-        command += ("--diagnostic-steps", str(settings.breakdown_steps))
-    if settings.entry is not None:
-        command += ("--entry", settings.entry.spec)
-        if settings.entry.path:
-            command += ("--entry-path", settings.entry.path)
-    if per_rank_records:
-        command += ("--records-per-rank",)
-    return command

@@ -1,16 +1,34 @@
-"""What one run of the roles produced: each role's outcome and each worker's step records.
+"""What one run of the roles produced: each role's outcome, each worker's step records, the load beside them.
 
 The launcher (or a user's ``pytest_bpsperf_run`` hook) returns a :class:`RunOutput`;
-:mod:`.measurement` turns it into img/s.
+:mod:`pytest_bpsperf.judge.measurement` turns it into img/s.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
-from ..planning.model import CommWindow
 from ..remote.environ import reported
+
+
+@dataclass(frozen=True)
+class CommWindow:
+    """Communication time a backend measured itself (BytePS's timeline of one worker node)."""
+
+    name: str  # e.g. the trace directory of a worker node
+    steps: int = 0
+    push_s: "float | None" = None  # mean seconds per step
+    pull_s: "float | None" = None
+    error: "str | None" = None  # why there is no measurement
+    detail: Mapping[str, float] = field(default_factory=dict, hash=False)
+
+    def as_dict(self) -> dict:
+        """JSON view."""
+        if self.error is not None:
+            return {"name": self.name, "error": self.error}
+        return {"name": self.name, "steps": self.steps, "mean_push_s": self.push_s, "mean_pull_s": self.pull_s,
+                **dict(self.detail)}
 
 
 @dataclass(frozen=True)
@@ -153,3 +171,13 @@ class RunOutput:
     def __post_init__(self) -> None:
         if self.backend == "auto" or not self.backend:
             raise ValueError(f"RunOutput.backend must name the backend that ran, not {self.backend!r}")
+
+
+def worker_records_from(name: str, steps: "Sequence[Mapping[str, float]]", batch_size: int,
+                        node: str = "node-0") -> WorkerRecords:
+    """Build a worker's records from plain step times (for feeding measurements through the hook)."""
+    recs: list = [{"event": "start", "batch_size": batch_size}]
+    for i, s in enumerate(steps):
+        recs.append({"event": "step", "step": i, "images": batch_size, **s})
+    recs.append({"event": "end"})
+    return WorkerRecords(name=name, node=node, records=tuple(recs))

@@ -9,20 +9,22 @@ import pytest
 
 from ..config.settings import baselines_directory
 from ..judge.breakdown import combine
-from ..judge.job import Job, Ledger, RunResult, RunSpec
+from ..judge.job import Job, Ledger, RunResult
 from ..judge.offline import profile_prior
-from ..judge.verdict import IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, REGRESSION, Verdict, bisect_hint
+from ..judge.verdict import NO_BASELINE, REGRESSION, Verdict, bisect_hint
 from ..remote.provenance import current_commit, software_versions, utc_now_iso, working_tree_dirty
+from ..runs.spec import RunSpec
 from ..stats import BetweenPrior
 from ..store.baselines import BaselineError, BaselineStore, check_baseline_quality
 from ..store.entries import latest_session, make_session, recorded_sessions
 from ..store.history import HistoryError, HistoryStore
 from ..store.profile import Profile, make_profile
 from . import junit
+from .outcomes import settle
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config.settings import Settings
-    from .config import SettingsPlugin
+    from .options import SettingsPlugin
     from .runner import RunnerPlugin
 
 
@@ -44,7 +46,7 @@ class BaselineGate:
 
     @property
     def settings(self) -> "Settings":
-        """The session's settings (resolved when first read: see :class:`~.config.SettingsPlugin`)."""
+        """The session's settings (resolved when first read: see :class:`~.options.SettingsPlugin`)."""
         return self.settings_plugin.settings
 
     @pytest.hookimpl(tryfirst=True)
@@ -233,23 +235,13 @@ class BaselineGate:
         )
         if self.updating:
             return  # recording: the session's end writes the entry; nothing fails here
-        if verdict.status == REGRESSION:
-            if job.confirmations:
-                text += f"\n(confirmed: the regression held over {job.confirmations} extra run(s) of this job)"
-            pytest.fail(text, pytrace=False)
+        if verdict.status == REGRESSION and job.confirmations:
+            text += f"\n(confirmed: the regression held over {job.confirmations} extra run(s) of this job)"
         if verdict.status == NO_BASELINE:
             hint = self.profile_hint(self.profile())
             if hint:
                 text += f"\n({hint})"
-            if settings.strict:
-                pytest.fail(text + " (--bpsperf-strict: a missing baseline fails)", pytrace=False)
-            pytest.skip(text)
-        if verdict.status == INCONCLUSIVE:
-            if settings.strict:
-                pytest.fail(text + " (--bpsperf-strict: an inconclusive verdict fails)", pytrace=False)
-            pytest.skip(text)
-        if verdict.status == IMPROVEMENT:
-            self.ledger.note(text.splitlines()[0])
+        settle(verdict.status, text, strict=settings.strict, note=self.ledger.note)
 
     # -- recording --------------------------------------------------------------
     def write_baselines(self, interrupted: bool) -> None:

@@ -23,7 +23,7 @@ from typing import Iterable
 
 import pytest
 
-from .config import REPORT_OPTIONS
+from .options import REPORT_OPTIONS, uses_runs
 
 #: The signals that end a measuring session like Ctrl-C: a service manager's stop, a closed terminal.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -145,8 +145,4 @@ class SessionGuard:
 
 
 def _perf_items(items: Iterable[pytest.Item]) -> list:
-    out = []
-    for item in items:
-        if "bpsperf_trick" in getattr(item, "fixturenames", ()):
-            out.append(item.nodeid)
-    return out
+    return [item.nodeid for item in items if uses_runs(item)]

@@ -10,7 +10,6 @@ from typing import Callable
 import pytest
 
 from .. import backends
-from ..config.preflight import WorkloadSpecError, check_workload
 from ..config.ray_env import ray_job_source
 from ..config.reports import REPORT_OPTIONS, ReportOption  # noqa: F401 (the report options' one table)
 from ..config.settings import (
@@ -33,6 +32,7 @@ from ..config.settings import (
     resolve_value,
 )
 from ..config.tricks import REFERENCE_TRICK, TrickError, TrickRegistry, parse_definition, runtime_problems
+from ..config.workload_spec import WorkloadSpecError, check_workload
 
 PERF_MARKER = "perf"
 SETTINGS_MARKER = "bpsperf"
@@ -160,13 +160,18 @@ class TrickCase:
     index: int
 
 
+def uses_runs(item: pytest.Item) -> bool:
+    """Whether ``item`` trains: it uses the ``bpsperf_trick`` fixture (``bpsperf_train`` asks for it), so it
+    is parametrized over tricks and its runs start roles."""
+    return "bpsperf_trick" in getattr(item, "fixturenames", ())
+
+
 def is_perf_item(item: pytest.Item) -> bool:
     """Whether ``item`` is a perf test: marked ``perf``, or using the plugin's fixtures (``bpsperf_train``,
     ``bpsperf_trick``, ``bpsperf_settings``). Only sessions that select one resolve and check the settings."""
     if item.get_closest_marker(PERF_MARKER) is not None:
         return True
-    names = getattr(item, "fixturenames", ())
-    return "bpsperf_trick" in names or "bpsperf_settings" in names
+    return uses_runs(item) or "bpsperf_settings" in getattr(item, "fixturenames", ())
 
 
 class SettingsPlugin:
@@ -273,7 +278,7 @@ class SettingsPlugin:
             return
         self._checked.add(function)
         settings = self.settings_for(item)
-        if "bpsperf_trick" in getattr(item, "fixturenames", ()):
+        if uses_runs(item):
             self.tricks_for(function, item.get_closest_marker(TRICKS_MARKER), settings)
 
     def _defaults_for(self, backend: str, device: str):

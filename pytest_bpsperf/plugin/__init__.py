@@ -1,10 +1,17 @@
-"""pytest entry point (``pytest11``): hooks and fixtures, each a few lines over the glue objects.
+"""The pytest layer, and its entry point (``pytest11``): hooks and fixtures, each a few lines over its objects.
 
-The work is done by plain modules; :mod:`pytest_bpsperf.glue` holds the small
-plugin objects that register their own hooks: settings and parametrization
-(:class:`~.glue.config.SettingsPlugin`), runs (:class:`~.glue.runner.RunnerPlugin`),
-the baseline gate (:class:`~.glue.gate.BaselineGate`) and reports
-(:class:`~.glue.reporting.ReportPlugin`).
+The work is done by plain modules below; the modules here are the small
+plugin objects that register their own hooks, created in ``pytest_configure``
+and wired here:
+
+- :mod:`.options`: options, ini keys, markers, each test's settings and its tricks (:class:`~.options.SettingsPlugin`);
+- :mod:`.runner`: the Ray session and the runs, the default ``pytest_bpsperf_run`` (:class:`~.runner.RunnerPlugin`);
+- :mod:`.baseline_gate`: jobs against the stored baselines, and recording them (:class:`~.baseline_gate.BaselineGate`);
+- :mod:`.pair_gate`: base against head in one session (:class:`~.pair_gate.PairGate`);
+- :mod:`.outcomes`: a verdict as the test's outcome, for both gates;
+- :mod:`.reports`: the terminal section and the report files (:class:`~.reports.ReportPlugin`);
+- :mod:`.guard`: SIGTERM, report paths, xdist (:class:`~.guard.SessionGuard`);
+- :mod:`.junit`: verdicts as JUnit properties; :mod:`.hookspec`: the plugin's hook specifications.
 """
 
 from __future__ import annotations
@@ -14,16 +21,16 @@ from typing import Callable, Iterator
 
 import pytest
 
-from . import hooks
-from .config.settings import Settings
-from .config.tricks import Trick
-from .glue.config import REPORT_OPTIONS, SettingsPlugin, add_markers, add_options, is_perf_item
-from .glue.gate import BaselineGate
-from .glue.guard import SessionGuard, under_xdist
-from .glue.pairs import PairGate
-from .glue.reporting import ReportPlugin
-from .glue.runner import RunnerPlugin, report_header
-from .judge.job import Ledger, RunResult, RunSpec, job_dir_name
+from ..config.settings import Settings
+from ..config.tricks import Trick
+from ..judge.job import Ledger, RunResult
+from . import hookspec
+from .baseline_gate import BaselineGate
+from .guard import SessionGuard, under_xdist
+from .options import REPORT_OPTIONS, SettingsPlugin, add_markers, add_options, is_perf_item
+from .pair_gate import PairGate
+from .reports import ReportPlugin
+from .runner import RunnerPlugin, report_header, spec_of
 
 settings_key = pytest.StashKey[SettingsPlugin]()
 runner_key = pytest.StashKey[RunnerPlugin]()
@@ -34,7 +41,7 @@ _KEYS = (report_key, gate_key, runner_key, settings_key, guard_key)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    pluginmanager.add_hookspecs(hooks)
+    pluginmanager.add_hookspecs(hookspec)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -88,7 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(trylast=True)  # after -m and -k deselected what does not run
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: "list[pytest.Item]") -> None:
     if settings_key not in config.stash or hasattr(config, "workerinput"):
-        return  # an xdist worker fails its perf tests at setup (glue/guard.py)
+        return  # an xdist worker fails its perf tests at setup (plugin/guard.py)
     perf = [item for item in items if is_perf_item(item)]
     if perf:
         config.stash[settings_key].activate(perf)
@@ -113,7 +120,7 @@ def _header(config: pytest.Config) -> "list[str]":
     profile = gate.expected_profile()
     if profile is not None:
         config.stash[header_profile_key] = profile.id
-    from .config.ray_env import ray_notices
+    from ..config.ray_env import ray_notices
 
     lines = report_header(gate.settings, profile, gate.baselines_text(profile), updating=gate.updating)
     # what the session does about a Ray job, RAY_ADDRESS or RAY_JOB_ID, before anything runs
@@ -205,18 +212,10 @@ def bpsperf_train(request: pytest.FixtureRequest, bpsperf_trick: Trick) -> Itera
     order) and returns the head run.
     """
     config = request.config
-    case = SettingsPlugin.case_of(request.node)
 
     def train(**overrides: object) -> RunResult:
-        runner = config.stash[runner_key]
-        spec = RunSpec(
-            nodeid=request.node.nodeid,
-            test=request.node.nodeid.split("[")[0],
-            trick=bpsperf_trick,
-            repeat=case.repeat if case is not None else 0,
-            settings=config.stash[settings_key].settings_for(request.node, **overrides),
-            log_dir=os.path.join(str(runner.base_log_dir()), job_dir_name(request.node.nodeid)),
-        )
+        spec = spec_of(request.node, config.stash[settings_key], config.stash[runner_key].base_log_dir(),
+                       bpsperf_trick, **overrides)
         return config.stash[gate_key].train(spec)
 
     yield train

@@ -21,30 +21,22 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..config.arms import (
-    BASE,
-    HEAD,
-    Arm,
-    ArmError,
-    Worktree,
-    arm_import_paths,
-    git_state,
-    git_toplevel,
-    remove_stale_worktrees,
-    resolve_base,
-    same_code,
-)
-from ..judge.job import RunFailure, RunResult, RunSpec, run_key
-from ..judge.pairs import INCONCLUSIVE, Pair, PairedJob, PairedVerdict
-from ..judge.verdict import IMPROVEMENT, REGRESSION
+from ..config.arms import BASE, HEAD, Arm, ArmError, arm_import_paths, resolve_base, same_code
+from ..judge.job import RunFailure, RunResult
+from ..judge.pairs import Pair, PairedJob, PairedVerdict
+from ..runs.spec import RunSpec, run_key
+from ..vcs.git import git_state, git_toplevel
+from ..vcs.worktrees import Worktree, remove_stale_worktrees
 from . import junit
-from .gate import BaselineGate
+from .baseline_gate import BaselineGate
+from .options import uses_runs
+from .outcomes import settle
 from .runner import spec_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config.settings import Settings
     from ..judge.job import Ledger
-    from .config import SettingsPlugin
+    from .options import SettingsPlugin
     from .runner import RunnerPlugin
 
 
@@ -95,7 +87,7 @@ class PairGate(BaselineGate):
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Check the base out and check both arms' interpreters, once perf tests are collected."""
-        items = [i for i in session.items if "bpsperf_trick" in getattr(i, "fixturenames", ())]
+        items = [i for i in session.items if uses_runs(i)]
         if not items or self.config.option.collectonly or self.arms:
             return
         from ..launch.cluster import ClusterError
@@ -313,14 +305,7 @@ class PairGate(BaselineGate):
         junit.record(item, "bpsperf_adaptive_pairs", job.adaptive_pairs)
         text = verdict.message()
         settings = run.spec.settings if run is not None else self.settings
-        if verdict.status == REGRESSION:
-            pytest.fail(text, pytrace=False)
-        if verdict.status == INCONCLUSIVE:
-            if settings.strict:
-                pytest.fail(text + " (--bpsperf-strict: an inconclusive verdict fails)", pytrace=False)
-            pytest.skip(text)
-        if verdict.status == IMPROVEMENT:
-            self.ledger.note(text.splitlines()[0])
+        settle(verdict.status, text, strict=settings.strict, note=self.ledger.note)
 
     def update_baselines(self, interrupted: bool) -> None:
         """Never: a base-vs-head session records no baseline (refused at configure)."""

@@ -16,7 +16,7 @@ from ..store.baselines import BaselineError
 from ..store.history import HistoryError, HistoryStore, current_branch, make_record, trends
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .gate import BaselineGate
+    from .baseline_gate import BaselineGate
     from .runner import RunnerPlugin
 
 

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Mapping
 import pytest
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .config.tricks import Trick
-    from .judge.job import RunSpec
-    from .judge.records import RunOutput
+    from ..config.tricks import Trick
+    from ..runs.output import RunOutput
+    from ..runs.spec import RunSpec
 
 
 @pytest.hookspec
@@ -28,7 +28,7 @@ def pytest_bpsperf_run(config: pytest.Config, spec: "RunSpec") -> "RunOutput | N
     """Run one training run (bring-up, train, teardown) and return what its roles produced.
 
     The plugin's own implementation (``trylast``) brings up the roles on Ray.
-    Another implementation may return a finished :class:`~pytest_bpsperf.judge.records.RunOutput`
+    Another implementation may return a finished :class:`~pytest_bpsperf.runs.output.RunOutput`
     (per-worker step records, role outcomes, the backend that ran) to test
     verdicts and reports without a distributed run; the plugin measures it like
     a real one.

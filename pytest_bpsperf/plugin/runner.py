@@ -10,15 +10,18 @@ from typing import TYPE_CHECKING, Callable
 
 import pytest
 
-from ..judge.job import Ledger, RunFailure, RunResult, RunSpec
+from ..judge.job import Ledger, RunFailure, RunResult
 from ..judge.measurement import MeasurementError, measure
-from ..judge.records import RunOutput
+from ..runs.output import RunOutput
+from ..runs.spec import RunSpec
+from .options import uses_runs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..config.settings import Settings
+    from ..config.tricks import Trick
     from ..launch.session import PerfSession
     from ..store.profile import Profile
-    from .config import SettingsPlugin
+    from .options import SettingsPlugin
 
 
 class RunnerPlugin:
@@ -34,7 +37,7 @@ class RunnerPlugin:
 
     @property
     def settings(self) -> "Settings":
-        """The session's settings (resolved when first read: see :class:`~.config.SettingsPlugin`)."""
+        """The session's settings (resolved when first read: see :class:`~.options.SettingsPlugin`)."""
         return self.settings_plugin.settings
 
     @property
@@ -151,8 +154,8 @@ class RunnerPlugin:
         embedded Ray, this interpreter has one MXNet distribution, not two over each other; with
         BytePS, one push_pull through a real scheduler and server. A failure is one usage error.
 
-        (A base-vs-head session checks both arms' interpreters itself, see :mod:`.pairs`.)"""
-        items = [i for i in session.items if "bpsperf_trick" in getattr(i, "fixturenames", ())]
+        (A base-vs-head session checks both arms' interpreters itself, see :mod:`.pair_gate`.)"""
+        items = [i for i in session.items if uses_runs(i)]
         if not items or self.config.option.collectonly or not self.settings_plugin.ready:
             return  # after a failed activation its usage error stands (pytest calls this hook anyway)
         if self.settings.base:
@@ -236,10 +239,10 @@ class RunnerPlugin:
         return RunResult(spec=spec, output=output, measurement=measurement)
 
     def profile_facts(self) -> dict:
-        """The facts of this session's hardware profile (:meth:`~.launch.session.PerfSession.profile_facts`);
+        """The facts of this session's hardware profile (:meth:`pytest_bpsperf.launch.session.PerfSession.profile_facts`);
         of this machine alone while no run started Ray (never starts it)."""
         if self._session is None:
-            from ..store.profile import collect_facts
+            from ..remote.hardware import collect_facts
 
             return collect_facts(cluster=None)
         return self._session.profile_facts()
@@ -252,7 +255,7 @@ class RunnerPlugin:
             return None
         if self._session is not None and self._session.cluster.started:
             return self.profile_facts()
-        from ..store.profile import collect_facts
+        from ..remote.hardware import collect_facts
 
         if self.runs_elsewhere():
             return collect_facts(cluster=None)  # as profile_facts says while no run started Ray
@@ -304,7 +307,7 @@ class RunnerPlugin:
 
 def report_header(s: "Settings", profile: "Profile | None", baselines: str, *, updating: bool) -> "list[str]":
     """The report header of a session that runs perf tests (or shows its settings): the plugin's version
-    and the ``profile`` expected (:meth:`~.gate.BaselineGate.expected_profile`), what the stored
+    and the ``profile`` expected (:meth:`~.baseline_gate.BaselineGate.expected_profile`), what the stored
     ``baselines`` hold for it, where Ray runs, the gate's settings (and whether it is ``updating``)."""
     from .. import __version__
     from ..config.settings import OPTIONS_BY_NAME, format_value
@@ -327,14 +330,22 @@ def report_header(s: "Settings", profile: "Profile | None", baselines: str, *, u
             f"bpsperf Ray: {ray}", f"bpsperf gate: {', '.join(rules)}"]
 
 
-def spec_of(item: pytest.Item, settings_plugin: "SettingsPlugin", base_log_dir: Path) -> RunSpec:
-    """The spec of a perf item's first run (for checks before anything runs)."""
+def spec_of(item: pytest.Item, settings_plugin: "SettingsPlugin", base_log_dir: "Path | str",
+            trick: "Trick | None" = None, **overrides: object) -> RunSpec:
+    """The spec of a run of perf item ``item``: the one builder, for the ``bpsperf_train`` fixture (its
+    ``trick`` and ``overrides``) and for the checks made before anything runs.
+
+    The trick and repeat come from the item's parametrization, the settings from
+    :meth:`SettingsPlugin.settings_for` with ``overrides`` (``bpsperf_train(**settings)``) on top.
+    """
     import os
 
-    from ..judge.job import job_dir_name
+    from ..runs.spec import job_dir_name
 
     case = settings_plugin.case_of(item)
-    trick = settings_plugin.registry.get(case.trick if case is not None else "default")
-    return RunSpec(nodeid=item.nodeid, test=item.nodeid.split("[")[0], trick=trick, repeat=0,
-                   settings=settings_plugin.settings_for(item), log_dir=os.path.join(str(base_log_dir),
-                                                                                      job_dir_name(item.nodeid)))
+    if trick is None:
+        trick = settings_plugin.registry.get(case.trick if case is not None else "default")
+    return RunSpec(nodeid=item.nodeid, test=item.nodeid.split("[")[0], trick=trick,
+                   repeat=case.repeat if case is not None else 0,
+                   settings=settings_plugin.settings_for(item, **overrides),
+                   log_dir=os.path.join(str(base_log_dir), job_dir_name(item.nodeid)))
