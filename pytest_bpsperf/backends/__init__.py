@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Callable, Mapping, Sequence
 
 from ..config.settings import Settings
-from ..runs.plan import PlanError
+from ..runs.plan import Node, PlanError
 from .base import Backend, BackendBase, WorkerProcess, workload_command
 from .byteps import BytePSBackend
 from .mxnet import MXNetBackend
 
-_REGISTRY: dict = {}
+_REGISTRY: "dict[str, Backend]" = {}
 
 #: What ``backend=auto`` picks on each device kind: BytePS where the workers have GPUs (when it
 #: imports there: :func:`resolve` falls back to the CPU pick), MXNet's own parameter server on CPUs.
@@ -36,7 +36,7 @@ def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
-def names() -> list:
+def names() -> "list[str]":
     """Registered backend names, in registration order."""
     return list(_REGISTRY)
 
@@ -78,10 +78,10 @@ def check_settings(settings: Settings, *, gpus: int) -> None:
 
 
 #: ``probe(backend, node)``: run ``backend.probe`` on ``node``; why it cannot run there, or None.
-Prober = Callable[[Backend, object], "str | None"]
+Prober = Callable[[Backend, Node], "str | None"]
 
 
-def resolve(setting: str, nodes: Sequence, probe: Prober) -> tuple:
+def resolve(setting: str, nodes: "Sequence[Node]", probe: Prober) -> "tuple[str, str]":
     """(backend name, reason). ``auto``: :data:`AUTO`'s GPU pick where GPUs exist and its probe passes
     there, else its CPU pick.
 

@@ -74,13 +74,13 @@ class Backend(Protocol):
         """Default steps, batch size and image size on a device kind (``cpu`` or ``gpu``)."""
 
 
-def workload_command(settings: Settings, backend: str, *, per_rank_records: bool = False) -> tuple:
+def workload_command(settings: Settings, backend: str, *, per_rank_records: bool = False) -> "tuple[str, ...]":
     """The command of a process running the shipped workload with this run's parameters.
 
     ``per_rank_records``: the process is one of several that a launcher on the
     node spawns (bpslaunch), each writing the records file of its local rank.
     """
-    command: tuple = (
+    command: "tuple[str, ...]" = (
         PYTHON, "-m", "pytest_bpsperf.remote.workload",
         "--backend", backend,
         "--model", settings.model,

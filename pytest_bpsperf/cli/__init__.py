@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from .. import __version__
 
@@ -67,7 +67,7 @@ def _date(option: str) -> Callable[[str], str]:
     return convert
 
 
-def _default(name: str) -> object:
+def _default(name: str) -> Any:
     """The plugin's default of setting ``name``: the CLI and the plugin share the option table."""
     from ..config.settings import OPTIONS_BY_NAME
 

@@ -7,9 +7,10 @@ import fnmatch
 import json
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ..judge.offline import baseline_sessions, check_results, compare_results, pair_verdicts, profile_of
+from ..judge.pairs import PairedVerdict
 from ..judge.verdict import IMPROVEMENT, INCONCLUSIVE, NO_BASELINE, REGRESSION, Verdict
 from ..remote.provenance import utc_now_iso
 from ..store.baselines import BaselineStore
@@ -43,14 +44,14 @@ def _make_dir(directory: Path, what: str) -> None:
     directory.mkdir(parents=True, exist_ok=True)
 
 
-def _exit_status(verdicts: Sequence[Verdict], strict: bool) -> int:
+def _exit_status(verdicts: "Sequence[Verdict | PairedVerdict]", strict: bool) -> int:
     """1 on a regression (with ``strict``, also on an inconclusive verdict or a missing baseline, as the
     plugin's ``--bpsperf-strict`` fails them), else 0."""
     failing = (REGRESSION, INCONCLUSIVE, NO_BASELINE) if strict else (REGRESSION,)
     return 1 if any(v.status in failing for v in verdicts) else 0
 
 
-def _hints(verdicts: Sequence[Verdict], strict: bool) -> "list[str]":
+def _hints(verdicts: "Sequence[Verdict | PairedVerdict]", strict: bool) -> "list[str]":
     """What the statuses ask of the reader: record new baselines, or know that inconclusive is no pass."""
     out = []
     if any(v.status == IMPROVEMENT for v in verdicts):
@@ -60,14 +61,14 @@ def _hints(verdicts: Sequence[Verdict], strict: bool) -> "list[str]":
     return out
 
 
-def _verdicts_out(args: argparse.Namespace, verdicts: Sequence[Verdict], *, header: Sequence[str] = (),
-                  notes: Sequence[str] = (), **facts: object) -> int:
+def _verdicts_out(args: argparse.Namespace, verdicts: "Sequence[Verdict | PairedVerdict]", *,
+                  header: Sequence[str] = (), notes: Sequence[str] = (), exit_floor: int = 0, **facts: Any) -> int:
     """Print the verdicts (text: the header, one line per verdict, a count, the notes; or with ``--json``
     one document) and return the exit status."""
     from ..report.text import verdict_line
     from .output import dumps, verdicts_document
 
-    status = max(_exit_status(verdicts, args.strict), int(facts.pop("exit_floor", 0) or 0))
+    status = max(_exit_status(verdicts, args.strict), exit_floor)
     notes = [*notes, *_hints(verdicts, args.strict)]
     if args.json:
         print(dumps(verdicts_document(args.command, verdicts, exit_status=status, strict=args.strict,
@@ -89,6 +90,7 @@ def _verdicts_out(args: argparse.Namespace, verdicts: Sequence[Verdict], *, head
 def compare(args: argparse.Namespace) -> int:
     """``bpsperf compare BASE.json HEAD.json``, or ``bpsperf compare PAIRS.json`` (a base-vs-head session)."""
     facts = {"base": args.base, "head": args.head}
+    verdicts: "Sequence[Verdict | PairedVerdict]"
     if args.head is None:
         results = read_document(args.base, "results")
         verdicts = pair_verdicts(results, tolerance=args.tolerance)
@@ -114,6 +116,8 @@ def check(args: argparse.Namespace) -> int:
     from ..report.markdown import verdict_markdown
 
     results = read_document(args.results, "results")
+    verdicts: "Sequence[Verdict | PairedVerdict]"
+    facts: "dict[str, Any]"
     if results.get("base_vs_head"):
         verdicts = pair_verdicts(results, tolerance=args.tolerance)
         header = f"base vs head ({args.results}): decided from its pairs, no stored baseline"
@@ -382,7 +386,7 @@ def report(args: argparse.Namespace) -> int:
     return 0  # a report is made whatever the verdicts; 'check' is the gate
 
 
-def exporters() -> "dict[str, Callable[[dict], dict]]":
+def exporters() -> "dict[str, Callable[[dict[str, Any]], Any]]":
     """What ``bpsperf export`` makes of a results document, by the name of the plugin's report option
     that writes the same file (``github_benchmark`` is ``--bpsperf-github-benchmark``)."""
     from ..report.exports import benchmark_export, bmf_export, github_benchmark_export

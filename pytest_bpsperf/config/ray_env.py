@@ -64,8 +64,9 @@ class RayJob:
         except ValueError:
             config = {}
         config = config if isinstance(config, dict) else {}
-        env = config.get("runtime_env") if isinstance(config.get("runtime_env"), dict) else {}
-        metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+        env, metadata = config.get("runtime_env"), config.get("metadata")
+        env = env if isinstance(env, dict) else {}
+        metadata = metadata if isinstance(metadata, dict) else {}
         submission = metadata.get("job_submission_id") or metadata.get("job_name")
         return cls(str(submission) if submission else None, (environ.get(ADDRESS_VAR) or "").strip() or None,
                    json.dumps(env, sort_keys=True))

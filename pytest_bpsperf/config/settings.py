@@ -117,7 +117,7 @@ class Option:
 #: the working directory for the ``bpsperf`` command (see :func:`baselines_directory`).
 BASELINES_DIR = "baselines"
 
-OPTIONS: tuple = (
+OPTIONS: "tuple[Option, ...]" = (
     Option("backend", "parameter-server backend", _backend, "auto or a registered backend: " + ", ".join(BACKENDS[1:]),
            "auto", True),
     Option("workers", "worker nodes (DMLC_NUM_WORKER; 'auto': 2 on CPUs, every GPU node on GPUs: one on a single "
@@ -338,7 +338,7 @@ PER_GPU_NODE = "per-gpu-node"
 DefaultsFor = Callable[[str, str], Mapping[str, int]]
 
 
-def hardware_defaults(hw: Hardware, defaults_for: "DefaultsFor | None" = None, backend: str = "auto") -> dict:
+def hardware_defaults(hw: Hardware, defaults_for: "DefaultsFor | None" = None, backend: str = "auto") -> "dict[str, Any]":
     """Defaults that depend on the hardware: workload sizes for its device kind, OpenMP threads."""
     sizes = dict(defaults_for(backend, hw.device) if defaults_for is not None else DEVICE_DEFAULTS[hw.device])
     omp = 4 if hw.device == "gpu" else max(1, min(4, hw.cores))
@@ -365,11 +365,11 @@ class Settings:
     omp_threads: int
     timeout: float
     repeats: int
-    tricks: "tuple | None"
+    tricks: "tuple[str, ...] | None"
     confirm: int
     tolerance: float
     scaling: bool
-    trace: "tuple | None"
+    trace: "tuple[int, int] | None"
     ray_address: str
     profile: "str | None"
     baselines_dir: "str | None"
@@ -379,7 +379,7 @@ class Settings:
     server_resource: str
     colocate: bool
     gpus_per_worker: int  # 0: every GPU of each worker node
-    role_env: "tuple | None"  # ((role, VAR, VALUE), ...)
+    role_env: "tuple[tuple[str, str, str], ...] | None"  # ((role, VAR, VALUE), ...)
     placement_timeout: float
     max_repeats: int
     confidence: float
@@ -413,7 +413,7 @@ class Settings:
     #: diagnostic steps after the timed ones (where a step's time goes; never throughput)
     breakdown_steps: int = OPTIONS_BY_NAME["breakdown_steps"].default
 
-    def workload(self, backend: "str | None" = None) -> dict:
+    def workload(self, backend: "str | None" = None) -> "dict[str, Any]":
         """The parameters that define the training workload (for keys and reports).
 
         ``backend`` is the backend that ran (``auto`` resolved); keys and reports
@@ -421,7 +421,7 @@ class Settings:
         """
         return workload_params(self, backend or self.backend)
 
-    def topology(self) -> dict:
+    def topology(self) -> "dict[str, Any]":
         """The role counts (before tricks change them)."""
         out = {
             "workers": self.workers,
@@ -434,7 +434,7 @@ class Settings:
             out["colocate"] = True
         return out
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> "dict[str, Any]":
         """Plain JSON-able view of every setting."""
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "origins"}
         if out["tricks"] is not None:
@@ -528,9 +528,9 @@ def resolve(sources: Sequence[Source], hardware: Hardware, defaults_for: "Defaul
                     f"setting {key!r} cannot be set per test ({source.where}); set it with "
                     f"{flag(key)}, {env_var(key)} or ini key {ini_key(key)}"
                 )
-    values: dict = {}
-    origins: dict = {}
-    hw_defaults: dict = {}
+    values: "dict[str, Any]" = {}
+    origins: "dict[str, str]" = {}
+    hw_defaults: "dict[str, Any]" = {}
     for opt in OPTIONS:  # backend comes first: the workload defaults depend on it
         found = resolve_value(opt, sources)
         if found is not None:
@@ -587,7 +587,7 @@ def check_limits(values: Mapping[str, Any], origins: Mapping[str, str]) -> None:
         )
 
 
-def workload_params(settings: "Settings", backend: str) -> dict:
+def workload_params(settings: "Settings", backend: str) -> "dict[str, Any]":
     """The parameters that define the training workload: what baseline keys and reports say.
 
     Always: backend, what trains (``model``, or ``entry`` for the user's own
@@ -598,7 +598,7 @@ def workload_params(settings: "Settings", backend: str) -> dict:
     only when it is not ``direct``, ``sync_every`` only when it is not 1, ``trace`` (the traced
     steps) only when set.
     """
-    out: dict = {"backend": backend}
+    out: "dict[str, Any]" = {"backend": backend}
     if settings.entry is not None:
         out["entry"] = settings.entry.spec
     else:

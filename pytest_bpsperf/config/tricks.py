@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from ..remote.environ import PLANNER_OWNED, hidden, hide_in_text, planner_owned, shown
 from .parsers import ROLE_NAMES, parse_env_item
@@ -66,11 +66,11 @@ class Trick:
         return self.env.get(role, {})
 
     @property
-    def parts(self) -> tuple:
+    def parts(self) -> "tuple[str, ...]":
         """The names this trick was composed from (itself when atomic)."""
         return tuple(self.name.split("+"))
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> "dict[str, Any]":
         """Plain JSON-able view (for records and reports: the value of a variable whose name looks secret
         is hidden, :func:`~pytest_bpsperf.remote.environ.shown`)."""
         return {
@@ -88,8 +88,8 @@ def compose(tricks: Iterable[Trick]) -> Trick:
         raise TrickError("cannot compose zero tricks")
     if len(tricks) == 1:
         return tricks[0]
-    env: dict = {role: {} for role in ROLES}
-    setters: dict = {}
+    env: "dict[str, dict[str, str]]" = {role: {} for role in ROLES}
+    setters: "dict[tuple[str, str], str]" = {}
     extra = 0
     for trick in tricks:
         extra += trick.extra_servers_per_node
@@ -148,7 +148,7 @@ def parse_definition(line: str, where: str) -> Trick:
     if not sep or not _NAME_RE.match(name) or "+" in name:
         raise TrickError(f"invalid trick definition {line!r} in {where}: {usage} (NAME: lower case, digits, -_.)")
     body, _, description = rest.partition(" -- ")
-    env: dict = {role: {} for role in ROLES}
+    env: "dict[str, dict[str, str]]" = {role: {} for role in ROLES}
     extra = 0
     items = body.split()
     if not items:
@@ -181,8 +181,8 @@ class TrickRegistry:
     """Known tricks by name: built-ins, ini definitions and plugin hooks."""
 
     def __init__(self, tricks: "Mapping[str, Trick] | None" = None) -> None:
-        self._tricks: dict = dict(BUILTIN_TRICKS if tricks is None else tricks)
-        self._origin: dict = {name: "built-in" for name in self._tricks}
+        self._tricks: "dict[str, Trick]" = dict(BUILTIN_TRICKS if tricks is None else tricks)
+        self._origin: "dict[str, str]" = {name: "built-in" for name in self._tricks}
 
     def add(self, trick: Trick, origin: str) -> None:
         """Register ``trick``; a second trick of the same name is an error."""
@@ -198,7 +198,7 @@ class TrickRegistry:
         self._tricks[trick.name] = trick
         self._origin[trick.name] = origin
 
-    def names(self) -> list:
+    def names(self) -> "list[str]":
         """Names of every registered (atomic) trick, sorted."""
         return sorted(self._tricks)
 
@@ -217,7 +217,7 @@ class TrickRegistry:
             raise TrickError(f"trick {name!r} names a part twice")
         return compose(self._tricks[p] for p in parts)
 
-    def describe(self) -> list:
+    def describe(self) -> "list[tuple[str, str, str]]":
         """(name, origin, description) rows for help output."""
         return [(n, self._origin[n], self._tricks[n].description) for n in self.names()]
 
@@ -227,7 +227,7 @@ class TrickRegistry:
 LOADER_PATH_VARS = ("LD_PRELOAD",)
 
 
-def runtime_problems(env: "Mapping[str, Mapping[str, str]]", exists: "Callable[[str], bool] | None" = None) -> list:
+def runtime_problems(env: "Mapping[str, Mapping[str, str]]", exists: "Callable[[str], bool] | None" = None) -> "list[str]":
     """What in ``env`` (role -> variables) would break the roles' runtime on this machine, in words.
 
     ``LD_PRELOAD`` entries (separated by spaces or colons) must be existing files;

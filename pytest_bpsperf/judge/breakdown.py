@@ -91,9 +91,11 @@ def worker_breakdown(records: Sequence[Mapping[str, Any]]) -> "StepBreakdown | N
     steps = [r for r in records if r.get("event") == "diagnostic" and r.get("total_s") is not None]
     if not steps:
         return None
-    values = {name: _median(r.get(name) for r in steps) for name, _label in PARTS}
-    return StepBreakdown(total_s=float(_median(r["total_s"] for r in steps)), steps=len(steps), workers=1,
-                         **values)
+    total = _median(r["total_s"] for r in steps)
+    if total is None:
+        return None  # no finite total: nothing measured
+    values: "dict[str, Any]" = {name: _median(r.get(name) for r in steps) for name, _label in PARTS}
+    return StepBreakdown(total_s=total, steps=len(steps), workers=1, **values)
 
 
 def _tensor_means(comm: Iterable[Any]) -> "dict[str, dict[str, float]]":
@@ -142,9 +144,12 @@ def combine(breakdowns: Iterable["StepBreakdown | Mapping[str, Any] | None"]) ->
     for t in names:
         tensors[t] = {p: v for p in ("push_s", "pull_s")
                       for v in [_median(b.tensors.get(t, {}).get(p) for b in runs)] if v is not None}
-    return StepBreakdown(total_s=float(_median(b.total_s for b in runs)), steps=min(b.steps for b in runs),
-                         workers=max(b.workers for b in runs), tensors=tensors,
-                         **{name: _median(getattr(b, name) for b in runs) for name, _label in PARTS})
+    total = _median(b.total_s for b in runs)
+    if total is None:
+        return None  # no finite total: nothing measured
+    values: "dict[str, Any]" = {name: _median(getattr(b, name) for b in runs) for name, _label in PARTS}
+    return StepBreakdown(total_s=total, steps=min(b.steps for b in runs), workers=max(b.workers for b in runs),
+                         tensors=tensors, **values)
 
 
 def _pct(before: float, after: float) -> "float | None":

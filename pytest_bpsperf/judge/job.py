@@ -12,7 +12,7 @@ callback for the verdict; a notebook can give its own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ..runs.output import RunOutput
 from ..runs.spec import RunSpec, run_key
@@ -48,12 +48,12 @@ class RunResult:
         return self.measurement.img_per_sec
 
     @property
-    def per_worker_img_per_sec(self) -> dict:
+    def per_worker_img_per_sec(self) -> "dict[str, float]":
         """Worker name -> its steady-state img/s."""
         return self.measurement.per_worker_img_per_sec
 
     @property
-    def warmup_steps(self) -> dict:
+    def warmup_steps(self) -> "dict[str, list[int]]":
         """Worker name -> the step indices counted as warm-up."""
         return self.measurement.warmup_steps
 
@@ -94,7 +94,7 @@ class RunResult:
             raise RuntimeError("this result belongs to no job: add it to a Job (bpsperf_train does) first")
         self.job.assert_within_baseline(self)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> "dict[str, Any]":
         """JSON view of this result (the ``--bpsperf-json`` test entry)."""
         out = {
             "nodeid": self.spec.nodeid,
@@ -144,7 +144,7 @@ class RunResult:
 
 
 #: The job's baseline entry (None when there is none), looked up when first needed.
-BaselineLookup = Callable[[], "Mapping | None"]
+BaselineLookup = Callable[[], "Mapping[str, Any] | None"]
 #: Called with the job, the run that asked, and the verdict (None while repeats are pending).
 VerdictCallback = Callable[["Job", RunResult, "Verdict | None"], None]
 

@@ -35,9 +35,9 @@ class WorkerMeasurement:
     name: str
     img_per_sec: float
     steady: SteadyState
-    step_seconds: tuple
-    compute_seconds: "tuple | None"  # None unless every step was split (timing=breakdown)
-    sync_seconds: "tuple | None"
+    step_seconds: "tuple[float, ...]"
+    compute_seconds: "tuple[float, ...] | None"  # None unless every step was split (timing=breakdown)
+    sync_seconds: "tuple[float, ...] | None"
     batch_size: int
     timing: str = "breakdown"
 
@@ -48,8 +48,10 @@ class WorkerMeasurement:
 
     def mean_of(self, series: "Sequence[float] | None") -> "float | None":
         """Mean of ``series`` over the steady steps (None for no series)."""
-        if series is None:
-            return None
+        return None if series is None else self.steady_mean(series)
+
+    def steady_mean(self, series: "Sequence[float]") -> float:
+        """Mean of ``series`` over the steady steps."""
         values = [series[i] for i in self.steady.steady_steps]
         return sum(values) / len(values)
 
@@ -159,14 +161,15 @@ def measure(output: RunOutput) -> Measurement:
 
     def mean_over_workers(series: str) -> "float | None":
         values = [w.mean_of(getattr(w, series)) for w in workers]
-        return None if any(v is None for v in values) else sum(values) / n
+        found = [v for v in values if v is not None]
+        return None if len(found) < len(values) else sum(found) / n
 
     return Measurement(
         img_per_sec=sum(w.img_per_sec for w in workers),
         workers=workers,
         compute_s=mean_over_workers("compute_seconds"),
         sync_s=mean_over_workers("sync_seconds"),
-        step_s=sum(w.mean_of(w.step_seconds) for w in workers) / n,
+        step_s=sum(w.steady_mean(w.step_seconds) for w in workers) / n,
         timing=workers[0].timing,
         bringup_s=output.bringup_s,
         teardown_s=output.teardown_s,

@@ -53,9 +53,9 @@ def _decide(job: JobSamples, profile_id: str, baseline: "Mapping[str, Any] | Non
     (the plugin's method within a session).
     """
     settings = VerdictSettings.recorded(job.settings)
+    spread = settings.session_spread if session_spread is None else session_spread
     settings = replace(settings, tolerance=job.tolerance if tolerance is None else float(tolerance),
-                       session_spread=None if one_session else
-                       float(settings.session_spread if session_spread is None else session_spread))
+                       session_spread=None if one_session or spread is None else float(spread))
     return decide_job(nodeid=job.nodeid, test=job.test, trick=job.trick, profile_id=profile_id, key=job.key,
                       samples=job.samples, baseline=baseline, settings=settings,
                       single_img_per_sec=job.single_img_per_sec, prior=prior, now=now,

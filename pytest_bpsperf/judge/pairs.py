@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..config.arms import BASE, HEAD
 from ..runs.spec import RunSpec
@@ -103,13 +103,13 @@ class PairedVerdict:
     key: str
     tolerance: float
     comparison: PairedComparison
-    pairs: "tuple[Mapping[str, object], ...]" = ()
-    arms: "Mapping[str, Mapping[str, object]]" = field(default_factory=dict, hash=False)
+    pairs: "tuple[Mapping[str, Any], ...]" = ()
+    arms: "Mapping[str, Mapping[str, Any]]" = field(default_factory=dict, hash=False)
     aa: bool = False  # both arms resolved to the same commit and interpreter
     note: str = ""
     kind: str = "pairs"
     #: where the step time went on each side: ``{"base": ..., "head": ...}`` (medians over the pairs used)
-    breakdown: "Mapping[str, object]" = field(default_factory=dict, hash=False)
+    breakdown: "Mapping[str, Any]" = field(default_factory=dict, hash=False)
 
     @property
     def samples(self) -> tuple:
@@ -193,23 +193,23 @@ class PairedVerdict:
         }
 
 
-def pair_runs(pairs: Sequence[Mapping[str, object]]) -> "list[PairRuns]":
+def pair_runs(pairs: Sequence[Mapping[str, Any]]) -> "list[PairRuns]":
     """The valid rows of a pair table (rows of :meth:`Pair.as_dict`) as the estimators take them:
     each pair's place in the job (dropped pairs keep theirs), both arms' log img/s and their order."""
     out = []
     for k, p in enumerate(pairs):
         if p.get("ratio") is None or p.get("dropped"):
             continue
-        index = int(p.get("pair") or k + 1) - 1  # type: ignore[call-overload]
-        out.append(PairRuns(index, math.log(float(p["base_img_per_sec"])),  # type: ignore[arg-type]
-                            math.log(float(p["head_img_per_sec"])),  # type: ignore[arg-type]
+        index = int(p.get("pair") or k + 1) - 1
+        out.append(PairRuns(index, math.log(float(p["base_img_per_sec"])),
+                            math.log(float(p["head_img_per_sec"])),
                             str(p.get("order", "base-head")).startswith(BASE)))
     return out
 
 
 def decide_pairs(*, nodeid: str, test: str, trick: str, profile_id: str, key: str,
-                 pairs: Sequence[Mapping[str, object]], tolerance: float, confidence: float, first_look: int,
-                 max_pairs: int, arms: "Mapping[str, Mapping[str, object]] | None" = None, aa: bool = False,
+                 pairs: Sequence[Mapping[str, Any]], tolerance: float, confidence: float, first_look: int,
+                 max_pairs: int, arms: "Mapping[str, Mapping[str, Any]] | None" = None, aa: bool = False,
                  note: str = "") -> PairedVerdict:
     """The verdict of a job from its pair table (rows of :meth:`Pair.as_dict`): a pure function.
 
@@ -221,7 +221,7 @@ def decide_pairs(*, nodeid: str, test: str, trick: str, profile_id: str, key: st
     c = paired_compare(pair_runs(pairs), tolerance=tolerance, confidence=confidence, first_look=first_look,
                        last_look=max_pairs)
     used = [p for p in pairs if p.get("ratio") is not None and not p.get("dropped")]
-    sides = {name: combine(p.get(f"{name}_breakdown") for p in used) for name in (BASE, HEAD)}  # type: ignore[misc]
+    sides = {name: combine(p.get(f"{name}_breakdown") for p in used) for name in (BASE, HEAD)}
     return PairedVerdict(status=c.verdict, nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key,
                          tolerance=tolerance, comparison=c, pairs=tuple(dict(p) for p in pairs),
                          arms=dict(arms or {}), aa=aa, note=note,
@@ -250,7 +250,7 @@ class PairedJob:
     MAX_FOREIGN = 3
 
     def __init__(self, key: str, *, profile_id: str, seed: int, run_pair: "PairRunner | None" = None,
-                 arms: "Mapping[str, Mapping[str, object]] | None" = None, aa: bool = False,
+                 arms: "Mapping[str, Mapping[str, Any]] | None" = None, aa: bool = False,
                  on_verdict: "PairCallback | None" = None, say: "Callable[[str], None] | None" = None) -> None:
         self.key = key
         #: what the pair order is drawn from (fixed: ``key`` becomes the key of the backend that ran)

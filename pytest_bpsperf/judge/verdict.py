@@ -46,7 +46,7 @@ class Verdict:
     samples: tuple
     tolerance: float
     comparison: "Comparison | None" = None
-    baseline: Mapping[str, object] = field(default_factory=dict, hash=False)
+    baseline: Mapping[str, Any] = field(default_factory=dict, hash=False)
     normalize: str = OPTIONS_BY_NAME["normalize"].default
     #: this session's single-process img/s (the reference of ``normalize=single``)
     single_img_per_sec: "float | None" = None
@@ -76,7 +76,7 @@ class Verdict:
         return (f"; under foreign load: {runs} cores of other processes on its nodes while timed, of "
                 f"{self.runs} run{'s' if self.runs != 1 else ''} (foreign_load {self.foreign_limit:g})")
     #: where the step time went: ``{"base": the baseline's latest session, "head": this session's runs}``
-    breakdown: Mapping[str, object] = field(default_factory=dict, hash=False)
+    breakdown: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
     def runs(self) -> int:
@@ -195,7 +195,7 @@ class Verdict:
                 method=c.method,
             )
             if self.normalize == "single":
-                out["normalized_samples"] = [x / self.single_img_per_sec for x in self.samples]  # type: ignore[operator]
+                out["normalized_samples"] = [x / self.single_img_per_sec for x in self.samples]
         return out
 
 
@@ -249,7 +249,7 @@ class VerdictSettings:
 COMPARED_SOFTWARE = ("mxnet", "byteps", "gluoncv", "ray", "python")
 
 
-def software_changes(baseline: "Mapping[str, object] | None", now: "Mapping[str, object] | None") -> "tuple[str, ...]":
+def software_changes(baseline: "Mapping[str, Any] | None", now: "Mapping[str, Any] | None") -> "tuple[str, ...]":
     """``("mxnet 1.9.0 -> 1.9.1", "host a -> b")``: where the baseline's latest session and ``now`` differ.
 
     ``now`` holds this session's ``versions`` and ``host``; a side that does not
@@ -262,7 +262,7 @@ def software_changes(baseline: "Mapping[str, object] | None", now: "Mapping[str,
     now_versions = now.get("versions") or {}
     out = []
     for name in COMPARED_SOFTWARE:
-        a, b = then_versions.get(name), now_versions.get(name)  # type: ignore[union-attr]
+        a, b = then_versions.get(name), now_versions.get(name)
         if a and b and a != b:
             out.append(f"{name} {a} -> {b}")
     host_then, host_now = session.get("host"), now.get("host")
@@ -272,9 +272,9 @@ def software_changes(baseline: "Mapping[str, object] | None", now: "Mapping[str,
 
 
 def decide_job(*, nodeid: str, test: str, trick: str, profile_id: str, key: str, samples: Sequence[float],
-               baseline: "Mapping[str, object] | None", settings: VerdictSettings,
+               baseline: "Mapping[str, Any] | None", settings: VerdictSettings,
                single_img_per_sec: "float | None" = None, prior: "BetweenPrior | None" = None,
-               now: "Mapping[str, object] | None" = None,
+               now: "Mapping[str, Any] | None" = None,
                foreign: "Sequence[float | None]" = (), breakdowns: "Sequence[object]" = ()) -> Verdict:
     """The verdict of a job's runs against its baseline: the one decision of the plugin
     (:meth:`pytest_bpsperf.judge.job.Job.decide`) and of ``bpsperf check``/``compare``.
@@ -293,7 +293,7 @@ def decide_job(*, nodeid: str, test: str, trick: str, profile_id: str, key: str,
                      single_img_per_sec=single_img_per_sec, prior=prior)
     changed = software_changes(baseline, now)
     head = combine(breakdowns)  # type: ignore[arg-type]
-    base = combine([(latest_session(baseline).get("extra") or {}).get("breakdown")])  # type: ignore[union-attr]
+    base = combine([(latest_session(baseline).get("extra") or {}).get("breakdown")])
     sides = {name: side.as_dict() for name, side in (("base", base), ("head", head)) if side is not None}
     return replace(verdict, changed=changed, foreign=tuple(foreign), foreign_limit=settings.foreign_load,
                    breakdown=sides)
@@ -307,7 +307,7 @@ def decide(
     profile_id: str,
     key: str,
     samples: Sequence[float],
-    baseline: "Mapping[str, object] | None",
+    baseline: "Mapping[str, Any] | None",
     tolerance: float,
     confidence: float = OPTIONS_BY_NAME["confidence"].default,
     session_spread: "float | None" = OPTIONS_BY_NAME["session_spread"].default,
@@ -340,7 +340,7 @@ def decide(
     sessions = entry_sessions(baseline)
     if not sessions:
         return Verdict(status=NO_BASELINE, **common)  # type: ignore[arg-type]
-    groups = [[float(x) for x in s["samples"]] for s in sessions]  # type: ignore[union-attr]
+    groups = [[float(x) for x in s["samples"]] for s in sessions]
     current = list(common["samples"])  # type: ignore[call-overload]
     if normalize == "single":
         refs = [s.get("single_img_per_sec") for s in sessions]

@@ -11,7 +11,7 @@ and what each node has. Driver-side code.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from ..runs.plan import Plan
 
@@ -52,7 +52,7 @@ def _cluster_listing() -> str:
 class Reservation:
     """The placement group of one run."""
 
-    group: object  # ray.util.placement_group.PlacementGroup
+    group: Any  # ray.util.placement_group.PlacementGroup (Ray is imported only where it runs)
 
     def strategy(self, bundle: int) -> object:
         """The scheduling strategy that puts an actor into ``bundle``."""

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import uuid
 from dataclasses import replace
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .. import backends
 from ..backends import Backend
@@ -173,7 +173,7 @@ class PerfSession:
         from ..store.profile import cluster_profile_facts
 
         probe = ray.remote(num_cpus=0)(collect_facts)
-        kinds = {"worker": [], "server": []}
+        kinds: "dict[str, list[dict[str, Any]]]" = {"worker": [], "server": []}
         for node_id, kind in sorted(self.hosts.items()):
             node = self._seen[node_id]
             strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
@@ -193,7 +193,7 @@ class PerfSession:
                 self._checked.add(setting)
             return setting
         if self.backend_choice is None:
-            self._choose(backends.resolve(setting, self.nodes(), probe_on_node), self.nodes())
+            return self._choose(backends.resolve(setting, self.nodes(), probe_on_node), self.nodes())
         return self.backend_choice[0]
 
     def choose_backend_here(self, setting: str) -> str:
@@ -204,10 +204,11 @@ class PerfSession:
             self._checked.add(setting)
             return setting
         if self.backend_choice is None:
-            self._choose(backends.resolve(setting, [here], _probe_in_subprocess), [here])
+            return self._choose(backends.resolve(setting, [here], _probe_in_subprocess), [here])
         return self.backend_choice[0]
 
-    def _choose(self, choice: "tuple[str, str]", nodes: "Sequence[Node]") -> None:
+    def _choose(self, choice: "tuple[str, str]", nodes: "Sequence[Node]") -> str:
+        """Keep ``choice`` (backend, reason) as the session's, say why, note a fallback; the backend."""
         self.backend_choice = choice
         self.say(choice[1])
         gpu_nodes = [n for n in nodes if n.gpus > 0]
@@ -215,6 +216,7 @@ class PerfSession:
             prefix = f"auto -> {choice[0]}: on {gpu_nodes[0].name}, "
             reason = choice[1][len(prefix):] if choice[1].startswith(prefix) else choice[1]
             self.backend_fallback = {"node": gpu_nodes[0].name, "reason": reason}
+        return choice[0]
 
     def close(self) -> None:
         """Stop or disconnect Ray."""
@@ -337,7 +339,7 @@ class PerfSession:
                 role_needs(backend, role.role, settings))
         workers = {r.node.node_id for r in plan.roles if r.role == "worker"}
         data = settings.data if settings.data != "synthetic" else None
-        task = ray.remote(num_cpus=0, max_retries=0)(check_interpreter)
+        task: Any = ray.remote(num_cpus=0, max_retries=0)(check_interpreter)  # Ray's stubs type no keywords
         asked = []
         for arm in arms:
             options: dict = {}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import replace
+from typing import Any
 
 from ..config.arms import Arm
 from ..config.ray_env import JOB, PLUGIN, Layer, entry_module_path, merge
@@ -81,7 +82,7 @@ class TreeShipping:
             import inspect
 
             # .gitignore honoured where this Ray can (older ones have no such parameter)
-            ignore = ({"include_gitignore": True}
+            ignore: "dict[str, Any]" = ({"include_gitignore": True}
                       if "include_gitignore" in inspect.signature(upload_py_modules_if_needed).parameters else {})
             try:
                 env = upload_py_modules_if_needed({"py_modules": [path]}, scratch_dir=tempfile.gettempdir(),
@@ -134,7 +135,7 @@ class TreeShipping:
     def plan_settings(self, settings: Settings, arm: "Arm | None") -> Settings:
         """``settings`` as the plan gets them: with the entry point shipped, no ``--entry-path`` (the
         driver's directory, which the nodes do not have): the workers import the shipped module."""
-        if self.entry_module(settings, arm) is None:
+        if settings.entry is None or self.entry_module(settings, arm) is None:
             return settings
         return settings.with_values(entry=replace(settings.entry, path=None))
 

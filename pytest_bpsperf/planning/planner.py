@@ -302,7 +302,7 @@ def reference_plan(settings: Settings, trick: Trick, node: Node, *, backend: Bac
                     worker_processes=1, server_nodes=0, servers_per_node=0)
     alone = settings.with_values(workers=1)
     ids = list(gpu_ids[0]) if gpu_ids and 0 in gpu_ids else list(range(gpus))
-    roles = []
+    roles: "list[RolePlan]" = []
     for process in impl.worker_processes(alone, 0, node, ids):
         penv = {**env, **{k: v for k, v in process.env.items() if k != "BYTEPS_FORCE_DISTRIBUTED"},
                 "DMLC_NUM_WORKER": "1", "DMLC_NUM_SERVER": "0"}

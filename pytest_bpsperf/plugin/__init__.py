@@ -17,7 +17,7 @@ and wired here:
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -37,7 +37,7 @@ runner_key = pytest.StashKey[RunnerPlugin]()
 gate_key = pytest.StashKey[BaselineGate]()
 report_key = pytest.StashKey[ReportPlugin]()
 guard_key = pytest.StashKey[SessionGuard]()
-_KEYS = (report_key, gate_key, runner_key, settings_key, guard_key)
+_KEYS: "tuple[pytest.StashKey[Any], ...]" = (report_key, gate_key, runner_key, settings_key, guard_key)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from typing import Iterable
+from typing import Any, Iterable
 
 import pytest
 
@@ -73,7 +73,7 @@ class SessionGuard:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self._previous = None
+        self._previous: "dict[signal.Signals, Any] | None" = None  # the handlers install() replaced
         self._installed = False
         self._refused: "set[str]" = set()
         self._check_reports()

@@ -264,7 +264,7 @@ class SettingsPlugin:
         for opt in OPTIONS:
             value, origin = getattr(settings, opt.name), settings.origins.get(opt.name, "default")
             unset = origin == "default" and value == opt.default and opt.shown_default is not None
-            rows.append((opt.name, opt.shown_default if unset else format_value(opt, value), origin))
+            rows.append((opt.name, str(opt.shown_default) if unset else format_value(opt, value), origin))
         names = max(len(name) for name, _value, _origin in rows)
         values = min(32, max(len(value) for _name, value, _origin in rows))
         return [f"{name:{names}s}  {value:{values}s}  {origin}" for name, value, origin in rows]
@@ -407,6 +407,12 @@ class SettingsPlugin:
             raise pytest.UsageError(f"bpsperf: trick list {names} from {where} names a trick twice")
         return names
 
+    @classmethod
+    def _case_order(cls, item: pytest.Item) -> "tuple[int, int]":
+        """Where ``item`` goes among the cases of its test: repeat, then the trick's place in the marker."""
+        case = cls.case_of(item)
+        return (case.repeat, case.index) if case is not None else (0, 0)
+
     @staticmethod
     def case_of(item: pytest.Item) -> "TrickCase | None":
         """The trick case a perf test item runs, or None for other items."""
@@ -455,7 +461,7 @@ class SettingsPlugin:
             case = self.case_of(item) if item is not None else None
             key = (item.module.__name__ if hasattr(item, "module") else "", item.originalname) if case else None
             if block and key != block_key:
-                block.sort(key=lambda it: (self.case_of(it).repeat, self.case_of(it).index))
+                block.sort(key=self._case_order)
                 out.extend(block)
                 block = []
             if case is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
@@ -115,7 +115,9 @@ class ReportPlugin:
                                                                     exports.github_benchmark_export)):
             path = self.config.getoption(option)
             if path:
-                self._write(path, lambda path=path, make=make: report.write_json(path, make(document)))
+                def export(path: str = path, make: "Callable[..., Any]" = make) -> None:
+                    report.write_json(path, make(document))
+                self._write(path, export)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if os.environ.get("GITHUB_ACTIONS") == "true" and summary and ledger.runs:
             # The job summary cannot show files of the runner: it names the PNGs of the artifact.

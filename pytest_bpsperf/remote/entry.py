@@ -67,7 +67,7 @@ class TrainContext:
     split: Callable[[], None]
 
     @property
-    def data_shape(self) -> tuple:
+    def data_shape(self) -> "tuple[int, int, int, int]":
         """(batch, channels, height, width) of a batch."""
         return (self.batch_size, 3, self.image_size, self.image_size)
 
@@ -76,7 +76,7 @@ class TrainContext:
         """The ``mx.io.ImageRecordIter`` of record data, None for synthetic data."""
         return self.data.iterator
 
-    def next_batch(self) -> tuple:
+    def next_batch(self) -> "tuple[Any, Any]":
         """The next ``(data, label)`` on ``device``, in ``dtype``."""
         return self.data.next()
 
@@ -94,7 +94,7 @@ def load(spec: str, path: "str | None" = None) -> Callable[[TrainContext], Calla
     fn = getattr(module, function, None)
     if not callable(fn):
         raise EntryError(f"entry point {spec}: module {module_name!r} has no function {function!r}")
-    return fn
+    return fn  # type: ignore[no-any-return]  # any callable the module names; its signature is the user's
 
 
 def build_zoo_model(ctx: TrainContext) -> Callable[[], Any]:

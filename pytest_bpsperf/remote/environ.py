@@ -73,7 +73,7 @@ def planner_owned(name: str) -> bool:
     return any(name == p or (p.endswith("*") and name.startswith(p[:-1])) for p in PLANNER_OWNED)
 
 
-def scrub(inherited: Mapping[str, str]) -> dict:
+def scrub(inherited: Mapping[str, str]) -> "dict[str, str]":
     """``inherited`` minus every variable that configures a role."""
     return {k: v for k, v in inherited.items() if not k.startswith(CONFIG_PREFIXES)}
 
@@ -83,7 +83,7 @@ def scrub(inherited: Mapping[str, str]) -> dict:
 CHOSEN_VARS = "BPSPERF_CHOSEN_VARS"
 
 
-def reported(environ: Mapping[str, str], extra: "tuple[str, ...]" = ()) -> dict:
+def reported(environ: Mapping[str, str], extra: "tuple[str, ...]" = ()) -> "dict[str, str]":
     """The variables of ``environ`` that records and reports show, sorted: configuration, the
     harness's own, every variable named in ``CHOSEN_VARS`` and the names in ``extra``; the value of
     each whose name looks secret replaced (:func:`shown`)."""
@@ -132,7 +132,7 @@ def shown(name: str, value: str) -> str:
     return _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{HIDDEN}@", str(value))
 
 
-def hidden(environ: Mapping[str, str]) -> dict:
+def hidden(environ: Mapping[str, str]) -> "dict[str, str]":
     """A copy of ``environ`` with each value as :func:`shown` gives it (the names are kept)."""
     return {k: shown(k, v) for k, v in environ.items()}
 

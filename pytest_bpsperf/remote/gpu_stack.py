@@ -103,7 +103,7 @@ def stack_problem(gpus: "Sequence[tuple[int, str, float]] | None" = None,
     newest = newest_gpu((major, minor))
     too_new = [g for g in gpus if newest is not None and g[2] > newest]
     too_old = [g for g in gpus if g[2] < OLDEST_GPU]
-    if too_new:
+    if too_new and newest is not None:
         index, name, capability = too_new[0]
         needed = cuda_needed(capability)
         return (f"GPU {index} ({name}) is compute capability {capability:.1f} ({generation(capability)}), and this "

@@ -96,8 +96,8 @@ def _cpu_identity(cpuinfo_path: str) -> Dict[str, Any]:
             first.setdefault(name.strip().lower(), " ".join(value.split()))
     out: Dict[str, Any] = {}
     for fact, keys in _CPUINFO_KEYS.items():
-        value = next((first[k] for k in keys if first.get(k)), None)
-        out[fact] = _number(value) if value is not None else None
+        found = next((first[k] for k in keys if first.get(k)), None)
+        out[fact] = _number(found) if found is not None else None
     flags = set((first.get("flags") or first.get("features") or "").split())
     out["cpu_isa"] = [f for f in VECTOR_FLAGS if f in flags]
     return out

@@ -121,7 +121,7 @@ def spawn(watch_pid: int, pids: Sequence[int], log_dir: "str | None" = None) -> 
             env={**os.environ, "PYTHONPATH": pythonpath([os.path.dirname(package_dir())], os.environ)},
         )
     finally:
-        if log is not subprocess.DEVNULL:
+        if not isinstance(log, int):  # a file of ours, not subprocess.DEVNULL
             log.close()
     return ReaperHandle(proc)
 

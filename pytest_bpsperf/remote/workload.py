@@ -195,11 +195,11 @@ def _setup_backend(args: argparse.Namespace) -> tuple:
         # No bps.broadcast_parameters: it rejects a gluon ParameterDict (TypeError);
         # DistributedTrainer broadcasts rank 0's parameters itself in its first
         # step, and averages over workers itself: step() takes the per-worker batch.
-        def make_trainer(params: Any, optimizer: str = "sgd", optimizer_params: "dict | None" = None) -> Any:
+        def distributed_trainer(params: Any, optimizer: str = "sgd", optimizer_params: "dict | None" = None) -> Any:
             return bps.DistributedTrainer(params, optimizer, {**multi, **(optimizer_params or {})})
 
         facts = {"local_rank": bps.local_rank()}
-        return mx.gpu(bps.local_rank()), bps.rank(), bps.size(), make_trainer, args.batch_size, facts
+        return mx.gpu(bps.local_rank()), bps.rank(), bps.size(), distributed_trainer, args.batch_size, facts
     on_gpu = args.backend == "local" and args.device == "gpu"
     if args.dtype == "float16" and not on_gpu:
         raise WorkloadError("dtype float16 needs a GPU: on CPU MXNet has no FP16 gemm (backend byteps on GPUs)")
@@ -387,7 +387,7 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
             step()
         mx.nd.waitall()  # the one sync of an overlapped step (of a window of steps, with --sync-every)
         total = time.perf_counter() - t0
-        split = {}
+        split: "dict[str, float]" = {}
         if timer.at is not None:
             split = {"compute_s": timer.at - t0, "sync_s": t0 + total - timer.at}
         if slowdown:

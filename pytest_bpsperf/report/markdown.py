@@ -206,7 +206,7 @@ def verdict_pieces(entries: Sequence[Mapping[str, Any]], arms: Mapping[str, Any]
 
 
 def _runs_pieces(runs: Sequence[Mapping[str, Any]]) -> "list[Block]":
-    rows = []
+    rows: "list[tuple[Any, ...]]" = []
     for r in runs:
         arm = f" ({r['arm']}, pair {(r.get('pair') or 0) + 1})" if r.get("arm") is not None else ""
         seconds = ["-" if r.get(k) is None else f"{r[k]:.1f}s" for k in ("bringup_s", "teardown_s")]

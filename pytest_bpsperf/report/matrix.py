@@ -179,7 +179,8 @@ def matrix_tables(results: Iterable[RunResult], *, alpha: float = 0.05) -> "list
 
 
 def _median_or_none(values: "list[float | None]") -> "float | None":
-    return None if any(v is None for v in values) else statistics.median(values)
+    found = [v for v in values if v is not None]
+    return None if len(found) < len(values) else statistics.median(found)
 
 
 def _fmt_seconds(value: "float | None") -> str:
@@ -208,8 +209,8 @@ def _fmt_scaling(row: MatrixRow) -> str:
 
 def _scaling(runs: "list[RunResult]", median: float) -> "tuple[float | None, float | None]":
     """(per worker node, per GPU) scaling efficiency of a trick's runs, from their references."""
-    nodes_ref = [r.output.node_img_per_sec or r.output.single_img_per_sec for r in runs
-                 if r.output.node_img_per_sec or r.output.single_img_per_sec]
+    nodes_ref = [float(ref) for r in runs for ref in [r.output.node_img_per_sec or r.output.single_img_per_sec]
+                 if ref]
     if not nodes_ref:
         return None, None
     topology = runs[0].output.topology

@@ -69,8 +69,9 @@ def picture_pieces(pictures: Sequence[Picture], relative_to: "str | os.PathLike"
     """The pictures, linked relative to the directory of the report that shows them."""
     if not pictures:
         return []
-    return [Heading(3, "Pictures")] + [
-        Image(p.title, os.path.relpath(p.path, os.fspath(relative_to)).replace(os.sep, "/")) for p in pictures]
+    out: "list[Block]" = [Heading(3, "Pictures")]
+    return out + [Image(p.title, os.path.relpath(p.path, os.fspath(relative_to)).replace(os.sep, "/"))
+                  for p in pictures]
 
 
 def picture_names(pictures: Sequence[Picture]) -> "list[Block]":

@@ -274,7 +274,7 @@ def history_picture(trend: Trend, out_dir: "str | os.PathLike", *, baseline: Opt
 def pairs_picture(job: Mapping[str, Any], out_dir: "str | os.PathLike") -> Picture:
     """Head over base img/s of each pair of a base-vs-head job, with the final interval and the tolerance."""
     rows = [p for p in job.get("pair_table", []) if p.get("ratio") is not None]
-    data = {"pairs": [int(p["pair"]) for p in rows], "ratio": [float(p["ratio"]) for p in rows],
+    data: "dict[str, Any]" = {"pairs": [int(p["pair"]) for p in rows], "ratio": [float(p["ratio"]) for p in rows],
             "order": [str(p.get("order", "")) for p in rows], "ci_low": job.get("ci_low"),
             "ci_high": job.get("ci_high"), "tolerance": job.get("tolerance"), "status": job.get("status")}
     fig = _figure()
@@ -309,7 +309,7 @@ _PARTS = (("input_s", "input wait", "#72b7b2"), ("compute_s", "compute", "#4c78a
 def breakdown_picture(job: Mapping[str, Any], out_dir: "str | os.PathLike") -> Picture:
     """Where a base-vs-head job's step time went: stacked seconds per diagnostic step of each part, per side."""
     sides = job.get("breakdown") or {}
-    data = {"sides": [s for s in ("base", "head") if sides.get(s)], "status": job.get("status")}
+    data: "dict[str, Any]" = {"sides": [s for s in ("base", "head") if sides.get(s)], "status": job.get("status")}
     for name, _label, _colour in _PARTS:
         data[name] = [(sides[s] or {}).get(name) for s in data["sides"]]
     fig = _figure()

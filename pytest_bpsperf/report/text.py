@@ -6,6 +6,7 @@ from typing import Mapping, Sequence
 
 from ..judge.job import RunResult
 from ..judge.measurement import Measurement
+from ..judge.pairs import PairedVerdict
 from ..judge.verdict import Verdict
 
 __all__ = ["github_annotations", "result_line", "verdict_line"]
@@ -63,7 +64,7 @@ def _ranges(values: Sequence[int]) -> str:
     return ",".join(out)
 
 
-def verdict_line(verdict: Verdict) -> str:
+def verdict_line(verdict: "Verdict | PairedVerdict") -> str:
     """One terminal line per verdict."""
     return f"{verdict.status.upper():12s} {verdict.nodeid}: {verdict.figures()}"
 

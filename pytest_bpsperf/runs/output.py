@@ -21,9 +21,9 @@ class CommWindow:
     push_s: "float | None" = None  # mean seconds per step
     pull_s: "float | None" = None
     error: "str | None" = None  # why there is no measurement
-    detail: Mapping[str, float] = field(default_factory=dict, hash=False)
+    detail: Mapping[str, Any] = field(default_factory=dict, hash=False)  # figures; BytePS adds "tensors"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> "dict[str, Any]":
         """JSON view."""
         if self.error is not None:
             return {"name": self.name, "error": self.error}
@@ -53,7 +53,7 @@ class RoleOutcome:
         """Exited by itself with status 0."""
         return self.exit_code == 0 and not self.killed
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> "dict[str, Any]":
         """JSON view; of the environment only what configures the role."""
         return {
             "name": self.name,
@@ -96,7 +96,7 @@ class NodeLoad:
         """Foreign load: how many cores' worth of CPU others used on the node while the run was timed."""
         return self.foreign_s / self.window_s if self.window_s > 0 else 0.0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> "dict[str, Any]":
         """JSON view (seconds rounded to milliseconds)."""
         return {"node": self.node, "window_s": round(self.window_s, 3), "busy_s": round(self.busy_s, 3),
                 "roles_s": round(self.roles_s, 3), "foreign_s": round(self.foreign_s, 3),
@@ -109,7 +109,7 @@ class WorkerRecords:
 
     name: str
     node: str
-    records: tuple = ()
+    records: "tuple[dict[str, Any], ...]" = ()
 
     @property
     def start(self) -> Mapping[str, Any]:
@@ -117,7 +117,7 @@ class WorkerRecords:
         return next((r for r in self.records if r.get("event") == "start"), {})
 
     @property
-    def steps(self) -> list:
+    def steps(self) -> "list[dict[str, Any]]":
         """The ``step`` records in step order."""
         return sorted((r for r in self.records if r.get("event") == "step"), key=lambda r: r["step"])
 
@@ -176,7 +176,7 @@ class RunOutput:
 def worker_records_from(name: str, steps: "Sequence[Mapping[str, float]]", batch_size: int,
                         node: str = "node-0") -> WorkerRecords:
     """Build a worker's records from plain step times (for feeding measurements through the hook)."""
-    recs: list = [{"event": "start", "batch_size": batch_size}]
+    recs: "list[dict[str, Any]]" = [{"event": "start", "batch_size": batch_size}]
     for i, s in enumerate(steps):
         recs.append({"event": "step", "step": i, "images": batch_size, **s})
     recs.append({"event": "end"})

@@ -9,7 +9,7 @@ the settings it is typed over.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 from ..config.tricks import Trick
 
@@ -73,7 +73,7 @@ class RolePlan:
     role: str  # scheduler | server | worker
     node: Node
     env: Mapping[str, str] = field(hash=False)
-    command: tuple = ()
+    command: "tuple[str, ...]" = ()
     worker_rank: "int | None" = None
     bundle: int = 0  # index into Plan.bundles: the reservation its actor runs in
     gpus: int = 0  # GPUs its actor asks Ray for (inside the bundle)
@@ -105,7 +105,7 @@ class Plan:
     tree: "str | None" = None
     runtime_env: "Mapping[str, object] | None" = field(default=None, hash=False)
 
-    def by_role(self, role: str) -> list:
+    def by_role(self, role: str) -> "list[RolePlan]":
         """The role plans of one kind, in plan order."""
         return [r for r in self.roles if r.role == role]
 
@@ -114,7 +114,7 @@ class Plan:
         """The single scheduler."""
         return self.by_role("scheduler")[0]
 
-    def topology(self) -> dict:
+    def topology(self) -> "dict[str, Any]":
         """Counts after the trick (what actually ran)."""
         return {
             "workers": self.num_workers,

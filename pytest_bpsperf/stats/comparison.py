@@ -131,10 +131,10 @@ class Comparison:
 
 def as_sessions(baseline: BaselineSamples) -> "List[List[float]]":
     """A baseline's samples as a list of sessions (a flat sequence is one session)."""
-    items = list(baseline)
+    items: "list[Any]" = list(baseline)
     if items and all(isinstance(s, (list, tuple)) for s in items):
-        return [list(s) for s in items]
-    return [items]
+        return [[float(x) for x in s] for s in items]
+    return [[float(x) for x in items]]
 
 
 def _method_text(d: LogDifference, tolerance: float) -> str:

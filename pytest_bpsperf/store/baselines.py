@@ -24,7 +24,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 
 from ..remote.provenance import current_commit, software_versions, utc_now_iso  # noqa: F401 - part of this API
 from ..stats import summarize
@@ -123,7 +123,7 @@ class BaselineFile:
 
     path: Path
     exists: bool
-    profile: Optional[Dict[str, object]] = field(default=None, hash=False)
+    profile: Optional[Dict[str, Any]] = field(default=None, hash=False)
     entries: Dict[str, Dict[str, object]] = field(default_factory=dict, hash=False)
     #: the version the file was written in (entries are always given in the current form)
     schema_version: int = SCHEMA_VERSION

@@ -23,7 +23,7 @@ entry with that one session (the store does so on read, and writes version 2).
 from __future__ import annotations
 
 import platform
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..stats import summarize
 
@@ -54,11 +54,11 @@ def make_session(
     versions: Mapping[str, str],
     single_img_per_sec: Optional[float] = None,
     host: Optional[str] = None,
-    extra: Optional[Mapping[str, object]] = None,
+    extra: Optional[Mapping[str, Any]] = None,
     dirty: Optional[bool] = None,
-) -> Dict[str, object]:
+) -> Dict[str, Any]:
     """One recorded session: its runs' img/s, where and when, and its single-process reference."""
-    session: Dict[str, object] = {
+    session: Dict[str, Any] = {
         "commit": commit,
         "date": date,
         "host": host if host is not None else platform.node(),
@@ -73,7 +73,7 @@ def make_session(
     return session
 
 
-def migrate_entry(entry: Mapping[str, object]) -> Dict[str, object]:
+def migrate_entry(entry: Mapping[str, Any]) -> Dict[str, Any]:
     """An entry in schema_version 2 form; a version 1 entry (flat ``samples``) becomes one session.
 
     Keys that are not part of the format (notes written by hand) are kept.
@@ -83,7 +83,7 @@ def migrate_entry(entry: Mapping[str, object]) -> Dict[str, object]:
     out = dict(entry)
     if "sessions" in out or "samples" not in out:
         return out
-    session: Dict[str, object] = {"host": None, "single_img_per_sec": None}
+    session: Dict[str, Any] = {"host": None, "single_img_per_sec": None}
     for key in SESSION_KEYS:
         if key in out:
             session[key] = out.pop(key)
@@ -91,31 +91,31 @@ def migrate_entry(entry: Mapping[str, object]) -> Dict[str, object]:
     return out
 
 
-def entry_sessions(entry: "Mapping[str, object] | None") -> "List[Mapping[str, object]]":
+def entry_sessions(entry: "Mapping[str, Any] | None") -> "List[Mapping[str, Any]]":
     """The recorded sessions of ``entry`` (either schema), oldest first; those without samples left out."""
     if not entry:
         return []
     sessions = migrate_entry(entry).get("sessions") or []
-    return [s for s in sessions if isinstance(s, Mapping) and s.get("samples")]  # type: ignore[union-attr]
+    return [s for s in sessions if isinstance(s, Mapping) and s.get("samples")]
 
 
-def session_samples(entry: "Mapping[str, object] | None") -> "List[List[float]]":
+def session_samples(entry: "Mapping[str, Any] | None") -> "List[List[float]]":
     """img/s of ``entry``'s runs, one list per recorded session."""
-    return [[float(x) for x in s["samples"]] for s in entry_sessions(entry)]  # type: ignore[union-attr]
+    return [[float(x) for x in s["samples"]] for s in entry_sessions(entry)]
 
 
-def entry_samples(entry: "Mapping[str, object] | None") -> "List[float]":
+def entry_samples(entry: "Mapping[str, Any] | None") -> "List[float]":
     """Every sample of ``entry``, all sessions together."""
     return [x for s in session_samples(entry) for x in s]
 
 
-def latest_session(entry: "Mapping[str, object] | None") -> "Mapping[str, object]":
+def latest_session(entry: "Mapping[str, Any] | None") -> "Mapping[str, Any]":
     """The most recent recorded session of ``entry`` (empty when there is none)."""
     sessions = entry_sessions(entry)
     return sessions[-1] if sessions else {}
 
 
-def latest_date(entry: "Mapping[str, object] | None") -> Optional[str]:
+def latest_date(entry: "Mapping[str, Any] | None") -> Optional[str]:
     """The latest ``date`` among ``entry``'s recorded sessions (ISO 8601 text), or None when none has one.
 
     The latest by date, not by position: a session recorded from an older
@@ -125,7 +125,7 @@ def latest_date(entry: "Mapping[str, object] | None") -> Optional[str]:
     return max(dates) if dates else None
 
 
-def recorded_sessions(entries: "Mapping[str, Mapping[str, object]]") -> "tuple[int, Optional[str]]":
+def recorded_sessions(entries: "Mapping[str, Mapping[str, Any]]") -> "tuple[int, Optional[str]]":
     """How many recording sessions the ``entries`` of one file hold together, and the latest date.
 
     One session adds to every entry it measured: it is counted once, by its commit and date.
@@ -140,10 +140,10 @@ def recorded_sessions(entries: "Mapping[str, Mapping[str, object]]") -> "tuple[i
 SESSION_IDENTITY = ("commit", "date", "host", "samples")
 
 
-def holds_session(entry: "Mapping[str, object] | None", session: Mapping[str, object]) -> bool:
+def holds_session(entry: "Mapping[str, Any] | None", session: Mapping[str, Any]) -> bool:
     """Whether ``entry`` already keeps ``session`` (:data:`SESSION_IDENTITY`): recording it again would
     count one session twice and understate the spread between sessions."""
-    def identity(s: Mapping[str, object]) -> tuple:
+    def identity(s: Mapping[str, Any]) -> tuple:
         return tuple(json_key(s.get(k)) for k in SESSION_IDENTITY)
 
     return any(identity(s) == identity(session) for s in entry_sessions(entry))
@@ -159,12 +159,12 @@ def json_key(value: object) -> str:
 
 
 def add_session(
-    existing: "Mapping[str, object] | None",
-    head: Mapping[str, object],
-    session: Mapping[str, object],
+    existing: "Mapping[str, Any] | None",
+    head: Mapping[str, Any],
+    session: Mapping[str, Any],
     *,
     window: int,
-) -> Dict[str, object]:
+) -> Dict[str, Any]:
     """``existing`` (or a new entry) with ``session`` appended, keeping the last ``window`` sessions.
 
     A session that ``existing`` already holds (:func:`holds_session`) is not added again.
@@ -175,8 +175,8 @@ def add_session(
     """
     if window < 1:
         raise ValueError(f"window is {window!r}, expected an integer >= 1")
-    if holds_session(existing, session):
-        return migrate_entry(existing)  # type: ignore[arg-type] - already recorded: nothing to add
+    if existing is not None and holds_session(existing, session):
+        return migrate_entry(existing)  # already recorded: nothing to add
     entry = migrate_entry(existing) if existing else {}
     entry.update({k: head[k] for k in ("test", "trick", "topology", "workload") if k in head})
     kept = [dict(s) for s in entry_sessions(entry)] + [dict(session)]
@@ -185,7 +185,7 @@ def add_session(
     return entry
 
 
-def between_groups(entries: "Mapping[str, Mapping[str, object]]", *, exclude: Optional[str] = None) \
+def between_groups(entries: "Mapping[str, Mapping[str, Any]]", *, exclude: Optional[str] = None) \
         -> "List[List[List[float]]]":
     """The recorded sessions of every entry but ``exclude``, one group per entry with two or more sessions.
 

@@ -116,9 +116,9 @@ def _profile_name(facts: Mapping[str, Any]) -> str:
     cpu = _join_capped(_slug_words(str(facts.get("cpu_model", ""))), 24)
     if cpu:
         parts.append(cpu)
-    family, model = facts.get("cpu_family"), facts.get("cpu_model_number")
-    if isinstance(family, int) and isinstance(model, int):
-        parts.append(f"f{family}m{model}")  # what the model name may hide (x86)
+    family, number = facts.get("cpu_family"), facts.get("cpu_model_number")
+    if isinstance(family, int) and isinstance(number, int):
+        parts.append(f"f{family}m{number}")  # what the model name may hide (x86)
     isa = set(facts.get("cpu_isa") or ())
     tier = next((name for name, flag in (("amx", "amx_tile"), ("avx512", "avx512f"), ("avx2", "avx2"),
                                          ("sve", "sve")) if flag in isa), None)

@@ -29,7 +29,7 @@ def load_schema(kind: str) -> "dict[str, Any]":
     """The JSON Schema of ``kind`` (one of :data:`KINDS`)."""
     if kind not in KINDS:
         raise ValueError(f"no schema named {kind!r}; known: {', '.join(KINDS)}")
-    text = resources.files("pytest_bpsperf").joinpath("schemas", f"{kind}.schema.json").read_text("utf-8")
+    text = resources.files("pytest_bpsperf").joinpath("schemas").joinpath(f"{kind}.schema.json").read_text("utf-8")
     return json.loads(text)
 
 
