@@ -16,7 +16,7 @@ import pytest
 
 from helpers.fakes import fake_run_conftest
 from pytest_bpsperf.cli import main
-from pytest_bpsperf.report import blocks, json_document, pages, session_pieces, verdicts_of
+from pytest_bpsperf.report import blocks, session_pieces, verdicts_of
 from pytest_bpsperf.report.matrix import MatrixTable
 from pytest_bpsperf.store.results import read_document
 
@@ -195,12 +195,6 @@ def test_overlapped_runs_render_a_dash_for_compute_and_sync(project, capsys, fmt
     assert len(matrix) == 2 and all(r[6:9] == ["-", "-", "-"] for r in matrix)  # compute, sync, sync share
 
 
-def test_an_empty_document_renders_an_empty_runs_table():
-    text = blocks.markdown(session_pieces(json_document([], [], [])))
-    assert text == ("## bpsperf results\n\n| test | img/s | compute/step | sync/step | bring-up | teardown | "
-                    "foreign load, cores |\n|---|---:|---:|---:|---:|---:|---:|\n\n")
-
-
 # --- the HTML page is the same pieces ------------------------------------------------------------
 
 
@@ -246,27 +240,3 @@ def test_the_html_page_has_every_table_row_of_the_markdown(project, capsys, monk
     assert parser.rows == _md_rows(markdown) and len(parser.rows) > 8
     for heading in ("bpsperf results", "Verdicts", "Session", "Pictures"):
         assert f">{heading}</h" in cli_report(project, capsys, "html")
-
-
-def test_pieces_write_down_as_markdown_and_html():
-    page = [blocks.Heading(2, "t"), blocks.Paragraph(blocks.Strong("2 ok")),
-            blocks.Bullets(("a", (blocks.Strong("b"), ": ", blocks.Code("c<d>"))), loose=True),
-            blocks.Table(("x", "n"), (((blocks.Code("id"), " (head)"), "1.0"),), (False, True)),
-            blocks.Folded(("pairs of ", blocks.Code("a&b")), (blocks.Paragraph("m", note=True),)),
-            blocks.Image("pic", "bpsperf-img/p.png")]
-    assert blocks.markdown(page) == (
-        "## t\n\n**2 ok**\n\n- a\n\n- **b**: `c<d>`\n\n| x | n |\n|---|---:|\n| `id` (head) | 1.0 |\n\n"
-        "<details><summary>pairs of <code>a&amp;b</code></summary>\n\n_m_\n\n</details>\n\n"
-        "![pic](bpsperf-img/p.png)\n\n")
-    html = blocks.html_page(page, "report")
-    assert "<h1>t</h1>" in html and "<li><strong>b</strong>: <code>c&lt;d&gt;</code></li>" in html
-    assert "<tr><td><code>id</code> (head)</td><td class=\"num\">1.0</td></tr>" in html
-    assert "<thead><tr><th>x</th><th class=\"num\">n</th></tr></thead>" in html  # numbers right, as in Markdown
-    assert '<img src="bpsperf-img/p.png" alt="pic">' in html and "<p><em>m</em></p>" in html
-
-
-def test_history_alone_makes_a_history_page(tmp_path, capsys):
-    out = tmp_path / "rep"
-    assert main(["report", "--history", str(tmp_path / "none"), "--out", str(out), "--format", "markdown"]) == 0
-    assert (out / "report.md").read_text() == f"## bpsperf history\n\n- history {tmp_path / 'none'}: 0 job(s)\n\n"
-    assert pages.PICTURES_DIR in capsys.readouterr().out

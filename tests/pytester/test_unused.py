@@ -122,3 +122,14 @@ def test_no_hardware_is_detected_without_perf_tests(ourtester, monkeypatch, tmp_
     result = ourtester.runpytest_subprocess("-p", "no:cacheprovider", "--collect-only")
     assert result.ret == 0, result.stderr.str()
     assert ran.exists()  # a perf test is selected: its defaults follow the hardware
+
+
+def test_settings_follow_the_hardware_given(pytester):
+    from pytest_bpsperf.config.settings import Hardware
+    from pytest_bpsperf.plugin.options import SettingsPlugin
+
+    config = pytester.parseconfigure("-p", "no:cacheprovider")
+    plugin = SettingsPlugin(config)
+    cluster = Hardware(gpus=8, cores=32, gpu_nodes=2)
+    plugin.use_hardware(cluster)
+    assert plugin.hardware is cluster
