@@ -1,6 +1,7 @@
 """The GitHub Actions recipe under examples/ uses only options and commands that exist (``pytest --help``).
 
-The workflows' structure, and actionlint on them, are in ``tests/unit/test_ci_recipe.py``.
+The workflows' structure, actionlint on them and the steps' scripts that start no session are in
+``tests/unit/project/test_ci_recipe.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Pictures (valid PNGs that draw the measured numbers), exports for other tools, live lines in the terminal.
 
-The progress line itself, and how often it is said, are in ``tests/unit/test_progress.py``.
+The progress line itself, and how often it is said, are in ``tests/unit/launch/test_watchdog.py`` and
+``tests/unit/launch/test_launcher.py``.
 """
 
 from __future__ import annotations

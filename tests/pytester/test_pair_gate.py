@@ -1,4 +1,4 @@
-"""Base-vs-head sessions (``--bpsperf-base``) with measurements fed through the public hook.
+"""Base-vs-head in pytest (``plugin/pair_gate.py``): sessions of ``--bpsperf-base`` with fed measurements.
 
 The pytester project is a real git repository with two commits; the base arm
 is a real worktree (``git worktree add --detach``) or a directory, and the
@@ -8,7 +8,7 @@ returns finished records whose speed depends on the arm (``FAKE_HEAD`` is
 head's throughput relative to base; ``FAKE_NOISE`` the relative noise of a
 run, drawn from a seeded generator per call). The distributed runs of both
 arms are in ``tests/e2e/test_e2e_pairs.py``; the pair order and the arms' import
-paths, without a session, in ``tests/unit/test_pair_arms.py``.
+paths, without a session, in ``tests/unit/judge/test_pairs.py`` and ``tests/unit/config/test_arms.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""One renderer: the plugin's ``--bpsperf-markdown`` and ``bpsperf report`` are made from the results document.
+"""Reports in pytest (``plugin/reports.py``): one renderer for the plugin's reports and the command's.
+
+The plugin's ``--bpsperf-markdown`` and ``bpsperf report`` are made from the results document.
 
 The sessions are fed through the plugin's public hook ``pytest_bpsperf_run``
 with finished records, in the default timing (overlapped: a step is timed

@@ -1,10 +1,11 @@
-"""Sessions the fault and isolation guards stop or warn: no Ray, no training.
+"""Session-level guards (``plugin/guard.py``): sessions the fault and isolation guards stop or warn, no Ray.
 
 Runs of pytest on a project whose runs are fed through ``pytest_bpsperf_run``:
-the SIGTERM handler, configure-time checks of report and baseline paths, input
-limits, override notices, xdist, and end-of-session I/O errors (a full disk on a
-small tmpfs, where this machine lets us mount one). The guards' parts without a
-session are in ``tests/unit/test_guard_parts.py``; roles under setpriv in
+the SIGTERM handler, configure-time checks of report and baseline paths (every
+report option), input limits, override notices, xdist, and end-of-session I/O
+errors (a full disk on a small tmpfs, where this machine lets us mount one). The
+guards' parts without a session are in ``tests/unit/launch/`` (``test_watchdog.py``,
+``test_machine_lock.py``, ``test_launcher.py``); roles under setpriv in
 ``tests/e2e/test_e2e_role_setpriv.py``.
 """
 
@@ -18,6 +19,7 @@ import time
 import pytest
 
 from helpers.fakes import MATRIX_TEST, fake_run_conftest
+from helpers.reports import REPORTS
 
 
 @pytest.fixture
@@ -252,3 +254,23 @@ def test_the_job_summary_is_appended_to_and_named(fake_project, monkeypatch):
     result.stdout.fnmatch_lines([f"*bpsperf: wrote {summary} (GITHUB_STEP_SUMMARY)*"])
     text = summary.read_text()
     assert text.startswith("earlier step\n") and "test_perf.py::test_x" in text
+
+
+# --- every report option, and the reports xdist keeps from being written (``fed``) -----------------
+
+
+@pytest.mark.parametrize("option", REPORTS)
+def test_an_unwritable_report_path_is_refused_before_anything_runs(fed, option):
+    (fed.path / "plain").write_text("a file, so nothing can be made under it")
+    result = fed.runpytest("-p", "no:cacheprovider", f"{option}=plain/out")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*cannot write the report {option}=plain/out: *plain is a file*"])
+    result.stdout.no_fnmatch_line("*passed*")
+
+
+def test_the_xdist_notice_names_every_report_it_does_not_write(fed):
+    pytest.importorskip("xdist")
+    result = fed.runpytest_subprocess("-p", "no:cacheprovider", "-n", "1", "-m", "not perf",
+                                      "--bpsperf-bmf=bmf.json", "--bpsperf-plots=img")
+    result.stdout.fnmatch_lines(["*no report files under pytest-xdist (--bpsperf-bmf, --bpsperf-plots)*"])
+    assert not (fed.path / "bmf.json").exists()

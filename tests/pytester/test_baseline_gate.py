@@ -1,4 +1,6 @@
-"""Baselines per hardware profile, noise-aware verdicts and the reports built on them.
+"""The baseline gate in pytest (``plugin/baseline_gate.py``): baselines per hardware profile, verdicts, reports.
+
+Baselines per hardware profile, noise-aware verdicts and the reports built on them.
 
 No distributed run here: the pytester project implements the public hook
 ``pytest_bpsperf_run`` and returns finished job outputs from synthetic step

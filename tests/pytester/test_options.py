@@ -1,4 +1,6 @@
-"""Out of the way when unused: a session that runs no perf test never resolves, detects or checks.
+"""Settings in pytest (``plugin/options.py``): out of the way when unused, and the hardware they follow.
+
+A session that runs no perf test never resolves, detects or checks.
 
 The plugin's settings are resolved and checked once perf tests are selected to
 run (after ``-m``/``-k``), still before Ray starts; before that nothing is
