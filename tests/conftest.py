@@ -3,15 +3,14 @@
 Fixtures that tests of two folders share:
 
 - ``cpu_backend``: a backend of another plugin whose workers train on CPUs, registered for one test;
-- ``two_mxnets``: a site directory where two distributions provide ``mxnet`` (:mod:`helpers.dists`).
+- ``two_mxnets``: a site directory where two distributions provide ``mxnet`` (:mod:`helpers.dists`);
+- ``chromium``: one headless browser for a module's pages (:mod:`helpers.browser`).
 """
 
 import os
 from pathlib import Path
 
 import pytest
-
-from helpers.dists import dist
 
 # Ray decides at import whether a local cluster stays on loopback; tests that
 # start Ray in this process (or in subprocesses, which inherit it) must only
@@ -23,6 +22,9 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 pytest_plugins = ["pytester"]
+# the checks in tests/helpers (helpers.browser.check_page, helpers.markdown_check) assert as test modules
+# do: pytest rewrites them too, so that a failure shows the values compared
+pytest.register_assert_rewrite("helpers")
 
 
 def pytest_configure(config):
@@ -57,8 +59,20 @@ def cpu_backend():
 @pytest.fixture
 def two_mxnets(tmp_path: Path) -> Path:
     """The CPU mxnet (top_level.txt) and mxnet-cu112 (only a RECORD) side by side, as pip leaves them."""
+    from helpers.dists import dist
+
     site = tmp_path / "site"
     dist(site, "mxnet", "1.9.1", top_level="dmlc_tracker\nmxnet")
     dist(site, "mxnet-cu112", "1.9.1", files=("mxnet/__init__.py", "mxnet/libmxnet.so", "../../bin/im2rec.py"))
     dist(site, "gluoncv", "0.10.5", top_level="gluoncv")
     return site
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """One headless browser for the module's pages."""
+    from helpers.browser import Chromium, chromium_or_skip
+
+    browser = Chromium(chromium_or_skip())
+    yield browser
+    browser.close()
