@@ -172,6 +172,49 @@ def test_docs_mention_how_to_turn_the_plugin_off():
     assert "-p no:bpsperf" in (DOCS / "install.md").read_text()
 
 
+#: A test the docs cite: ``tests/<folder>/<file>.py``, with ``::name`` (``*`` ends a pattern); a lone
+#: ```::name``` names a test of the file cited before it on the same line.
+CITED = re.compile(r"(tests/(?:unit|pytester|e2e)/[\w/]+\.py)(?:::([\w*]+))?|`::([\w*]+)`")
+
+
+def missing_citations(text: str) -> "list[str]":
+    """The tests ``text`` cites that are not there: ``line N: path`` or ``line N: path::name``."""
+    missing = []
+    for number, line in enumerate(text.splitlines(), 1):
+        path = None
+        for match in CITED.finditer(line):
+            path = match.group(1) or path
+            name = match.group(2) or match.group(3)
+            if path is None:
+                continue
+            file = ROOT / path
+            tests = {n.name for n in ast.parse(file.read_text()).body if isinstance(n, ast.FunctionDef)} \
+                if file.is_file() else set()
+            if not file.is_file():
+                missing.append(f"line {number}: {path}")
+            elif name and not any(t == name or (name.endswith("*") and t.startswith(name[:-1])) for t in tests):
+                missing.append(f"line {number}: {path}::{name}")
+    return missing
+
+
+def _unreleased() -> str:
+    """CHANGELOG.md's section of what is not released yet (a release's entries keep the paths of their day)."""
+    text = (ROOT / "CHANGELOG.md").read_text()
+    return text[text.index("## [Unreleased]"):text.index("\n## [", text.index("## [Unreleased]") + 1)]
+
+
+def test_every_test_the_docs_cite_is_where_they_say():
+    pages = {"README.md": README.read_text(), "CHANGELOG.md [Unreleased]": _unreleased(),
+             **{f"docs/{p.name}": p.read_text() for p in sorted(DOCS.glob("*.md"))}}
+    assert {page: found for page, text in pages.items() if (found := missing_citations(text))} == {}
+
+
+def test_the_citation_check_sees_a_test_that_moved():
+    text = ("`tests/unit/test_gone.py`; `tests/unit/project/test_docs.py::test_nope`, `::test_readme_*`\n"
+            "`tests/unit/project/test_docs.py::test_the_citation_check_*`, `::test_every_default_reads_as_a_value`")
+    assert missing_citations(text) == ["line 1: tests/unit/test_gone.py",
+                                       "line 1: tests/unit/project/test_docs.py::test_nope"]
+
 def _mkdocs() -> "str | None":
     local = ROOT / ".ci" / "tools" / "bin" / "mkdocs"
     return os.environ.get("BPSPERF_MKDOCS") or (str(local) if local.exists() else shutil.which("mkdocs"))
