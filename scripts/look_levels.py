@@ -4,7 +4,7 @@ A base-vs-head session needs the per-look level of its design (estimator, first
 and last look, alpha); simulating it takes seconds (3.3 s for the defaults on a
 fast runner). The file holds those of the usual designs, each the output of
 :func:`pytest_bpsperf.stats.sequential.simulated_look_level` itself, so a session
-reads the very number it would have simulated. ``tests/unit/test_look_levels.py``
+reads the very number it would have simulated. ``tests/unit/stats/test_sequential.py``
 checks the file against the simulation.
 
     .venv/bin/python scripts/look_levels.py --write   # minutes

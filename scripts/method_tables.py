@@ -24,7 +24,7 @@ committed ``tests/data/pair_sessions.json``, the default). From it:
 
 and the tables: the operating curve at the defaults (-5 to -25%, regression,
 ok, inconclusive, pairs and pytest time per job), real beside simulated, and
-the A/A rates per tolerance. ``tests/unit/test_pairs_characteristics.py``
+the A/A rates per tolerance. ``tests/unit/judge/test_pairs.py``
 checks that docs/method.md holds what this computes from the committed data.
 """
 

@@ -6,7 +6,7 @@
 
 The folders are listed in import order, from the bottom of the
 import graph up (:data:`LEVELS`): a module imports only from folders listed
-before its own (``tests/unit/test_layout.py`` checks that too).
+before its own (``tests/unit/project/test_layout.py`` checks that too).
 """
 
 from __future__ import annotations

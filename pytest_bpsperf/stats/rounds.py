@@ -17,7 +17,7 @@ line in every session of the user):
   ``outliers`` is the two counts as ``"STDDEV;IQR"``;
 - ``ops``: rounds per second of their total (0 for a total of 0).
 
-``tests/pytester/test_verdicts.py`` checks every field against pytest-benchmark's
+``tests/unit/stats/test_rounds.py`` checks every field against pytest-benchmark's
 own ``Stats`` where a pytest-benchmark is installed beside (``.ci/benchmark``).
 """
 

@@ -4,7 +4,7 @@ It runs the planned worker role through the plugin's own role process, with
 stand-in worker processes instead of GPU training: each local rank must get
 BytePS's per-rank variables and write its own records, which the role reads
 back as one worker per GPU. On CUDA GPUs, fp16 and bpslaunch training run end
-to end. The plan itself is checked in ``tests/unit/test_bpslaunch_mode.py``.
+to end. The plan itself is checked in ``tests/unit/backends/test_byteps.py``.
 """
 
 from __future__ import annotations

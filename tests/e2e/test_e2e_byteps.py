@@ -6,7 +6,8 @@
   machinery (embedded Ray, role plan, RoleGroup) on a machine without GPUs;
 - a full byteps training run through the plugin, on CUDA GPUs only.
 
-The same rules as unit tests, and the comm.json timeline, are in ``tests/unit/test_byteps.py``.
+The same rules as unit tests, and the comm.json timeline, are in ``tests/unit/backends/``
+(``test_byteps_env.py``, ``test_byteps_timeline.py``).
 """
 
 from __future__ import annotations

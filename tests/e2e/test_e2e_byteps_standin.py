@@ -1,7 +1,7 @@
 """Code written for BytePS's MXNet plugin, run under the stand-in that enforces BytePS's rules.
 
 The stand-in (``tests/helpers/standin``) runs on CPU MXNet and fails where BytePS 0.2.5 fails; each
-rule cites BytePS's source there (checked against it by ``tests/unit/test_standin_sources.py``).
+rule cites BytePS's source there (checked against it by ``tests/unit/project/test_standin_sources.py``).
 Here each rule is seen to hold in real processes: the preflight's worker, a wrong order of calls, a
 node of two local ranks whose DistributedTrainer broadcasts the parameters itself. Runs through the
 plugin on a simulated GPU cluster are in ``test_e2e_gpu_sim.py``.

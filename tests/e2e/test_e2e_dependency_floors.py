@@ -3,7 +3,7 @@
 ``.ci/run`` makes a venv with Ray at its floor (``.ci/floor``); here a real reservation runs
 under it. Without that venv (a checkout where .ci/run did not run) the test skips and says so:
 tests reach no package registry. That the floor has what the reservation uses is checked in
-``tests/unit/test_dependency_floors.py``.
+``tests/unit/project/test_dependency_floors.py``.
 """
 
 from __future__ import annotations

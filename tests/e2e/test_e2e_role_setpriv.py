@@ -2,7 +2,7 @@
 
 Under ``setpriv`` (util-linux) a role gets PR_SET_PDEATHSIG; without it the role's
 log says that it would outlive its actor. Which roles of a run would, and where,
-is checked without a process in ``tests/unit/test_guard_parts.py``.
+is checked without a process in ``tests/unit/launch/test_launcher.py``.
 """
 
 from __future__ import annotations

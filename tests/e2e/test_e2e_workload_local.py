@@ -1,7 +1,7 @@
 """The worker's workload in one local process (no parameter server): entry protocol, timing, errors.
 
 Each test runs ``python -m pytest_bpsperf.remote.workload`` with MXNet; the
-workload's parts that need no process are in ``tests/unit/test_workload_remote.py``.
+workload's parts that need no process are in ``tests/unit/remote/test_workload.py``.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ page target is made over its HTTP endpoint, and driven over that target's
 websocket (``websocket-client``): Page, Runtime and Log events are kept, so a
 test sees every console message, uncaught exception and failed load. The
 browser runs in a process group of its own and is ended by that group's id.
+
+``look`` reads what a report page tells of itself, ``check_page`` holds it to what a report must be.
 """
 
 from __future__ import annotations
@@ -169,3 +171,50 @@ class Chromium:
         self.log.close()
         os.unlink(self.log.name)
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+#: What the page tells of itself: its pictures (loaded?), its tables (header, rows), its width.
+PAGE_FACTS = """(() => {
+  const box = e => e.getBoundingClientRect();
+  return {
+    title: document.title,
+    headings: [...document.querySelectorAll('h1, h2, h3')].map(h => h.textContent),
+    images: [...document.images].map(i => ({src: i.getAttribute('src'), alt: i.alt, complete: i.complete,
+                                            natural: [i.naturalWidth, i.naturalHeight],
+                                            shown: [box(i).width, box(i).height]})),
+    tables: [...document.querySelectorAll('table')].map(t => ({
+      header: t.tHead ? [...t.tHead.rows[0].cells].map(c => c.textContent) : [],
+      rows: t.tBodies.length ? t.tBodies[0].rows.length : 0,
+      cells: t.tBodies.length ? [...t.tBodies[0].rows].map(r => r.cells.length) : [],
+      align: t.tBodies.length && t.tBodies[0].rows.length ? [...t.tBodies[0].rows[0].cells].map(c => getComputedStyle(c).textAlign) : [],
+      width: box(t).width})),
+    viewport: window.innerWidth,
+    page_width: document.documentElement.scrollWidth,
+  };
+})()"""
+
+
+def look(chromium: Chromium, page, shot) -> dict:
+    """What ``page`` (a path) tells of itself in ``chromium`` (:data:`PAGE_FACTS`, its console); a shot at ``shot``."""
+    chromium.open(page.as_uri())
+    facts = chromium.evaluate(PAGE_FACTS)
+    facts["console"] = chromium.console()
+    chromium.screenshot(shot)
+    return facts
+
+
+def check_page(facts: dict, *, pictures: int, tables: int) -> None:
+    """Fails unless the page has these many pictures, each loaded at its own size, and tables, each with rows under
+    its header; nothing runs out sideways and the console holds no error or warning."""
+    images = facts["images"]
+    assert len(images) == pictures, [i["src"] for i in images]
+    for image in images:
+        assert image["complete"] and image["natural"][0] > 0 and image["natural"][1] > 0, image  # it loaded
+        # shown at its own size in a 1280-pixel window: not shrunk, so its text stays sharp
+        assert image["shown"] == image["natural"], image
+    assert len(facts["tables"]) == tables, facts["tables"]
+    for table in facts["tables"]:
+        assert table["header"] and table["rows"] > 0, table
+        assert set(table["cells"]) == {len(table["header"])}, table  # every row as wide as its header
+    assert facts["page_width"] <= facts["viewport"], "the page runs out sideways"
+    assert [m for m in facts["console"] if m[0] in ("error", "warning", "assert")] == [], facts["console"]

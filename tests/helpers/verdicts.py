@@ -1,8 +1,10 @@
-"""Base-vs-head verdicts decided from made-up pair tables (for the reports and the recipe's comment)."""
+"""Verdicts made up for the reports: one of the stored-baseline gate, and base-vs-head ones decided from
+made-up pair tables (for the reports and the recipe's comment)."""
 
 from __future__ import annotations
 
 from pytest_bpsperf.judge.pairs import decide_pairs
+from pytest_bpsperf.judge.verdict import Verdict
 
 ARMS = {"base": {"ref": "origin/main", "commit": "a" * 40, "dirty": False, "python": None,
                  "versions": {"mxnet": "1.9.1", "python": "3.11.7"}},
@@ -19,3 +21,9 @@ def paired_verdict(ratios=(0.7, 0.71, 0.69, 0.7), dropped=0, **kw):
                 pairs=table, tolerance=0.15, confidence=0.99, first_look=3, max_pairs=12, arms=ARMS)
     args.update(kw)
     return decide_pairs(**args)
+
+
+def verdict(nodeid, status="regression", trick="default"):
+    """A stored-baseline gate's verdict of ``status`` for ``nodeid`` (two samples, tolerance 15%)."""
+    return Verdict(status=status, nodeid=nodeid, test=nodeid.split("[")[0], trick=trick, profile_id="p", key="k",
+                   samples=(1.0, 1.1), tolerance=0.15)

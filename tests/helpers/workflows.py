@@ -1,6 +1,10 @@
-"""The GitHub Actions recipe under examples/github-actions, read as data (needs PyYAML)."""
+"""The GitHub Actions recipe under examples/github-actions, read as data (needs PyYAML), and a step's script run."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 from .paths import ROOT
 
@@ -29,3 +33,17 @@ def steps(workflow, job):
 
 def all_runs(workflow):
     return "\n".join(s.get("run", "") for job in workflow["jobs"].values() for s in job["steps"])
+
+
+def pr_step(name: str) -> str:
+    """The ``run`` script of the pull-request job's step ``name``."""
+    (step,) = [s for s in steps(load(PR), "base-vs-head") if s.get("name") == name]
+    return step["run"]
+
+
+def bash(script: str, cwd, **env: str) -> "subprocess.CompletedProcess[str]":
+    """``script`` run as GitHub runs a step (``bash -e``), in ``cwd``, with this interpreter's bin first on the PATH."""
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    # GitHub runs a step's script as `bash -e {0}`; .venv/bin is where the workflow installed the plugin
+    return subprocess.run(["bash", "-e", "-c", script.replace(".venv/bin/", "")], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PATH": path, **env})

@@ -5,7 +5,9 @@
 - ``fake_run``: that source, by default runs in the overlapped timing
   (:func:`helpers.fakes.fake_run_conftest`); a module overrides it with a
   fixture of the same name when its runs differ;
-- ``results`` / ``breakdown_results``: a results file the plugin wrote, in each timing.
+- ``results`` / ``breakdown_results``: a results file the plugin wrote, in each timing;
+- ``fed``: plain ``pytester`` (not ``ourtester``) isolated alike, whose perf test is fed runs of the speed
+  ``FAKE_SPEED`` and the single-process img/s ``FAKE_SINGLE`` say.
 """
 
 from __future__ import annotations
@@ -59,3 +61,38 @@ def results(ourtester: pytest.Pytester) -> Path:
 def breakdown_results(ourtester: pytest.Pytester) -> Path:
     """The same in the breakdown timing: every step split into compute and sync; its path."""
     return _results(ourtester, "breakdown")
+
+
+#: Finished runs through the plugin's public hook (tests/helpers/fakes.py): FAKE_SPEED scales img/s,
+#: FAKE_SINGLE is the session's single-process img/s; the repeats differ by 1%.
+FAKE_RUNS = fake_run_conftest(step_s=0.25, extra='''
+
+import os
+
+
+def scenario(config, spec):
+    return float(os.environ.get("FAKE_SPEED", "1.0")) * (1.0 + 0.01 * (spec.repeat % 3 - 1))
+
+
+def single_img_per_sec(config, spec):
+    return float(os.environ["FAKE_SINGLE"]) if os.environ.get("FAKE_SINGLE") else None
+''')
+
+PERF_TEST = '''
+import pytest
+
+
+@pytest.mark.perf
+def test_x(bpsperf_train):
+    bpsperf_train().assert_within_baseline()
+'''
+
+@pytest.fixture
+def fed(pytester, monkeypatch):
+    """A project whose perf test is fed finished runs, isolated from the outer environment."""
+    for key in list(os.environ):
+        if key.startswith(("BPSPERF_", "GITHUB_", "FAKE_")):
+            monkeypatch.delenv(key)
+    pytester.makeconftest(FAKE_RUNS)
+    pytester.makepyfile(test_x=PERF_TEST)
+    return pytester

@@ -20,3 +20,12 @@ def test_unregistered_backend_is_a_usage_error_naming_the_registered_ones(pytest
     err = result.stderr.str()
     assert "invalid value 'toy' for setting 'backend' from command line option --bpsperf-backend" in err
     assert "registered backend (mxnet, byteps)" in err
+
+
+@pytest.mark.parametrize("setting, value", [("dtype", "float16"), ("launch", "bpslaunch")])
+def test_what_a_backend_cannot_run_is_refused_before_ray_whatever_its_name(fed, cpu_backend, setting, value):
+    # the backend's own check (float16 needs GPU workers, bpslaunch needs BytePS), not a list of names
+    result = fed.runpytest("-p", "no:cacheprovider", f"--bpsperf-backend={cpu_backend}", f"--bpsperf-{setting}={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: bpsperf: setting '{setting}' ({value}, from command line option *"
+                                 f"backend*{cpu_backend}*"])

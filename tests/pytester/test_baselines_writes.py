@@ -2,7 +2,7 @@
 
 A real process holds the lock (``flock`` on the directory, as a writer does);
 the writers are the ``bpsperf`` command and a recording pytest session (runs fed
-through ``pytest_bpsperf_run``). The store's merge rules are in ``tests/unit/test_baselines.py``.
+through ``pytest_bpsperf_run``). The store's merge rules are in ``tests/unit/store/test_baselines.py``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The project (:mod:`helpers.history`) is a real git repository; every commit's
 ``speed.json`` says what a step of its code costs, and the fed run reads it
 from the tree of the arm it measures, so each session checks both arms out as
 worktrees and decides with the paired gate exactly as for a pull request. Only
-the runs are fed. The rules alone are in ``tests/unit/test_bisect_rules.py``; a
+the runs are fed. The rules alone are in ``tests/unit/judge/test_bisect.py``; a
 bisect of real distributed runs is in ``tests/e2e/test_e2e_bisect.py``.
 """
 

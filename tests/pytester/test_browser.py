@@ -4,7 +4,8 @@
 in a pytester session with fed runs (breakdown timing: all three session
 pictures), a history of four sessions and baselines recorded from it. Each page
 is opened from its ``file://`` URL, as one opens a report from disk or from CI
-artifacts, in a browser without network (``helpers/browser.py``). Every picture
+artifacts, in a browser without network (``helpers/browser.py``, whose checks
+``tests/unit/project/test_browser.py`` shows can fail). Every picture
 must load (``naturalWidth > 0``) and show at its own size (the browser's
 figure margins once shrank the 900-pixel trend pictures, blurring their text),
 every table must have its header and rows with numbers right-aligned, nothing
@@ -19,36 +20,8 @@ import json
 
 import pytest
 
-from helpers.browser import Chromium, chromium_or_skip
+from helpers.browser import check_page, look
 from helpers.cli import bpsperf
-
-#: What the page tells of itself: its pictures (loaded?), its tables (header, rows), its width.
-PAGE_FACTS = """(() => {
-  const box = e => e.getBoundingClientRect();
-  return {
-    title: document.title,
-    headings: [...document.querySelectorAll('h1, h2, h3')].map(h => h.textContent),
-    images: [...document.images].map(i => ({src: i.getAttribute('src'), alt: i.alt, complete: i.complete,
-                                            natural: [i.naturalWidth, i.naturalHeight],
-                                            shown: [box(i).width, box(i).height]})),
-    tables: [...document.querySelectorAll('table')].map(t => ({
-      header: t.tHead ? [...t.tHead.rows[0].cells].map(c => c.textContent) : [],
-      rows: t.tBodies.length ? t.tBodies[0].rows.length : 0,
-      cells: t.tBodies.length ? [...t.tBodies[0].rows].map(r => r.cells.length) : [],
-      align: t.tBodies.length && t.tBodies[0].rows.length ? [...t.tBodies[0].rows[0].cells].map(c => getComputedStyle(c).textAlign) : [],
-      width: box(t).width})),
-    viewport: window.innerWidth,
-    page_width: document.documentElement.scrollWidth,
-  };
-})()"""
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    """One headless browser for the module's pages."""
-    browser = Chromium(chromium_or_skip())
-    yield browser
-    browser.close()
 
 
 @pytest.fixture
@@ -73,34 +46,11 @@ def reports(breakdown_results, tmp_path, capsys):
     return session / "report.html", trends / "report.html"
 
 
-def _look(chromium: Chromium, page, shot) -> dict:
-    chromium.open(page.as_uri())
-    facts = chromium.evaluate(PAGE_FACTS)
-    facts["console"] = chromium.console()
-    chromium.screenshot(shot)
-    return facts
-
-
-def _check(facts: dict, *, pictures: int, tables: int) -> None:
-    images = facts["images"]
-    assert len(images) == pictures, [i["src"] for i in images]
-    for image in images:
-        assert image["complete"] and image["natural"][0] > 0 and image["natural"][1] > 0, image  # it loaded
-        # shown at its own size in a 1280-pixel window: not shrunk, so its text stays sharp
-        assert image["shown"] == image["natural"], image
-    assert len(facts["tables"]) == tables, facts["tables"]
-    for table in facts["tables"]:
-        assert table["header"] and table["rows"] > 0, table
-        assert set(table["cells"]) == {len(table["header"])}, table  # every row as wide as its header
-    assert facts["page_width"] <= facts["viewport"], "the page runs out sideways"
-    assert [m for m in facts["console"] if m[0] in ("error", "warning", "assert")] == [], facts["console"]
-
-
 def test_the_session_page_shows_its_pictures_and_tables_in_a_browser(chromium, reports, tmp_path):
-    facts = _look(chromium, reports[0], tmp_path / "session.png")
+    facts = look(chromium, reports[0], tmp_path / "session.png")
     # pictures: steps, trick matrix, compute/sync split, and a trend per job (two tricks); tables: the runs,
     # the trick matrix, the history
-    _check(facts, pictures=5, tables=3)
+    check_page(facts, pictures=5, tables=3)
     assert facts["title"] == "bpsperf report" and facts["headings"][:2] == ["bpsperf results", "Session"]
     assert {"History", "Pictures"} <= set(facts["headings"])
     runs, matrix, history = facts["tables"]
@@ -111,22 +61,6 @@ def test_the_session_page_shows_its_pictures_and_tables_in_a_browser(chromium, r
 
 
 def test_the_trends_page_shows_its_pictures_and_table_in_a_browser(chromium, reports, tmp_path):
-    facts = _look(chromium, reports[1], tmp_path / "trends.png")
-    _check(facts, pictures=2, tables=1)  # a trend per job; the trend table
+    facts = look(chromium, reports[1], tmp_path / "trends.png")
+    check_page(facts, pictures=2, tables=1)  # a trend per job; the trend table
     assert facts["headings"][0] == "bpsperf history" and facts["tables"][0]["rows"] == 2
-
-
-def test_the_browser_sees_a_missing_picture_and_a_script_error(chromium, tmp_path):
-    # the checks above can fail: a page with a picture that is not there and a script that fails
-    page = tmp_path / "broken.html"
-    page.write_text('<!DOCTYPE html><html><body><img src="bpsperf-img/none.png" alt="none">'
-                    '<table><thead><tr><th>a</th></tr></thead><tbody></tbody></table>'
-                    "<script>console.error('drawn wrong'); undefined_function();</script></body></html>")
-    facts = _look(chromium, page, tmp_path / "broken.png")
-    assert facts["images"][0]["natural"] == [0, 0] and facts["tables"][0]["rows"] == 0
-    levels = [level for level, _ in facts["console"]]
-    texts = " | ".join(text for _, text in facts["console"])
-    assert levels.count("error") >= 3, facts["console"]  # the failed load, console.error, the exception
-    assert "none.png" in texts and "drawn wrong" in texts and "undefined_function" in texts
-    with pytest.raises(AssertionError):
-        _check(facts, pictures=1, tables=1)

@@ -257,3 +257,49 @@ def test_comment_names_a_missing_report(results, tmp_path, capsys):
                            "--out", tmp_path / "comment.md")
     assert code == 2 and "--markdown" in err and "nope.md" in err
     assert not (tmp_path / "comment.md").exists()
+
+
+# --- the command decides as the plugin did (fed runs of FAKE_SPEED, single process FAKE_SINGLE: ``fed``) ---
+
+#: the workload is pinned (a GPU machine's defaults would differ); the fake has no session effect
+PINNED = ("-p", "no:cacheprovider", "--bpsperf-profile=testprof", "--bpsperf-baselines-dir=bl", "--bpsperf-steps=12",
+          "--bpsperf-batch-size=8", "--bpsperf-image-size=32", "--bpsperf-omp-threads=2", "--bpsperf-scaling",
+          "--bpsperf-session-spread=1%")
+
+
+def _session(pytester, monkeypatch, speed: float, single: float, *args: str):
+    monkeypatch.setenv("FAKE_SPEED", str(speed))
+    monkeypatch.setenv("FAKE_SINGLE", str(single))
+    return pytester.runpytest(*PINNED, *args)
+
+
+def test_check_decides_a_normalized_session_as_the_plugin_did(fed, monkeypatch):
+    import json
+
+    from pytest_bpsperf.judge.offline import check_results, compare_results
+    from pytest_bpsperf.store.baselines import BaselineStore
+
+    _session(fed, monkeypatch, 1.0, 10.0, "--bpsperf-update-baselines", "--bpsperf-repeats=3",
+             "--bpsperf-json=base.json").assert_outcomes(passed=3)
+    # a day 30% slower for everything, the single process too: relative to it, nothing changed
+    result = _session(fed, monkeypatch, 0.7, 7.0, "--bpsperf-normalize=single", "--bpsperf-json=head.json")
+    result.assert_outcomes(passed=1)
+    head = json.loads((fed.path / "head.json").read_text())
+    plugin = head["tests"][-1]["verdict"]
+    assert plugin["status"] == "ok" and plugin["normalize"] == "single"
+    [checked] = check_results(head, BaselineStore(fed.path / "bl"), profile_id="testprof")
+    assert (checked.status, checked.normalize, checked.single_img_per_sec) == ("ok", "single", 7.0)
+    assert checked.comparison.change_pct == pytest.approx(plugin["change_pct"])
+    # against the earlier results file, too
+    [compared], _ = compare_results(json.loads((fed.path / "base.json").read_text()), head)
+    assert (compared.status, compared.normalize) == ("ok", "single")
+
+
+def test_baselines_recorded_from_a_results_file_keep_the_single_process_img_per_sec(fed, monkeypatch):
+    import json
+
+    from pytest_bpsperf.judge.offline import baseline_sessions
+
+    _session(fed, monkeypatch, 1.0, 10.0, "--bpsperf-repeats=3", "--bpsperf-json=r.json")
+    [(_, session)] = baseline_sessions(json.loads((fed.path / "r.json").read_text()))[0].values()
+    assert session["single_img_per_sec"] == 10.0  # as --bpsperf-update-baselines records it

@@ -4,7 +4,7 @@ Each document is checked against ``pytest_bpsperf/schemas/cli.schema.json``, pri
 and holds what the text output says (the verdict lines themselves, the counts, the exit status).
 The last tests hold the command to the plugin's meanings: ``--strict``, the export formats' names,
 the history directory. Parser-level checks (which commands take ``--json``, the shared option names) are in
-``tests/unit/test_cli_json.py``.
+``tests/unit/cli/test_init.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Pictures (valid PNGs that draw the measured numbers), exports for other tools, live lines in the terminal.
 
-The progress line itself, and how often it is said, are in ``tests/unit/test_progress.py``.
+The progress line itself, and how often it is said, are in ``tests/unit/launch/test_watchdog.py`` and
+``tests/unit/launch/test_launcher.py``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import math
 import re
 import statistics
 import struct
-import subprocess
 
 import matplotlib.figure  # noqa: F401 - imported once here, not again inside each pytester run
 import pytest
@@ -18,9 +18,7 @@ import pytest
 from helpers.cli import bpsperf
 from helpers.fakes import MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
 from helpers.markdown_check import NASTY_ID, check_report
-from helpers.paths import pytest_benchmark_tool
 from pytest_bpsperf.report import exports, plots
-from pytest_bpsperf.stats.rounds import round_stats
 from pytest_bpsperf.store.history import make_record, trends
 
 
@@ -167,55 +165,6 @@ def test_pytest_benchmark_export_uses_steady_steps(results):
     assert first["stats"]["rounds"] == 19
     assert bench["commit_info"]["id"] == "unversioned"  # pytester's directory is no git checkout
     assert bench["version"] == exports.BENCHMARK_FORMAT_VERSION
-
-
-#: Rounds of every count from 1 to 13, with ties and an outlier among them: each count takes its own
-#: quartile method (one round, an even count, 4m+1, 4m+3).
-ROUNDS = [[0.5 + 0.01 * ((7 * i) % 5) + (3.0 if i == 9 else 0.0) for i in range(n)] for n in range(1, 14)]
-
-
-def test_round_statistics_are_pytest_benchmarks_own():
-    python = pytest_benchmark_tool("python")
-    code = ("import json, sys\nfrom pytest_benchmark.stats import Stats\nout = []\n"
-            "for data in json.load(sys.stdin):\n    s = Stats()\n    [s.update(x) for x in data]\n"
-            "    out.append(s.as_dict())\nprint(json.dumps(out))\n")
-    proc = subprocess.run([str(python), "-c", code], input=json.dumps(ROUNDS), capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    theirs = json.loads(proc.stdout)
-    for data, their in zip(ROUNDS, theirs):
-        ours = round_stats(data)
-        assert set(ours) == set(their) | {"data"} and ours["data"] == data
-        for field, value in their.items():
-            assert ours[field] == (value if isinstance(value, (str, int)) else pytest.approx(value)), (len(data), field)
-
-
-def _git(path, *args):
-    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def test_commit_info_is_pytest_benchmarks_own(tmp_path, monkeypatch):
-    repo = tmp_path / "my-project-checkout"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "feature")
-    _git(repo, "remote", "add", "origin", "git@example.invalid:team/the-project.git")
-    (repo / "a.txt").write_text("one\n")
-    _git(repo, "add", "a.txt")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
-    monkeypatch.chdir(repo)
-    clean = exports.commit_info()
-    assert clean == {"id": _git(repo, "rev-parse", "HEAD"), "time": _git(repo, "show", "-s", "--format=%cI"),
-                     "author_time": _git(repo, "show", "-s", "--format=%aI"), "dirty": False,
-                     "project": "the-project", "branch": "feature"}
-    (repo / "a.txt").write_text("two\n")
-    assert exports.commit_info()["dirty"] is True
-    python = pytest_benchmark_tool("python")
-    proc = subprocess.run([str(python), "-c", "import json; from pytest_benchmark.utils import get_commit_info; "
-                           "print(json.dumps(get_commit_info()))"], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == exports.commit_info()
-    _git(repo, "checkout", "-q", "--detach")
-    assert exports.commit_info()["branch"] == "(detached head)"
 
 
 # --- live progress ------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ than the default trick); each run says what it was asked in calls.jsonl.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -503,7 +504,6 @@ def test_y(bpsperf_train):
     assert mine["steps"] == "steps= of bpsperf_train(...) in test_y.py::test_y[default]"
 
 
-
 def test_json_report(ourtester):
     ourtester.makepyfile(test_x=MATRIX_TEST)
     result = run(ourtester, "--bpsperf-json", "out/perf.json")
@@ -880,3 +880,24 @@ def test_a_notice_while_a_test_runs_is_shown_and_the_next_live_line_starts_its_o
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["test_x.py ", "bpsperf: waiting for the machine lock", "bpsperf: 4 roles up"])
     assert "test_x.py bpsperf" not in result.stdout.str()
+
+
+# --- one baselines directory for the plugin and the command ------------------------------------------
+
+
+def test_one_baselines_directory_for_the_plugin_and_the_command(pytester, monkeypatch):
+    from pytest_bpsperf.cli import _parser
+    from pytest_bpsperf.config import settings
+    from pytest_bpsperf.plugin import gate_key
+
+    monkeypatch.setattr(settings, "BASELINES_DIR", "perf-baselines")
+    parse = _parser().parse_args
+    assert {parse(["check", "r.json"]).baselines_dir, parse(["report", "--out", "o"]).baselines_dir,
+            parse(["baselines", "list"]).baselines_dir, parse(["baselines", "record", "r.json"]).baselines_dir,
+            parse(["baselines", "show", "p"]).baselines_dir, parse(["baselines", "prune", "p"]).baselines_dir} \
+        == {"perf-baselines"}
+    for key in list(os.environ):
+        if key.startswith("BPSPERF_"):
+            monkeypatch.delenv(key)
+    config = pytester.parseconfigure()
+    assert config.stash[gate_key].store().directory == pytester.path / "perf-baselines"

@@ -5,7 +5,7 @@ test that ``addopts = -m 'not perf'`` leaves out, as the docs advise; no conftes
 of ours. Each session is a fresh interpreter (``runpytest_subprocess``), which
 loads the plugin through its ``pytest11`` entry point as a user's pytest does.
 What the dependencies could print goes through a pytest plugin of theirs
-(``tests/pytester/test_packaging.py`` checks that none of them has one) or
+(``tests/unit/project/test_packaging.py`` checks that none of them has one) or
 through being imported (checked here: none of the heavy ones is).
 """
 

@@ -6,7 +6,7 @@ grepped for it: the results, the Markdown and HTML reports, the pictures, the
 exports, the history, the baselines, the JUnit XML, the job summary, the
 annotations and the terminal, a usage error. The names stay. The rule itself
 (:func:`pytest_bpsperf.remote.environ.looks_secret`) is in
-``tests/unit/test_secrets_rule.py``; the worker's start record of a real run is
+``tests/unit/remote/test_environ.py``; the worker's start record of a real run is
 in ``tests/e2e/test_e2e_workload_local.py`` and ``tests/e2e/test_e2e_mxnet.py``.
 """
 

@@ -1,6 +1,6 @@
 """Workload settings in a session: a bad one stops pytest before Ray starts; a marker's entry imports.
 
-The checks themselves, without a session, are in ``tests/unit/test_workload_spec.py``.
+The checks themselves, without a session, are in ``tests/unit/config/test_workload_spec.py``.
 """
 
 from __future__ import annotations

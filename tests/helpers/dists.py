@@ -1,0 +1,17 @@
+"""Tiny installed distributions: only the metadata of a ``.dist-info``, as pip leaves it on a path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def dist(where: Path, name: str, version: str, *, top_level: "str | None" = None,
+         files: "tuple[str, ...]" = ()) -> Path:
+    """A tiny installed distribution: its .dist-info (METADATA, and top_level.txt or a RECORD)."""
+    info = where / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    if top_level is not None:
+        (info / "top_level.txt").write_text(top_level + "\n")
+    (info / "RECORD").write_text("".join(f"{f},,\n" for f in files) + f"{info.name}/METADATA,,\n")
+    return info

@@ -1,0 +1,82 @@
+"""``remote/provenance.py``: what produced a measurement: the working tree's state, its commit, the software.
+
+What changed since a baseline, in the verdict, is in ``tests/unit/judge/test_verdict.py``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from pytest_bpsperf.remote import provenance
+from pytest_bpsperf.remote.provenance import current_commit, software_versions, working_tree_dirty
+
+
+def git(cwd, *args):
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path):
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "config", "user.email", "t@example.invalid")
+    git(tmp_path, "config", "user.name", "t")
+    (tmp_path / "bench.py").write_text("x = 1\n")
+    git(tmp_path, "add", "bench.py")
+    git(tmp_path, "commit", "-q", "-m", "one")
+    return tmp_path
+
+
+def test_a_changed_tracked_file_makes_the_tree_dirty_and_an_untracked_one_does_not(repo, tmp_path_factory):
+    assert current_commit(repo) and working_tree_dirty(repo) is False
+    (repo / "notes.txt").write_text("untracked\n")
+    assert working_tree_dirty(repo) is False
+    (repo / "bench.py").write_text("x = 2\n")
+    assert working_tree_dirty(repo) is True
+    assert working_tree_dirty(tmp_path_factory.mktemp("not-a-repo")) is None
+
+
+def test_software_versions_reads_metadata_without_importing(monkeypatch):
+    import sys
+
+    monkeypatch.delitem(sys.modules, "mxnet", raising=False)
+    versions = software_versions()
+    assert set(versions) == {"python", "mxnet", "byteps", "ray", "gluoncv"}
+    assert versions["python"].count(".") == 2
+    assert all(isinstance(v, str) and v for v in versions.values())
+    assert "mxnet" not in sys.modules
+
+
+def test_software_versions_not_installed(monkeypatch):
+    def missing(name):
+        raise provenance.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(provenance.metadata, "version", missing)
+    versions = software_versions()
+    assert versions["mxnet"] == versions["byteps"] == versions["ray"] == "not installed"
+
+
+def test_current_commit_outside_a_repo(tmp_path):
+    assert current_commit(tmp_path) is None
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_current_commit_in_a_repo(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *args],
+                       cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "f").write_text("x")
+    git("add", "f")
+    git("commit", "-q", "-m", "c")
+    expected = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    assert current_commit(tmp_path) == expected
+
+
+def test_current_commit_without_git(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert current_commit(tmp_path) is None

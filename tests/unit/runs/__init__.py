@@ -1,0 +1,1 @@
+"""Tests of ``pytest_bpsperf/runs/``: ``test_<module>.py`` for each module, ``test_init.py`` for ``__init__.py``."""
