@@ -55,8 +55,9 @@ class ToyBackend(BackendBase):
     def worker_command(self, settings: Settings) -> Sequence[str]:
         return (PYTHON, "-c", WORKER, RECORDS, str(settings.steps))
 
-    def worker_processes(self, settings: Settings, worker_id: int, node: Node,
-                         gpus: Sequence[int]) -> Sequence[WorkerProcess]:
+    def worker_processes(
+        self, settings: Settings, worker_id: int, node: Node, gpus: Sequence[int]
+    ) -> Sequence[WorkerProcess]:
         return tuple(WorkerProcess(f".{rank}", {"TOY_RANK": str(rank)}) for rank in range(2))
 
     def workload_defaults(self, device: str) -> Mapping[str, int]:

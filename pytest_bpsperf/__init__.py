@@ -53,10 +53,26 @@ _WHERE = {
 
 __all__ = [
     "__version__",
-    "RunResult", "RunSpec", "RunOutput", "RoleOutcome", "WorkerRecords",
-    "TrainContext", "Trick", "Settings",
-    "Backend", "BackendBase", "WorkerProcess", "PlanError", "CommWindow", "Node", "Plan", "RolePlan",
-    "register", "unregister", "PYTHON", "RECORDS",
+    "RunResult",
+    "RunSpec",
+    "RunOutput",
+    "RoleOutcome",
+    "WorkerRecords",
+    "TrainContext",
+    "Trick",
+    "Settings",
+    "Backend",
+    "BackendBase",
+    "WorkerProcess",
+    "PlanError",
+    "CommWindow",
+    "Node",
+    "Plan",
+    "RolePlan",
+    "register",
+    "unregister",
+    "PYTHON",
+    "RECORDS",
 ]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is imported on first use
@@ -75,8 +91,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is i
 def __getattr__(name: str) -> Any:
     where = _WHERE.get(name)
     if where is None:
-        raise AttributeError(f"module 'pytest_bpsperf' has no attribute {name!r}; its public names: "
-                             f"{', '.join(__all__)}")
+        raise AttributeError(
+            f"module 'pytest_bpsperf' has no attribute {name!r}; its public names: {', '.join(__all__)}"
+        )
     value = getattr(importlib.import_module(where), name)
     globals()[name] = value  # once: later lookups are plain attribute reads
     return value

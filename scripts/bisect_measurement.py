@@ -81,14 +81,14 @@ def build(ctx):
     return step
 '''
 
-PERF_TEST = '''import pytest
+PERF_TEST = """import pytest
 
 pytestmark = pytest.mark.perf
 
 
 def test_bench(bpsperf_train):
     bpsperf_train().assert_within_baseline()
-'''
+"""
 
 INI = """[pytest]
 markers =
@@ -105,12 +105,26 @@ bpsperf_tolerance = {tolerance}
 
 def git(path: Path, *args: str) -> str:
     """``git ARGS`` in ``path`` with a fixed author; its stdout."""
-    return subprocess.run(["git", "-c", "user.name=bisect", "-c", "user.email=bisect@example.invalid", *args],
-                          cwd=path, check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=bisect", "-c", "user.email=bisect@example.invalid", *args],
+        cwd=path,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
-def build_repository(path: Path, *, commits: int, comm_at: int, compute_at: int, extra: int, pad: int,
-                     steps: int = 10, tolerance: str = "10%") -> "list[str]":
+def build_repository(
+    path: Path,
+    *,
+    commits: int,
+    comm_at: int,
+    compute_at: int,
+    extra: int,
+    pad: int,
+    steps: int = 10,
+    tolerance: str = "10%",
+) -> "list[str]":
     """The throwaway repository at ``path``: GOOD and ``commits`` commits after it; the shas, GOOD first.
 
     Commit ``comm_at`` (0: none) adds the ``pad`` floats that only travel, commit
@@ -128,8 +142,15 @@ def build_repository(path: Path, *, commits: int, comm_at: int, compute_at: int,
         (path / "bench.py").write_text(ENTRY.format(extra=extra if has_extra else 0, pad=pad if has_pad else 0))
         with open(path / "NOTES.txt", "a", encoding="utf-8") as fh:
             fh.write(f"change {k}\n")
-        subject = ("good" if k == 0 else "a larger layer (more gradient bytes)" if k == comm_at
-                   else "extra compute per step" if k == compute_at else f"change {k} (no speed change)")
+        subject = (
+            "good"
+            if k == 0
+            else "a larger layer (more gradient bytes)"
+            if k == comm_at
+            else "extra compute per step"
+            if k == compute_at
+            else f"change {k} (no speed change)"
+        )
         git(path, "add", "-A")
         git(path, "commit", "-q", "-m", subject)
         shas.append(git(path, "rev-parse", "HEAD"))
@@ -142,12 +163,38 @@ def _local_step_s(extra: int, work: Path) -> float:
     entry.mkdir(parents=True, exist_ok=True)
     (entry / "bench.py").write_text(ENTRY.format(extra=extra, pad=0))
     records = entry / "r.jsonl"
-    subprocess.run([sys.executable, "-m", "pytest_bpsperf.remote.workload", "--backend", "local", "--entry",
-                    "bench:build", "--entry-path", str(entry), "--steps", "5", "--batch-size", "8",
-                    "--image-size", "16", "--records", str(records), "--diagnostic-steps", "7"],
-                   check=True, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, timeout=600)
-    totals = sorted(json.loads(line)["total_s"] for line in records.read_text().splitlines()
-                    if json.loads(line)["event"] == "diagnostic")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_bpsperf.remote.workload",
+            "--backend",
+            "local",
+            "--entry",
+            "bench:build",
+            "--entry-path",
+            str(entry),
+            "--steps",
+            "5",
+            "--batch-size",
+            "8",
+            "--image-size",
+            "16",
+            "--records",
+            str(records),
+            "--diagnostic-steps",
+            "7",
+        ],
+        check=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        timeout=600,
+    )
+    totals = sorted(
+        json.loads(line)["total_s"]
+        for line in records.read_text().splitlines()
+        if json.loads(line)["event"] == "diagnostic"
+    )
     return totals[len(totals) // 2]
 
 
@@ -158,14 +205,20 @@ def _distributed_step_s(work: Path, steps: int, pad: int, pytest_args: "list[str
     shutil.rmtree(repo, ignore_errors=True)
     build_repository(repo, commits=1, comm_at=1 if pad else 0, compute_at=0, extra=0, pad=pad, steps=steps)
     results = repo / "calibration.json"
-    subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--bpsperf-json={results}",
-                    *pytest_args], cwd=repo, check=False, capture_output=True, timeout=1800)
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--bpsperf-json={results}", *pytest_args],
+        cwd=repo,
+        check=False,
+        capture_output=True,
+        timeout=1800,
+    )
     runs = json.loads(results.read_text())["tests"]
     return sorted(r["step_s"] for r in runs)[len(runs) // 2]
 
 
-def calibrate_extra(work: Path, steps: int, pad: int, pytest_args: "list[str]",
-                    slowdown: float = 0.25) -> "tuple[int, dict]":
+def calibrate_extra(
+    work: Path, steps: int, pad: int, pytest_args: "list[str]", slowdown: float = 0.25
+) -> "tuple[int, dict]":
     """Products per step that make a distributed step of the compute culprit's parent (with ``pad``: after
     the communication culprit) about ``slowdown`` slower: the time of one product (one local process, with
     and without 40 of them), against one real run's step time."""
@@ -178,8 +231,24 @@ def calibrate_extra(work: Path, steps: int, pad: int, pytest_args: "list[str]",
 def run_bisect(repo: Path, good: str, bad: str, out: Path, pytest_args: "list[str]") -> dict:
     """One ``bpsperf bisect`` in ``repo``; its document, with its exit status and wall seconds."""
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_bpsperf.cli", "bisect", good, bad, "--out", str(out),
-                             "--", "-p", "no:cacheprovider", *pytest_args], cwd=repo, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest_bpsperf.cli",
+            "bisect",
+            good,
+            bad,
+            "--out",
+            str(out),
+            "--",
+            "-p",
+            "no:cacheprovider",
+            *pytest_args,
+        ],
+        cwd=repo,
+        text=True,
+    )
     try:
         proc.wait()
     except KeyboardInterrupt:  # the bisect got the same Ctrl-C: let it end its session and say so
@@ -194,11 +263,22 @@ def summary(doc: dict, *, label: str, expected: str) -> dict:
     result = doc.get("result") or {}
     culprit = (result.get("culprit") or {}).get("sha")
     grew = (((result.get("verdict") or {}).get("breakdown") or {}).get("grew_most") or {}).get("label")
-    return {"bisect": label, "commits": len(doc.get("commits") or []) - 1, "kind": result.get("kind"),
-            "exit_status": doc.get("exit_status"), "midpoints": max([s["step"] for s in doc.get("steps") or [{"step": 0}]]),
-            "sessions": doc.get("sessions"), "pairs": doc.get("pairs"), "seconds": doc.get("total_s"),
-            "culprit": culprit, "expected": expected, "right": culprit == expected, "grew_most": grew,
-            "where": (result.get("verdict") or {}).get("where"), "ratio": (result.get("verdict") or {}).get("ratio")}
+    return {
+        "bisect": label,
+        "commits": len(doc.get("commits") or []) - 1,
+        "kind": result.get("kind"),
+        "exit_status": doc.get("exit_status"),
+        "midpoints": max([s["step"] for s in doc.get("steps") or [{"step": 0}]]),
+        "sessions": doc.get("sessions"),
+        "pairs": doc.get("pairs"),
+        "seconds": doc.get("total_s"),
+        "culprit": culprit,
+        "expected": expected,
+        "right": culprit == expected,
+        "grew_most": grew,
+        "where": (result.get("verdict") or {}).get("where"),
+        "ratio": (result.get("verdict") or {}).get("ratio"),
+    }
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -206,12 +286,22 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--commits", type=int, default=16, help="commits after GOOD (default: %(default)s)")
     p.add_argument("--comm-at", type=int, default=5, help="the commit that sends more bytes (0: none)")
     p.add_argument("--compute-at", type=int, default=11, help="the commit that computes more (0: none)")
-    p.add_argument("--extra", default="auto", help="products per step of the compute culprit ('auto': sized by "
-                   "--slowdown)")
-    p.add_argument("--slowdown", type=float, default=0.25, help="how much slower the compute culprit makes a step "
-                   "(--extra auto; default: %(default)s)")
-    p.add_argument("--pad", type=int, default=300_000, help="floats of the layer that only travels (the "
-                   "communication culprit; 1,000,000 made a step about 5x as long on the two-core machine)")
+    p.add_argument(
+        "--extra", default="auto", help="products per step of the compute culprit ('auto': sized by --slowdown)"
+    )
+    p.add_argument(
+        "--slowdown",
+        type=float,
+        default=0.25,
+        help="how much slower the compute culprit makes a step (--extra auto; default: %(default)s)",
+    )
+    p.add_argument(
+        "--pad",
+        type=int,
+        default=300_000,
+        help="floats of the layer that only travels (the "
+        "communication culprit; 1,000,000 made a step about 5x as long on the two-core machine)",
+    )
     p.add_argument("--steps", type=int, default=12, help="training steps per run")
     p.add_argument("--tolerance", default="10%", help="the repository's tolerance")
     p.add_argument("--tries", type=int, default=1, help="repeat the whole measurement")
@@ -223,8 +313,11 @@ def main(argv: "list[str] | None" = None) -> int:
     if args.extra == "auto":
         before = args.pad if args.comm_at and args.comm_at < args.compute_at else 0
         extra, facts = calibrate_extra(work, args.steps, before, pytest_args, args.slowdown)
-        print(f"calibration: a distributed step of GOOD takes {facts['step_s'] * 1000:.1f} ms, one product "
-              f"{facts['product_s'] * 1000:.2f} ms", flush=True)
+        print(
+            f"calibration: a distributed step of GOOD takes {facts['step_s'] * 1000:.1f} ms, one product "
+            f"{facts['product_s'] * 1000:.2f} ms",
+            flush=True,
+        )
     else:
         extra = int(args.extra)
     print(f"EXTRA = {extra} products per step, PAD = {args.pad} floats; work in {work}", flush=True)
@@ -232,8 +325,16 @@ def main(argv: "list[str] | None" = None) -> int:
     for t in range(args.tries):
         repo = work / f"repo{t}"
         shutil.rmtree(repo, ignore_errors=True)
-        shas = build_repository(repo, commits=args.commits, comm_at=args.comm_at, compute_at=args.compute_at,
-                                extra=extra, pad=args.pad, steps=args.steps, tolerance=args.tolerance)
+        shas = build_repository(
+            repo,
+            commits=args.commits,
+            comm_at=args.comm_at,
+            compute_at=args.compute_at,
+            extra=extra,
+            pad=args.pad,
+            steps=args.steps,
+            tolerance=args.tolerance,
+        )
         plans = []
         first = args.comm_at or args.compute_at
         plans.append(("whole range", 0, args.commits, shas[first]))
@@ -250,8 +351,11 @@ def main(argv: "list[str] | None" = None) -> int:
             rows.append(row)
             with open(args.out, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row, sort_keys=True) + "\n")
-            print(f"try {t}, {label}: {row['kind']} in {row['sessions']} session(s), {row['pairs']} pairs, "
-                  f"{row['seconds']:.0f}s; right culprit: {row['right']}; grew most: {row['grew_most']}", flush=True)
+            print(
+                f"try {t}, {label}: {row['kind']} in {row['sessions']} session(s), {row['pairs']} pairs, "
+                f"{row['seconds']:.0f}s; right culprit: {row['right']}; grew most: {row['grew_most']}",
+                flush=True,
+            )
     right = sum(r["right"] for r in rows)
     print(f"{right} of {len(rows)} bisects named the right culprit; details in {args.out}")
     return 0 if right == len(rows) else 1

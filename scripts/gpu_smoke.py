@@ -61,13 +61,19 @@ def _run(cmd: "list[str]", timeout: float = 60) -> "tuple[int, str]":
 
 def machine_facts() -> dict:
     """GPUs, NUMA, shared memory, threads per core, numactl, Python."""
-    code, gpus = _run(["nvidia-smi", "--query-gpu=index,uuid,name,memory.total,driver_version", "--format=csv,noheader"])
-    numa = sorted(p for p in os.listdir("/sys/devices/system/node") if p.startswith("node")) \
-        if os.path.isdir("/sys/devices/system/node") else None
+    code, gpus = _run(
+        ["nvidia-smi", "--query-gpu=index,uuid,name,memory.total,driver_version", "--format=csv,noheader"]
+    )
+    numa = (
+        sorted(p for p in os.listdir("/sys/devices/system/node") if p.startswith("node"))
+        if os.path.isdir("/sys/devices/system/node")
+        else None
+    )
     shm = shutil.disk_usage("/dev/shm") if os.path.isdir("/dev/shm") else None
     _c, lscpu = _run(["lscpu"])
-    threads = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines()
-                    if line.startswith("Thread(s) per core")), None)
+    threads = next(
+        (line.split(":", 1)[1].strip() for line in lscpu.splitlines() if line.startswith("Thread(s) per core")), None
+    )
     from pytest_bpsperf.remote.bpslaunch import has_numactl
 
     return {
@@ -96,20 +102,33 @@ def plugin_checks() -> dict:
 
     hw = Hardware.detect()
     settings = resolve([], hw, backends.workload_defaults)
-    out = {"hardware": {"gpus": hw.gpus, "cores": hw.cores, "gpu_nodes": hw.gpu_nodes},
-           "defaults": {k: getattr(settings, k) for k in ("workers", "steps", "batch_size", "image_size",
-                                                         "omp_threads")}}
+    out = {
+        "hardware": {"gpus": hw.gpus, "cores": hw.cores, "gpu_nodes": hw.gpu_nodes},
+        "defaults": {k: getattr(settings, k) for k in ("workers", "steps", "batch_size", "image_size", "omp_threads")},
+    }
     gpus = max(1, hw.gpus)
     node = Node("this", "127.0.0.1", float(hw.cores), gpus, "this machine")
     s = resolve([], Hardware(gpus=gpus, cores=hw.cores), backends.workload_defaults).with_values(backend="byteps")
     plan = make_plan(s, TrickRegistry().get("default"), [node], backend=backends.get("byteps"), run_id="smoke")
     workers = plan.by_role("worker")
     out["byteps_plan"] = {
-        "workers": s.workers, "worker_processes": plan.worker_processes,
+        "workers": s.workers,
+        "worker_processes": plan.worker_processes,
         "roles": [r.name for r in plan.roles],
-        "worker_env": [{k: r.env.get(k) for k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES",
-                                                 "BYTEPS_LOCAL_RANK", "BYTEPS_LOCAL_SIZE", "BYTEPS_FORCE_DISTRIBUTED",
-                                                 "DMLC_NUM_WORKER")} for r in workers],
+        "worker_env": [
+            {
+                k: r.env.get(k)
+                for k in (
+                    "CUDA_VISIBLE_DEVICES",
+                    "NVIDIA_VISIBLE_DEVICES",
+                    "BYTEPS_LOCAL_RANK",
+                    "BYTEPS_LOCAL_SIZE",
+                    "BYTEPS_FORCE_DISTRIBUTED",
+                    "DMLC_NUM_WORKER",
+                )
+            }
+            for r in workers
+        ],
         "ok": s.workers == 1 and len(workers) == gpus,
     }
     return out
@@ -135,8 +154,13 @@ def role_process_sees_the_plans_gpu(tmp: str) -> dict:
     """A process started by the plugin's role-process code with the plan's worker env sees that GPU alone."""
     from pytest_bpsperf.remote.roles import RoleProcess, read_environ
 
-    env = {"CUDA_VISIBLE_DEVICES": "0", "NVIDIA_VISIBLE_DEVICES": "0", "BYTEPS_LOCAL_RANK": "0",
-           "BYTEPS_LOCAL_SIZE": "1", "BPSPERF_RUN_ID": "smoke"}
+    env = {
+        "CUDA_VISIBLE_DEVICES": "0",
+        "NVIDIA_VISIBLE_DEVICES": "0",
+        "BYTEPS_LOCAL_RANK": "0",
+        "BYTEPS_LOCAL_SIZE": "1",
+        "BPSPERF_RUN_ID": "smoke",
+    }
     role = RoleProcess("worker-0.0", os.path.join(tmp, "role"))
     saved = os.environ.get("CUDA_VISIBLE_DEVICES")
     os.environ["CUDA_VISIBLE_DEVICES"] = ""  # what the actor holds must not leak in: the plan decides
@@ -160,8 +184,9 @@ import json, os, sys, time
 from pytest_bpsperf.remote.environ import rank_records_path
 rank = os.environ["BYTEPS_LOCAL_RANK"]
 with open(rank_records_path(sys.argv[1], rank), "w") as fh:
+    env = {k: v for k, v in os.environ.items() if k.startswith(("BYTEPS_", "BPSPERF_"))}
     fh.write(json.dumps({"event": "start", "batch_size": 4, "affinity": sorted(os.sched_getaffinity(0)),
-                         "env": {k: v for k, v in os.environ.items() if k.startswith(("BYTEPS_", "BPSPERF_"))}}) + "\\n")
+                         "env": env}) + "\\n")
     fh.flush()
     for i in range(6):
         time.sleep(0.5)
@@ -183,9 +208,18 @@ def real_bpslaunch(tmp: str, bpslaunch: "str | None") -> dict:
     shutil.copy(launcher, os.path.join(bindir, "bpslaunch"))
     script = os.path.join(tmp, "ranks.py")
     Path(script).write_text(RANKS)
-    env = {"DMLC_ROLE": "worker", "DMLC_WORKER_ID": "0", "DMLC_NUM_WORKER": "1", "DMLC_NUM_SERVER": "1",
-           "DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": "1", "NVIDIA_VISIBLE_DEVICES": "0,1",
-           "CUDA_VISIBLE_DEVICES": "0,1", "BPSPERF_RUN_ID": "smoke", "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"}
+    env = {
+        "DMLC_ROLE": "worker",
+        "DMLC_WORKER_ID": "0",
+        "DMLC_NUM_WORKER": "1",
+        "DMLC_NUM_SERVER": "1",
+        "DMLC_PS_ROOT_URI": "127.0.0.1",
+        "DMLC_PS_ROOT_PORT": "1",
+        "NVIDIA_VISIBLE_DEVICES": "0,1",
+        "CUDA_VISIBLE_DEVICES": "0,1",
+        "BPSPERF_RUN_ID": "smoke",
+        "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+    }
     role = RoleProcess("worker-0", os.path.join(tmp, "bpsl"))
     polls = []
     try:
@@ -200,12 +234,21 @@ def real_bpslaunch(tmp: str, bpslaunch: "str | None") -> dict:
         role.stop()
     records = role.process_records()
     log = role.log_tail(80)
-    return {"exit": code, "polls": polls, "max_steps_seen": max((p["steps"] or 0) for p in polls) if polls else 0,
-            "ranks": [{"suffix": s, "steps": sum(r.get("event") == "step" for r in recs),
-                       "affinity": (recs[0] if recs else {}).get("affinity"),
-                       "pinning": ((recs[0] if recs else {}).get("env") or {}).get("BPSPERF_PINNING")}
-                      for s, recs in records],
-            "log_pinning": [line for line in log.splitlines() if "bpsperf: bpslaunch" in line or "NUMA" in line]}
+    return {
+        "exit": code,
+        "polls": polls,
+        "max_steps_seen": max((p["steps"] or 0) for p in polls) if polls else 0,
+        "ranks": [
+            {
+                "suffix": s,
+                "steps": sum(r.get("event") == "step" for r in recs),
+                "affinity": (recs[0] if recs else {}).get("affinity"),
+                "pinning": ((recs[0] if recs else {}).get("env") or {}).get("BPSPERF_PINNING"),
+            }
+            for s, recs in records
+        ],
+        "log_pinning": [line for line in log.splitlines() if "bpsperf: bpslaunch" in line or "NUMA" in line],
+    }
 
 
 BYTEPS_IMPORTS = "import byteps.mxnet, sys; print(getattr(byteps.mxnet, 'SIMULATION', ''))"
@@ -230,8 +273,11 @@ def _run_plan_here(plan, log_dir: str, timeout: float) -> dict:
         for p in roles.values():
             p.stop()
         held.close()
-    return {"exit": codes, "records": {r.name: roles[r.name].records() for r in plan.by_role("worker")},
-            "logs": {name: p.log_tail(8) for name, p in roles.items() if codes[name] != 0}}
+    return {
+        "exit": codes,
+        "records": {r.name: roles[r.name].records() for r in plan.by_role("worker")},
+        "logs": {name: p.log_tail(8) for name, p in roles.items() if codes[name] != 0},
+    }
 
 
 def byteps_runs(tmp: str, cpu_only: bool) -> dict:
@@ -245,29 +291,51 @@ def byteps_runs(tmp: str, cpu_only: bool) -> dict:
     from pytest_bpsperf.runs.plan import Node
 
     gpus = node_gpus()
-    out: dict = {"gpus": [{"index": i, "name": n, "compute_capability": c} for i, n, c in gpus],
-                 "mxnet_cuda": mxnet_cuda(),
-                 "documented_stack": stack_problem(gpus, ((11, 2), "mxnet-cu112"))
-                 or ("runs here" if gpus else "no GPU seen (nvidia-smi)")}
+    out: dict = {
+        "gpus": [{"index": i, "name": n, "compute_capability": c} for i, n, c in gpus],
+        "mxnet_cuda": mxnet_cuda(),
+        "documented_stack": stack_problem(gpus, ((11, 2), "mxnet-cu112"))
+        or ("runs here" if gpus else "no GPU seen (nvidia-smi)"),
+    }
     code, said = _run([sys.executable, "-c", BYTEPS_IMPORTS], timeout=300)
     if code != 0:
-        out["skipped"] = (f"byteps.mxnet does not import here ({said.splitlines()[-1] if said else code}): the "
-                          "BytePS preflight and training steps need BytePS's MXNet plugin against a CUDA MXNet "
-                          "(examples/docker/Dockerfile.gpu)")
+        out["skipped"] = (
+            f"byteps.mxnet does not import here ({said.splitlines()[-1] if said else code}): the "
+            "BytePS preflight and training steps need BytePS's MXNet plugin against a CUDA MXNet "
+            "(examples/docker/Dockerfile.gpu)"
+        )
         return out
     out["simulation"] = said.strip() or None
     # the plugin's own plans of one worker node on one GPU of this machine, its servers beside it
-    sizes = ({"model": "mobilenet0.25", "steps": "6", "batch_size": "4", "image_size": "32"} if cpu_only else
-             {"steps": "30", "batch_size": "64", "image_size": "224"})
-    settings = resolve([Source("cli", "smoke", {"backend": "byteps", "workers": "1", "gpus_per_worker": "1",
-                                                "omp_threads": "2", **sizes})],
-                       Hardware(gpus=max(1, len(gpus)), cores=os.cpu_count() or 1), backends.workload_defaults)
+    sizes = (
+        {"model": "mobilenet0.25", "steps": "6", "batch_size": "4", "image_size": "32"}
+        if cpu_only
+        else {"steps": "30", "batch_size": "64", "image_size": "224"}
+    )
+    settings = resolve(
+        [
+            Source(
+                "cli",
+                "smoke",
+                {"backend": "byteps", "workers": "1", "gpus_per_worker": "1", "omp_threads": "2", **sizes},
+            )
+        ],
+        Hardware(gpus=max(1, len(gpus)), cores=os.cpu_count() or 1),
+        backends.workload_defaults,
+    )
     node = [Node("this", "127.0.0.1", float(os.cpu_count() or 1), max(1, len(gpus)), "this machine")]
-    preflight = _run_plan_here(make_plan(settings, Trick("default"), node, backend=PushPullProbe(), run_id="smoke-pre"),
-                               os.path.join(tmp, "preflight"), 300)
+    preflight = _run_plan_here(
+        make_plan(settings, Trick("default"), node, backend=PushPullProbe(), run_id="smoke-pre"),
+        os.path.join(tmp, "preflight"),
+        300,
+    )
     steps = [r for recs in preflight["records"].values() for r in recs if r.get("event") == "step"]
-    out["preflight"] = {"exit": preflight["exit"], "value": steps[0]["value"] if steps else None,
-                        "push_pull_s": steps[0]["total_s"] if steps else None, "logs": preflight["logs"]}
+    out["preflight"] = {
+        "exit": preflight["exit"],
+        "value": steps[0]["value"] if steps else None,
+        "push_pull_s": steps[0]["total_s"] if steps else None,
+        "logs": preflight["logs"],
+    }
     if any(preflight["exit"].values()):
         out["training"] = {"skipped": "the preflight failed"}
         return out
@@ -276,13 +344,19 @@ def byteps_runs(tmp: str, cpu_only: bool) -> dict:
 
     plan = make_plan(settings, Trick("default"), node, backend=backends.get("byteps"), run_id="smoke-train")
     run = _run_plan_here(plan, os.path.join(tmp, "train"), 900)
-    out["training"] = {"exit": run["exit"], "logs": run["logs"], "settings": {k: getattr(settings, k) for k in (
-        "model", "steps", "batch_size", "image_size", "sync_every")}}
+    out["training"] = {
+        "exit": run["exit"],
+        "logs": run["logs"],
+        "settings": {k: getattr(settings, k) for k in ("model", "steps", "batch_size", "image_size", "sync_every")},
+    }
     for name, recs in run["records"].items():
         if any(r.get("event") == "end" for r in recs):
             m = measure_worker(WorkerRecords(name, "this", tuple(recs)))
-            out["training"][name] = {"img_per_sec": m.img_per_sec, "windows": sum(r.get("event") == "step" for r in recs),
-                                     "warmup": list(m.steady.warmup_steps)}
+            out["training"][name] = {
+                "img_per_sec": m.img_per_sec,
+                "windows": sum(r.get("event") == "step" for r in recs),
+                "warmup": list(m.steady.warmup_steps),
+            }
     return out
 
 
@@ -332,11 +406,17 @@ def timing_stand_in(tmp: str) -> dict:
     for dtype in ("float32", "float16"):
         for every in (1, 10):
             try:
-                proc = subprocess.run([sys.executable, "-c", TIMING, "60", str(every), dtype], capture_output=True,
-                                      text=True, timeout=240, env=env)
+                proc = subprocess.run(
+                    [sys.executable, "-c", TIMING, "60", str(every), dtype],
+                    capture_output=True,
+                    text=True,
+                    timeout=240,
+                    env=env,
+                )
                 lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-                out[f"{dtype}_sync_every_{every}"] = json.loads(lines[-1]) if lines else {
-                    "error": proc.stderr.strip().splitlines()[-3:]}
+                out[f"{dtype}_sync_every_{every}"] = (
+                    json.loads(lines[-1]) if lines else {"error": proc.stderr.strip().splitlines()[-3:]}
+                )
             except subprocess.TimeoutExpired:
                 out[f"{dtype}_sync_every_{every}"] = {"error": "timed out after 240 s"}
     return out
@@ -353,14 +433,16 @@ time.sleep(float(sys.argv[1]))
 
 def extra_context_memory() -> dict:
     """GPU 0's memory with 1 and with 4 processes that each hold one tensor there (one CUDA context each)."""
+
     def used() -> "list[int]":
         _c, text = _run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"])
         return [int(line.split(",")[1]) for line in text.splitlines() if "," in line]
 
     out = {}
     for n in (1, 4):
-        procs = [subprocess.Popen([sys.executable, "-c", CONTEXT, "20"], stdout=subprocess.PIPE, text=True)
-                 for _ in range(n)]
+        procs = [
+            subprocess.Popen([sys.executable, "-c", CONTEXT, "20"], stdout=subprocess.PIPE, text=True) for _ in range(n)
+        ]
         try:
             for p in procs:
                 p.stdout.readline()
@@ -382,11 +464,18 @@ def main() -> int:
     args = p.parse_args()
     t0 = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="bpsperf-smoke-")
-    parts = [("byteps", lambda: byteps_runs(tmp, args.cpu_only)), ("machine", machine_facts),
-             ("plugin", plugin_checks), ("bpslaunch", lambda: real_bpslaunch(tmp, args.bpslaunch))]
+    parts = [
+        ("byteps", lambda: byteps_runs(tmp, args.cpu_only)),
+        ("machine", machine_facts),
+        ("plugin", plugin_checks),
+        ("bpslaunch", lambda: real_bpslaunch(tmp, args.bpslaunch)),
+    ]
     if not args.cpu_only:
-        parts += [("role_gpu", lambda: role_process_sees_the_plans_gpu(tmp)), ("timing", lambda: timing_stand_in(tmp)),
-                  ("extra_context", extra_context_memory)]
+        parts += [
+            ("role_gpu", lambda: role_process_sees_the_plans_gpu(tmp)),
+            ("timing", lambda: timing_stand_in(tmp)),
+            ("extra_context", extra_context_memory),
+        ]
     if args.parts:
         chosen = set(args.parts.split(","))
         parts = [(name, part) for name, part in parts if name in chosen]

@@ -36,29 +36,61 @@ def main() -> int:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OMP_", "DMLC_"))}
     held = hold_port("127.0.0.1")  # held (SO_REUSEADDR) for this script's life: the scheduler binds beside it
     base.update(
-        DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(held.getsockname()[1]), DMLC_NODE_HOST="127.0.0.1",
-        DMLC_NUM_WORKER=str(args.workers), DMLC_NUM_SERVER="1", OMP_NUM_THREADS=str(args.omp_threads),
+        DMLC_PS_ROOT_URI="127.0.0.1",
+        DMLC_PS_ROOT_PORT=str(held.getsockname()[1]),
+        DMLC_NODE_HOST="127.0.0.1",
+        DMLC_NUM_WORKER=str(args.workers),
+        DMLC_NUM_SERVER="1",
+        OMP_NUM_THREADS=str(args.omp_threads),
     )
     passive = {"OMP_WAIT_POLICY": "PASSIVE"} if args.passive else {}
     t0 = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-c", "import mxnet"], env={**base, "DMLC_ROLE": "scheduler"}),
-             subprocess.Popen([sys.executable, "-c", "import mxnet"], env={**base, **passive, "DMLC_ROLE": "server"})]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", "import mxnet"], env={**base, "DMLC_ROLE": "scheduler"}),
+        subprocess.Popen([sys.executable, "-c", "import mxnet"], env={**base, **passive, "DMLC_ROLE": "server"}),
+    ]
     records = []
     for i in range(args.workers):
         path = os.path.join(tmp, f"worker-{i}.jsonl")
         records.append(path)
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "pytest_bpsperf.remote.workload", "--backend", "mxnet", "--steps", str(args.steps),
-             "--batch-size", str(args.batch_size), "--image-size", str(args.image_size), "--records", path],
-            env={**base, **passive, "DMLC_ROLE": "worker"}))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest_bpsperf.remote.workload",
+                    "--backend",
+                    "mxnet",
+                    "--steps",
+                    str(args.steps),
+                    "--batch-size",
+                    str(args.batch_size),
+                    "--image-size",
+                    str(args.image_size),
+                    "--records",
+                    path,
+                ],
+                env={**base, **passive, "DMLC_ROLE": "worker"},
+            )
+        )
     codes = [proc.wait() for proc in procs]
     wall = time.perf_counter() - t0
     workers = []
     for i, path in enumerate(records):
         with open(path) as fh:
-            workers.append(measure_worker(WorkerRecords(f"worker-{i}", "local", tuple(json.loads(line) for line in fh))))
-    print(json.dumps({"img_per_sec": sum(w.img_per_sec for w in workers), "exit_codes": codes, "wall_s": wall,
-                      "passive": args.passive}))
+            workers.append(
+                measure_worker(WorkerRecords(f"worker-{i}", "local", tuple(json.loads(line) for line in fh)))
+            )
+    print(
+        json.dumps(
+            {
+                "img_per_sec": sum(w.img_per_sec for w in workers),
+                "exit_codes": codes,
+                "wall_s": wall,
+                "passive": args.passive,
+            }
+        )
+    )
     return 0 if all(c == 0 for c in codes) else 1
 
 

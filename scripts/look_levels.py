@@ -42,8 +42,12 @@ def alphas() -> "list[float]":
 
 
 def designs() -> "list[tuple[str, int, int, float]]":
-    return [(DEFAULT_ESTIMATOR, first, last, a) for first in FIRST_LOOKS for last in range(first + 1, LAST_LOOK + 1)
-            for a in alphas()]
+    return [
+        (DEFAULT_ESTIMATOR, first, last, a)
+        for first in FIRST_LOOKS
+        for last in range(first + 1, LAST_LOOK + 1)
+        for a in alphas()
+    ]
 
 
 def compute() -> "dict[str, float]":
@@ -64,8 +68,11 @@ def main(argv: "list[str] | None" = None) -> int:
             print(f"{LEVELS_FILE} differs from the simulation ({len(bad)} levels): run --write", file=sys.stderr)
             return 1
         return 0
-    doc = {"about": "per-look levels of the usual base-vs-head designs, scripts/look_levels.py --write",
-           "design": simulation_design(), "levels": levels}
+    doc = {
+        "about": "per-look levels of the usual base-vs-head designs, scripts/look_levels.py --write",
+        "design": simulation_design(),
+        "levels": levels,
+    }
     fd, tmp = tempfile.mkstemp(dir=LEVELS_FILE.parent, prefix=".look_levels.")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=1, sort_keys=True)

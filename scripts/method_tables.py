@@ -105,16 +105,28 @@ def load(path: "str | Path") -> "list[Session]":
         gate = line.get("gate") or {}
         comparison = job.get("comparison") or {}
         defaults = Gate(tolerance=0.15, max_pairs=12)  # what sessions recorded before the gate was
-        g = Gate(tolerance=gate.get("tolerance") or defaults.tolerance,
-                 confidence=gate.get("confidence") or defaults.confidence,
-                 max_pairs=gate.get("max_pairs") or defaults.max_pairs,
-                 first_look=max(MIN_PAIRS, int(gate.get("repeats") or 1)))
+        g = Gate(
+            tolerance=gate.get("tolerance") or defaults.tolerance,
+            confidence=gate.get("confidence") or defaults.confidence,
+            max_pairs=gate.get("max_pairs") or defaults.max_pairs,
+            first_look=max(MIN_PAIRS, int(gate.get("repeats") or 1)),
+        )
         steps = tuple(tuple(r["step_s"][0]) for r in line.get("runs", []) if r.get("step_s") and r["step_s"][0])
-        out.append(Session(index=int(line.get("index", k)), kind=line["kind"], slowdown_pct=_slowdown(line),
-                           table=tuple(job["pair_table"]), status=job["status"], pairs=int(job["pairs"]),
-                           seconds=float(line["seconds"]), runs=len(line.get("runs") or ()) or 2 * len(job["pair_table"]),
-                           rule="tolerance-interval" if "tolerance_level" in comparison else "before", gate=g,
-                           steps=steps))
+        out.append(
+            Session(
+                index=int(line.get("index", k)),
+                kind=line["kind"],
+                slowdown_pct=_slowdown(line),
+                table=tuple(job["pair_table"]),
+                status=job["status"],
+                pairs=int(job["pairs"]),
+                seconds=float(line["seconds"]),
+                runs=len(line.get("runs") or ()) or 2 * len(job["pair_table"]),
+                rule="tolerance-interval" if "tolerance_level" in comparison else "before",
+                gate=g,
+                steps=steps,
+            )
+        )
     return out
 
 
@@ -168,8 +180,7 @@ def _fit_session(table: "tuple") -> "tuple[float, float, int, list[tuple[float, 
     xtx = [[sum(r[a] * r[b] for r in X) for b in range(3)] for a in range(3)]
     coef = _solve(xtx, [sum(r[a] * y for r, (_i, _x, _t, y) in zip(X, runs)) for a in range(3)])
     inv = [_solve(xtx, [1.0 if k == j else 0.0 for k in range(3)]) for j in range(3)]
-    hat = [[sum(X[p][a] * inv[a][b] * X[q][b] for a in range(3) for b in range(3)) for q in range(n)]
-           for p in range(n)]
+    hat = [[sum(X[p][a] * inv[a][b] * X[q][b] for a in range(3) for b in range(3)) for q in range(n)] for p in range(n)]
     resid = {}
     mate = {}  # run -> the other run of its pair
     for p, (i, x, _t, y) in enumerate(runs):
@@ -184,8 +195,12 @@ def _fit_session(table: "tuple") -> "tuple[float, float, int, list[tuple[float, 
         return sum(m[p][k] * m[other[k]][q] for k in other)
 
     pairs = [pair for pair in mate.values() if len(pair) == 2]
-    moments = (sum(m[p][q] for p, q in pairs), sum(mrm(p, q) for p, q in pairs),
-               sum(m[p][p] for p in range(n)) / 2.0, sum(mrm(p, p) for p in range(n)) / 2.0)
+    moments = (
+        sum(m[p][q] for p, q in pairs),
+        sum(mrm(p, q) for p, q in pairs),
+        sum(m[p][p] for p in range(n)) / 2.0,
+        sum(mrm(p, p) for p in range(n)) / 2.0,
+    )
     design = (m, other, inv[2][2])  # the last: Var(drift estimate) / s^2
     return coef[1], coef[2], n - 3, [tuple(v) for v in resid.values()], moments, design  # type: ignore[misc]
 
@@ -248,8 +263,8 @@ def fit(sessions: "list[Session]") -> Noise:
         designs.append((design, dof))
         slopes.append((beta, sd * sd * design[2]))
         # each session's products in units of its own noise, so that noisy sessions do not outweigh the rest
-        cross += sum(b * h for b, h in resid) / sd ** 2
-        sq += ss / (2 * sd ** 2)
+        cross += sum(b * h for b, h in resid) / sd**2
+        sq += ss / (2 * sd**2)
         a_sum, c_sum, d_sum, f_sum = a_sum + a, c_sum + c, d_sum + d, f_sum + f
     # the correlation that makes the products' ratio what the residuals' design expects (moments)
     ratio = cross / sq
@@ -268,10 +283,16 @@ def fit(sessions: "list[Session]") -> Noise:
     mx, my = statistics.mean(xs), statistics.mean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
     per_run = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else my / mx
-    return Noise(sd_median=math.exp(statistics.mean(logs) - statistics.mean(b for b, _v in own)), sd_spread=spread,
-                 rho=rho,
-                 drift=statistics.mean(b for b, _v in slopes), drift_sd=drift_sd, sessions=len(logs),
-                 seconds_fixed=max(0.0, my - per_run * mx), seconds_per_run=per_run)
+    return Noise(
+        sd_median=math.exp(statistics.mean(logs) - statistics.mean(b for b, _v in own)),
+        sd_spread=spread,
+        rho=rho,
+        drift=statistics.mean(b for b, _v in slopes),
+        drift_sd=drift_sd,
+        sessions=len(logs),
+        seconds_fixed=max(0.0, my - per_run * mx),
+        seconds_per_run=per_run,
+    )
 
 
 # -- simulation --------------------------------------------------------------------------------
@@ -287,11 +308,27 @@ def simulate_job(rng: random.Random, noise: Noise, change: float, gate: Gate, ke
         slots = (2 * index, 2 * index + 1) if base_first else (2 * index + 1, 2 * index)
         base = math.exp(slope * slots[0] + sd * (shared * u + own * rng.gauss(0.0, 1.0)))
         head = math.exp(change + slope * slots[1] + sd * (shared * u + own * rng.gauss(0.0, 1.0)))
-        table.append({"pair": index + 1, "order": "base-head" if base_first else "head-base",
-                      "base_img_per_sec": base, "head_img_per_sec": head, "ratio": head / base})
-        v = decide_pairs(nodeid="t", test="t", trick="x", profile_id="p", key="k", pairs=table,
-                         tolerance=gate.tolerance, confidence=gate.confidence, first_look=gate.first_look,
-                         max_pairs=gate.max_pairs)
+        table.append(
+            {
+                "pair": index + 1,
+                "order": "base-head" if base_first else "head-base",
+                "base_img_per_sec": base,
+                "head_img_per_sec": head,
+                "ratio": head / base,
+            }
+        )
+        v = decide_pairs(
+            nodeid="t",
+            test="t",
+            trick="x",
+            profile_id="p",
+            key="k",
+            pairs=table,
+            tolerance=gate.tolerance,
+            confidence=gate.confidence,
+            first_look=gate.first_look,
+            max_pairs=gate.max_pairs,
+        )
         if v.comparison.decided:
             break
     return v.status, len(table)
@@ -318,8 +355,16 @@ def rates(noise: Noise, change_pct: float, gate: Gate, jobs: int = JOBS, seed: i
     out = [simulate_job(rng, noise, math.log1p(change_pct / 100.0), gate, f"job{k}") for k in range(jobs)]
     pairs = sorted(p for _s, p in out)
     share = {k: sum(s == k for s, _p in out) / jobs for k in ("regression", "ok", "inconclusive", "improvement")}
-    return Rates(share["regression"], share["ok"], share["inconclusive"], share["improvement"],
-                 statistics.mean(pairs), statistics.median(pairs), pairs[int(0.9 * (jobs - 1))], pairs[-1])
+    return Rates(
+        share["regression"],
+        share["ok"],
+        share["inconclusive"],
+        share["improvement"],
+        statistics.mean(pairs),
+        statistics.median(pairs),
+        pairs[int(0.9 * (jobs - 1))],
+        pairs[-1],
+    )
 
 
 # -- real sessions -----------------------------------------------------------------------------
@@ -331,9 +376,18 @@ def replay(session: Session, gate: Gate) -> "tuple[str, int] | None":
     for row in session.table:
         table.append(row)
         valid += row.get("ratio") is not None and not row.get("dropped")
-        v = decide_pairs(nodeid="t", test="t", trick="x", profile_id="p", key="k", pairs=table,
-                         tolerance=gate.tolerance, confidence=gate.confidence, first_look=gate.first_look,
-                         max_pairs=gate.max_pairs)
+        v = decide_pairs(
+            nodeid="t",
+            test="t",
+            trick="x",
+            profile_id="p",
+            key="k",
+            pairs=table,
+            tolerance=gate.tolerance,
+            confidence=gate.confidence,
+            first_look=gate.first_look,
+            max_pairs=gate.max_pairs,
+        )
         if v.comparison.decided or valid >= gate.max_pairs:
             return v.status, valid
     return None
@@ -376,9 +430,12 @@ def curve_table(sessions: "list[Session]", noise: Noise, gate: Gate) -> "list[st
     by_change: "dict[float, list[Session]]" = {}
     for s in sessions:
         by_change.setdefault(target(s.kind), []).append(s)
-    rows = ["| true change | real sessions: regression | ok | inconclusive | pairs, median (max) | pytest time, "
-            "median (max) | simulated: regression | ok | inconclusive | pairs, mean (90th pct) | pytest time, "
-            "median (90th pct, max) |", "|---|---|---|---|---|---|---:|---:|---:|---|---|"]
+    rows = [
+        "| true change | real sessions: regression | ok | inconclusive | pairs, median (max) | pytest time, "
+        "median (max) | simulated: regression | ok | inconclusive | pairs, mean (90th pct) | pytest time, "
+        "median (90th pct, max) |",
+        "|---|---|---|---|---|---|---:|---:|---:|---|---|",
+    ]
     changes = sorted(set(CURVE) | set(by_change), reverse=True)
     for change in changes:
         r = rates(noise, change, gate)
@@ -387,8 +444,10 @@ def curve_table(sessions: "list[Session]", noise: Noise, gate: Gate) -> "list[st
         def t(pairs: float, per_pair: float = per_pair) -> float:
             return noise.seconds_fixed + per_pair * pairs
 
-        sim = (f"{_pct(r.regression)} | {_pct(r.ok)} | {_pct(r.inconclusive)} | {r.pairs_mean:.1f} ({r.pairs_p90}) | "
-               f"{_minutes(t(r.pairs_median))} ({_minutes(t(r.pairs_p90))}, {_minutes(t(r.pairs_max))})")
+        sim = (
+            f"{_pct(r.regression)} | {_pct(r.ok)} | {_pct(r.inconclusive)} | {r.pairs_mean:.1f} ({r.pairs_p90}) | "
+            f"{_minutes(t(r.pairs_median))} ({_minutes(t(r.pairs_p90))}, {_minutes(t(r.pairs_max))})"
+        )
         real = by_change.get(change, [])
         replays = [x for x in (replay(s, gate) for s in real) if x is not None]
         n = len(replays)
@@ -397,10 +456,12 @@ def curve_table(sessions: "list[Session]", noise: Noise, gate: Gate) -> "list[st
             pairs = sorted(p for _v, p in replays)
             left = f" ({len(real) - n} stopped too early to replay)" if n < len(real) else ""
             own = [s.seconds for s in real]
-            cells = (f"{_share(counts['regression'], n)}{left} | {_share(counts['ok'], n)} | "
-                     f"{_share(counts['inconclusive'], n)} | "
-                     f"{f'{statistics.median(pairs):g} ({pairs[-1]})' if pairs else '-'} | "
-                     f"{_minutes(statistics.median(own))} ({_minutes(max(own))})")
+            cells = (
+                f"{_share(counts['regression'], n)}{left} | {_share(counts['ok'], n)} | "
+                f"{_share(counts['inconclusive'], n)} | "
+                f"{f'{statistics.median(pairs):g} ({pairs[-1]})' if pairs else '-'} | "
+                f"{_minutes(statistics.median(own))} ({_minutes(max(own))})"
+            )
         else:
             cells = "- | - | - | - | -"
         name = "unchanged" if change == 0 else f"{change:+g}%"
@@ -415,8 +476,10 @@ def curve_table(sessions: "list[Session]", noise: Noise, gate: Gate) -> "list[st
 def tolerance_table(sessions: "list[Session]", noise: Noise, gate: Gate) -> "list[str]":
     """Unchanged code per tolerance: false alarms and inconclusive, real (replayed) and simulated."""
     aa = [s for s in sessions if s.kind == "aa"]
-    rows = ["| tolerance | real A/A: regression | inconclusive | simulated A/A: regression | inconclusive | "
-            "pairs, mean |", "|---:|---|---|---:|---:|---:|"]
+    rows = [
+        "| tolerance | real A/A: regression | inconclusive | simulated A/A: regression | inconclusive | pairs, mean |",
+        "|---:|---|---|---:|---:|---:|",
+    ]
     for tol in TOLERANCES:
         g = Gate(tolerance=tol, confidence=gate.confidence, max_pairs=gate.max_pairs, first_look=gate.first_look)
         replays = [x for x in (replay(s, g) for s in aa) if x is not None]
@@ -425,26 +488,33 @@ def tolerance_table(sessions: "list[Session]", noise: Noise, gate: Gate) -> "lis
         inc = sum(v == "inconclusive" for v, _p in replays)
         left = f" ({len(aa) - n} too short)" if n < len(aa) else ""
         r = rates(noise, 0.0, g)
-        rows.append(f"| {100 * tol:g}% | {_share(reg, n)}{left} | {_share(inc, n)} | {_pct(r.regression)} | "
-                    f"{_pct(r.inconclusive)} | {r.pairs_mean:.1f} |")
+        rows.append(
+            f"| {100 * tol:g}% | {_share(reg, n)}{left} | {_share(inc, n)} | {_pct(r.regression)} | "
+            f"{_pct(r.inconclusive)} | {r.pairs_mean:.1f} |"
+        )
     return rows
 
 
 def design_table(noise: Noise, gate: Gate) -> "list[str]":
     """What ``max_pairs`` buys at the fitted noise and at noisier ones: a drop of the tolerance caught, the
     time unchanged code takes (the common case), the longest job."""
-    rows = ["| run noise | max_pairs | -10%: regression | inconclusive | unchanged: inconclusive | unchanged: "
-            "pytest time, median | longest job |", "|---|---:|---:|---:|---:|---:|---:|"]
+    rows = [
+        "| run noise | max_pairs | -10%: regression | inconclusive | unchanged: inconclusive | unchanged: "
+        "pytest time, median | longest job |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     per_pair = 2 * noise.seconds_per_run
     for scale in NOISIER:
         n = replace(noise, sd_median=noise.sd_median * scale)
         for mp in MAX_PAIRS:
             g = replace(gate, max_pairs=mp)
             drop, aa = rates(n, 100.0 * -gate.tolerance, g), rates(n, 0.0, g)
-            rows.append(f"| {100 * n.sd_median:.1f}%{' (fitted)' if scale == 1.0 else ''} | {mp} | "
-                        f"{_pct(drop.regression)} | {_pct(drop.inconclusive)} | {_pct(aa.inconclusive)} | "
-                        f"{_minutes(noise.seconds_fixed + per_pair * aa.pairs_median)} | "
-                        f"{_minutes(noise.seconds_fixed + per_pair * mp)} |")
+            rows.append(
+                f"| {100 * n.sd_median:.1f}%{' (fitted)' if scale == 1.0 else ''} | {mp} | "
+                f"{_pct(drop.regression)} | {_pct(drop.inconclusive)} | {_pct(aa.inconclusive)} | "
+                f"{_minutes(noise.seconds_fixed + per_pair * aa.pairs_median)} | "
+                f"{_minutes(noise.seconds_fixed + per_pair * mp)} |"
+            )
     return rows
 
 
@@ -458,17 +528,21 @@ def split_line(sessions: "list[Session]") -> str:
                 within.append(statistics.variance(logs) / len(logs))
                 count += 1
     if count < 6:
-        return ("The data hold no step times: the split of noise between steps and runs is not measured "
-                "(scripts/pair_sessions.py records them).")
+        return (
+            "The data hold no step times: the split of noise between steps and runs is not measured "
+            "(scripts/pair_sessions.py records them)."
+        )
     for fitted in (_fit_session(s.table) for s in sessions):
         if fitted is not None:
             between.append(sum(b * b + h * h for b, h in fitted[3]) / fitted[2])
     run_var = statistics.mean(between)
     step_var = statistics.mean(within)
-    return (f"Noise of a run (SD of log img/s around its session's line) {100 * math.sqrt(run_var):.1f}%, of "
-            f"which the steps' own scatter explains {100 * math.sqrt(step_var):.1f}% "
-            f"({100 * step_var / run_var:.0f}% of the variance; {count} runs): the rest comes with each run "
-            f"and does not shrink with more steps.")
+    return (
+        f"Noise of a run (SD of log img/s around its session's line) {100 * math.sqrt(run_var):.1f}%, of "
+        f"which the steps' own scatter explains {100 * math.sqrt(step_var):.1f}% "
+        f"({100 * step_var / run_var:.0f}% of the variance; {count} runs): the rest comes with each run "
+        f"and does not shrink with more steps."
+    )
 
 
 def render(sessions: "list[Session]", source: str) -> str:
@@ -476,17 +550,22 @@ def render(sessions: "list[Session]", source: str) -> str:
     noise = fit(sessions)
     gate = Gate()
     kinds = sorted({s.kind for s in sessions})
-    lines = [START, "",
-             f"From {len(sessions)} sessions ({', '.join(f'{sum(s.kind == k for s in sessions)} {k}' for k in kinds)}) "
-             f"in `{source}`. Fitted noise: a run's SD of log img/s {100 * noise.sd_median:.1f}% (median over "
-             f"sessions; between sessions x/÷ {math.exp(noise.sd_spread):.2f}), correlation of the two runs of a pair "
-             f"{noise.rho:.2f}, drift {100 * noise.drift:+.2f}% per run (SD {100 * noise.drift_sd:.2f}% between "
-             f"sessions); a session costs {noise.seconds_fixed:.0f} s plus {noise.seconds_per_run:.1f} s per run. "
-             f"Simulated: {JOBS} jobs per row (seed {SEED}), each in a session of its own drawn from that model, "
-             "through the plugin's decision and stopping rule. Real: each session replayed with today's decision "
-             "on the pairs it took (95% intervals, Clopper-Pearson).", "",
-             f"At the defaults (tolerance {100 * gate.tolerance:g}%, confidence {100 * gate.confidence:g}%, "
-             f"max_pairs {gate.max_pairs}, first look after {gate.first_look} pairs):", ""]
+    lines = [
+        START,
+        "",
+        f"From {len(sessions)} sessions ({', '.join(f'{sum(s.kind == k for s in sessions)} {k}' for k in kinds)}) "
+        f"in `{source}`. Fitted noise: a run's SD of log img/s {100 * noise.sd_median:.1f}% (median over "
+        f"sessions; between sessions x/÷ {math.exp(noise.sd_spread):.2f}), correlation of the two runs of a pair "
+        f"{noise.rho:.2f}, drift {100 * noise.drift:+.2f}% per run (SD {100 * noise.drift_sd:.2f}% between "
+        f"sessions); a session costs {noise.seconds_fixed:.0f} s plus {noise.seconds_per_run:.1f} s per run. "
+        f"Simulated: {JOBS} jobs per row (seed {SEED}), each in a session of its own drawn from that model, "
+        "through the plugin's decision and stopping rule. Real: each session replayed with today's decision "
+        "on the pairs it took (95% intervals, Clopper-Pearson).",
+        "",
+        f"At the defaults (tolerance {100 * gate.tolerance:g}%, confidence {100 * gate.confidence:g}%, "
+        f"max_pairs {gate.max_pairs}, first look after {gate.first_look} pairs):",
+        "",
+    ]
     lines += curve_table(sessions, noise, gate)
     lines += ["", "Unchanged code (A/A) per tolerance, other settings at the defaults:", ""]
     lines += tolerance_table(sessions, noise, gate)
@@ -522,8 +601,10 @@ def main(argv: "list[str] | None" = None) -> int:
     new = spliced(text, block)
     if args.check:
         if new != text:
-            print(f"stale tables in {PAGE}: run python scripts/method_tables.py --data {args.data} --write",
-                  file=sys.stderr)
+            print(
+                f"stale tables in {PAGE}: run python scripts/method_tables.py --data {args.data} --write",
+                file=sys.stderr,
+            )
             return 1
         return 0
     PAGE.write_text(new, encoding="utf-8")

@@ -27,7 +27,8 @@ stops early); choose ``P`` for -10% and -15%.
     .venv/bin/python scripts/method_tables.py --data sessions.jsonl --write
 
 ``--sessions N`` runs N sessions of each kind, interleaved (``--order`` gives
-the order instead); ``--pause-file PATH`` holds the next session while PATH exists. Arguments after ``--`` go to every pytest session.
+the order instead); ``--pause-file PATH`` holds the next session while PATH exists. Arguments after ``--``
+go to every pytest session.
 """
 
 from __future__ import annotations
@@ -56,22 +57,27 @@ def build(ctx):
 # In build(), which only the training processes call (the preflight imports the module in
 # pytest's own process, whose environment every role would inherit); the workload reads it
 # once the step is built (remote/workload.py).
-FAULT = '''    os.environ["BPSPERF_FAULT"] = "slowdown:{percent}"
-'''
+FAULT = """    os.environ["BPSPERF_FAULT"] = "slowdown:{percent}"
+"""
 
-PERF_TEST = '''import pytest
+PERF_TEST = """import pytest
 
 pytestmark = pytest.mark.perf
 
 
 def test_resnet50(bpsperf_train):
     bpsperf_train().assert_within_baseline()
-'''
+"""
 
 
 def git(repo: str, *args: str) -> str:
-    return subprocess.run(["git", "-c", "user.name=m", "-c", "user.email=m@m", *args], cwd=repo, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=m", "-c", "user.email=m@m", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def make_repo(slowdowns: "dict[str, float]") -> "tuple[str, dict[str, str]]":
@@ -85,8 +91,12 @@ def make_repo(slowdowns: "dict[str, float]") -> "tuple[str, dict[str, str]]":
     commits = {}
     for kind, percent in [("aa", 0.0)] + sorted(slowdowns.items()):
         with open(os.path.join(repo, "bench.py"), "w") as fh:
-            fh.write(ENTRY.format(what=f", {percent:g}% slower per step" if percent else "",
-                                  fault=FAULT.format(percent=f"{percent:g}") if percent else ""))
+            fh.write(
+                ENTRY.format(
+                    what=f", {percent:g}% slower per step" if percent else "",
+                    fault=FAULT.format(percent=f"{percent:g}") if percent else "",
+                )
+            )
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "--allow-empty", "-m", f"{kind}: slowdown {percent:g}%")
         commits[kind] = git(repo, "rev-parse", "HEAD")
@@ -116,30 +126,66 @@ def session_line(doc: dict, kind: str, percent: float, index: int, seconds: floa
     jobs = section.get("jobs", [])
     runs = []
     for t in doc.get("tests", []):
-        runs.append({"arm": t.get("arm"), "pair": t.get("pair"), "img_per_sec": t.get("img_per_sec"),
-                     "wall_s": t.get("wall_s"), "bringup_s": t.get("bringup_s"), "teardown_s": t.get("teardown_s"),
-                     "foreign_cores": (t.get("foreign_load") or {}).get("cores"),
-                     "step_s": [w.get("step_s") for w in t.get("workers", [])],
-                     "setup_s": [w.get("setup_s") for w in t.get("workers", [])],
-                     "warmup_steps": [w.get("warmup_steps") for w in t.get("workers", [])]})
+        runs.append(
+            {
+                "arm": t.get("arm"),
+                "pair": t.get("pair"),
+                "img_per_sec": t.get("img_per_sec"),
+                "wall_s": t.get("wall_s"),
+                "bringup_s": t.get("bringup_s"),
+                "teardown_s": t.get("teardown_s"),
+                "foreign_cores": (t.get("foreign_load") or {}).get("cores"),
+                "step_s": [w.get("step_s") for w in t.get("workers", [])],
+                "setup_s": [w.get("setup_s") for w in t.get("workers", [])],
+                "warmup_steps": [w.get("warmup_steps") for w in t.get("workers", [])],
+            }
+        )
     settings = (doc.get("tests") or [{}])[0].get("settings", {})
     waited = float((doc.get("session_info") or {}).get("lock_waited_s") or 0.0)
-    return {"index": index, "kind": kind, "slowdown_pct": percent, "exit": exit_code,
-            # pytest time without the wait for another session's measurement (which is never timed)
-            "seconds": round(seconds - waited, 1), "lock_waited_s": waited,
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seed": section.get("seed"),
-            "gate": {k: settings.get(k) for k in ("tolerance", "confidence", "max_pairs", "repeats", "steps",
-                                                   "foreign_load")},
-            "profile": (doc.get("profile") or {}).get("id"), "cpu": cpu(), "host": platform.node(), "runs": runs,
-            "jobs": [{k: j.get(k) for k in ("status", "ratio", "ci_low", "ci_high", "pairs", "looks", "pair_table",
-                                             "comparison")} for j in jobs]}
+    return {
+        "index": index,
+        "kind": kind,
+        "slowdown_pct": percent,
+        "exit": exit_code,
+        # pytest time without the wait for another session's measurement (which is never timed)
+        "seconds": round(seconds - waited, 1),
+        "lock_waited_s": waited,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seed": section.get("seed"),
+        "gate": {
+            k: settings.get(k) for k in ("tolerance", "confidence", "max_pairs", "repeats", "steps", "foreign_load")
+        },
+        "profile": (doc.get("profile") or {}).get("id"),
+        "cpu": cpu(),
+        "host": platform.node(),
+        "runs": runs,
+        "jobs": [
+            {
+                k: j.get(k)
+                for k in ("status", "ratio", "ci_low", "ci_high", "pairs", "looks", "pair_table", "comparison")
+            }
+            for j in jobs
+        ],
+    }
 
 
 def run_session(repo: str, commit: str, base: str, result: str, extra: "list[str]") -> "tuple[dict, float, int, str]":
     """One pytest session with ``commit`` checked out as head: (results document, seconds, exit, output tail)."""
     git(repo, "checkout", "-q", "--detach", commit)
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "perf", f"--bpsperf-base={base}",
-           "--bpsperf-tricks=omp-passive", f"--bpsperf-json={result}", "-q", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "perf",
+        f"--bpsperf-base={base}",
+        "--bpsperf-tricks=omp-passive",
+        f"--bpsperf-json={result}",
+        "-q",
+        *extra,
+    ]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BPSPERF_", "PYTEST_"))}
     env.pop("PYTHONPATH", None)
     t0 = time.monotonic()
@@ -169,24 +215,39 @@ def parse_kinds(items: "list[str]", option: str) -> "dict[str, float]":
                 raise ValueError
             out[kind] = float(value)
         except ValueError:
-            raise SystemExit(f"{option} {item!r}: expected KIND=PERCENT with a kind other than aa and a "
-                             "percentage > 0, e.g. s10=9") from None
+            raise SystemExit(
+                f"{option} {item!r}: expected KIND=PERCENT with a kind other than aa and a percentage > 0, e.g. s10=9"
+            ) from None
     return out
 
 
 def main(argv: "list[str] | None" = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--slowdown", nargs="*", default=[], metavar="KIND=P",
-                   help="the slowdown kinds and their BPSPERF_FAULT=slowdown:P percentages")
-    p.add_argument("--size", nargs="*", default=[], metavar="KIND=P",
-                   help="instead of sessions: one long session per slowdown to measure what it does")
+    p.add_argument(
+        "--slowdown",
+        nargs="*",
+        default=[],
+        metavar="KIND=P",
+        help="the slowdown kinds and their BPSPERF_FAULT=slowdown:P percentages",
+    )
+    p.add_argument(
+        "--size",
+        nargs="*",
+        default=[],
+        metavar="KIND=P",
+        help="instead of sessions: one long session per slowdown to measure what it does",
+    )
     p.add_argument("--size-pairs", type=int, default=16, help="pairs of each sizing session (default 16)")
     p.add_argument("--sessions", type=int, default=1, help="sessions of each kind, interleaved (default 1)")
     p.add_argument("--order", nargs="+", default=None, metavar="KIND", help="the kinds in this order instead")
     p.add_argument("--out", required=True, help="JSON-lines file the sessions are appended to")
-    p.add_argument("--pause-file", default=None, metavar="PATH",
-                   help="while PATH exists, wait before starting the next session (other work on the machine "
-                        "can then run between sessions, never beside one)")
+    p.add_argument(
+        "--pause-file",
+        default=None,
+        metavar="PATH",
+        help="while PATH exists, wait before starting the next session (other work on the machine "
+        "can then run between sessions, never beside one)",
+    )
     p.add_argument("pytest_args", nargs="*", help="after --: arguments for every pytest session")
     args = p.parse_args(argv)
     sizing = parse_kinds(args.size, "--size")
@@ -219,9 +280,11 @@ def main(argv: "list[str] | None" = None) -> int:
                 fh.write(json.dumps(line, sort_keys=True) + "\n")
             job = (line["jobs"] or [{}])[0]
             ratio = f"{job['ratio']:.3f}" if job.get("ratio") else "-"
-            print(f"{i:3d} {kind:5s} {job.get('status') or f'no verdict (exit {code})':13s} ratio {ratio} "
-                  f"pairs {job.get('pairs', '-')} {seconds:.0f}s (elapsed {time.monotonic() - started:.0f}s)",
-                  flush=True)
+            print(
+                f"{i:3d} {kind:5s} {job.get('status') or f'no verdict (exit {code})':13s} ratio {ratio} "
+                f"pairs {job.get('pairs', '-')} {seconds:.0f}s (elapsed {time.monotonic() - started:.0f}s)",
+                flush=True,
+            )
             if not line["jobs"]:
                 print(tail, flush=True)
     finally:

@@ -61,12 +61,14 @@ def configuration_page() -> str:
         "|---|---|---|",
     ]
     for opt in OPTIONS:
-        lines.append(f"| [`{opt.name}`](#{opt.name}) | {_cell(default_text(opt))} "
-                     f"| {_cell(opt.help)} |")
+        lines.append(f"| [`{opt.name}`](#{opt.name}) | {_cell(default_text(opt))} | {_cell(opt.help)} |")
     for opt in OPTIONS:
         command_line = f"`{flag(opt.name)}`, `{no_flag(opt.name)}`" if opt.switch else f"`{flag(opt.name)}=VALUE`"
-        per_test = (f"`@pytest.mark.bpsperf({opt.name}=...)`, `bpsperf_train({opt.name}=...)`" if opt.per_test
-                    else "session: not per test")
+        per_test = (
+            f"`@pytest.mark.bpsperf({opt.name}=...)`, `bpsperf_train({opt.name}=...)`"
+            if opt.per_test
+            else "session: not per test"
+        )
         lines += [
             "",
             f"## `{opt.name}`",
@@ -173,15 +175,23 @@ def cli_page() -> str:
     settings_flags = {flag(o.name) for o in OPTIONS} | {no_flag(o.name) for o in OPTIONS if o.switch}
     settings_ini = {ini_key(o.name) for o in OPTIONS}
     doc = (cli.__doc__ or "").strip().split("\n\n")
-    lines = [GENERATED, "", "# Command-line reference", "",
-             "## pytest flags that are no setting", "",
-             "Every setting is also a flag (`--bpsperf-NAME=VALUE`; an on/off setting is a pair of flags",
-             "without a value, `--bpsperf-NAME` and `--bpsperf-no-NAME`; see the",
-             "[configuration reference](configuration.md)). These flags exist only on the command line.",
-             "Write paths with `=` (`--bpsperf-json=out/r.json`): pytest takes a separate argument that",
-             "names an existing file outside the project as a path to test, and then picks the wrong",
-             "rootdir (and so different test ids, which baselines are keyed by).", "",
-             "| flag | what it does |", "|---|---|"]
+    lines = [
+        GENERATED,
+        "",
+        "# Command-line reference",
+        "",
+        "## pytest flags that are no setting",
+        "",
+        "Every setting is also a flag (`--bpsperf-NAME=VALUE`; an on/off setting is a pair of flags",
+        "without a value, `--bpsperf-NAME` and `--bpsperf-no-NAME`; see the",
+        "[configuration reference](configuration.md)). These flags exist only on the command line.",
+        "Write paths with `=` (`--bpsperf-json=out/r.json`): pytest takes a separate argument that",
+        "names an existing file outside the project as a path to test, and then picks the wrong",
+        "rootdir (and so different test ids, which baselines are keyed by).",
+        "",
+        "| flag | what it does |",
+        "|---|---|",
+    ]
     for names, kwargs in recorder.options:
         if set(names) & settings_flags:
             continue
@@ -231,8 +241,10 @@ def main(argv: "list[str] | None" = None) -> int:
         elif not (args.write or args.check):
             print(text)
     if stale:
-        print(f"stale reference page(s): {', '.join(stale)}: run python scripts/reference_pages.py --write",
-              file=sys.stderr)
+        print(
+            f"stale reference page(s): {', '.join(stale)}: run python scripts/reference_pages.py --write",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

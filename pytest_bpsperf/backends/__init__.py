@@ -73,8 +73,9 @@ def check_settings(settings: Settings, *, gpus: int) -> None:
     try:
         get(name).check(settings)
     except PlanError as exc:
-        raise PlanError(f"{exc} (backend auto is {name} on this machine: "
-                        f"{f'{gpus} GPU(s)' if gpus else 'no GPU'})") from None
+        raise PlanError(
+            f"{exc} (backend auto is {name} on this machine: {f'{gpus} GPU(s)' if gpus else 'no GPU'})"
+        ) from None
 
 
 #: ``probe(backend, node)``: run ``backend.probe`` on ``node``; why it cannot run there, or None.

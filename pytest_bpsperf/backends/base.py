@@ -52,8 +52,9 @@ class Backend(Protocol):
     def worker_command(self, settings: Settings) -> Sequence[str]:
         """Command of every worker process (may use the ``PYTHON`` and ``RECORDS`` placeholders)."""
 
-    def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
-                         gpus: Sequence[int]) -> Sequence[WorkerProcess]:
+    def worker_processes(
+        self, settings: Settings, worker_id: int, node: "Node", gpus: Sequence[int]
+    ) -> Sequence[WorkerProcess]:
         """The processes of worker node ``worker_id`` on ``node``, with their variables.
 
         ``gpus`` are the GPU ids Ray assigned to this run on that node (empty on CPU).
@@ -81,17 +82,29 @@ def workload_command(settings: Settings, backend: str, *, per_rank_records: bool
     node spawns (bpslaunch), each writing the records file of its local rank.
     """
     command: "tuple[str, ...]" = (
-        PYTHON, "-m", "pytest_bpsperf.remote.workload",
-        "--backend", backend,
-        "--model", settings.model,
-        "--steps", str(settings.steps),
-        "--batch-size", str(settings.batch_size),
-        "--image-size", str(settings.image_size),
-        "--timing", settings.timing,
-        "--dtype", settings.dtype,
-        "--data", settings.data,
-        "--data-threads", str(settings.data_threads),
-        "--records", RECORDS,
+        PYTHON,
+        "-m",
+        "pytest_bpsperf.remote.workload",
+        "--backend",
+        backend,
+        "--model",
+        settings.model,
+        "--steps",
+        str(settings.steps),
+        "--batch-size",
+        str(settings.batch_size),
+        "--image-size",
+        str(settings.image_size),
+        "--timing",
+        settings.timing,
+        "--dtype",
+        settings.dtype,
+        "--data",
+        settings.data,
+        "--data-threads",
+        str(settings.data_threads),
+        "--records",
+        RECORDS,
     )
     if settings.sync_every != 1:
         command += ("--sync-every", str(settings.sync_every))

@@ -46,23 +46,45 @@ class BytePSBackend(BackendBase):
     def worker_command(self, settings: Settings) -> Sequence[str]:
         """The workload; with ``launch=bpslaunch``, bpslaunch running it once per GPU of the node."""
         if settings.launch == "bpslaunch":
-            return (PYTHON, "-m", "pytest_bpsperf.remote.bpslaunch",
-                    *workload_command(settings, self.name, per_rank_records=True))
+            return (
+                PYTHON,
+                "-m",
+                "pytest_bpsperf.remote.bpslaunch",
+                *workload_command(settings, self.name, per_rank_records=True),
+            )
         return workload_command(settings, self.name)
 
-    def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
-                         gpus: Sequence[int]) -> Sequence[WorkerProcess]:
+    def worker_processes(
+        self, settings: Settings, worker_id: int, node: "Node", gpus: Sequence[int]
+    ) -> Sequence[WorkerProcess]:
         """One process per GPU (``direct``), or one bpslaunch per node that spawns them (``bpslaunch``)."""
         trace = _trace_window(settings, f"trace/worker-{worker_id}")
         ids = sorted(gpus)
         if settings.launch == "bpslaunch":
             # one actor holds every GPU of the node; bpslaunch spawns a process per id
-            return (WorkerProcess("", bpslaunch_node_env(worker_id=worker_id, local_size=len(ids),
-                                                         num_workers=settings.workers, gpus=ids, trace=trace),
-                                  processes=len(ids), gpus=len(ids)),)
+            return (
+                WorkerProcess(
+                    "",
+                    bpslaunch_node_env(
+                        worker_id=worker_id, local_size=len(ids), num_workers=settings.workers, gpus=ids, trace=trace
+                    ),
+                    processes=len(ids),
+                    gpus=len(ids),
+                ),
+            )
         return tuple(
-            WorkerProcess(f".{rank}", worker_env(worker_id=worker_id, local_rank=rank, local_size=len(ids),
-                                                 num_workers=settings.workers, gpus=ids, trace=trace), gpus=1)
+            WorkerProcess(
+                f".{rank}",
+                worker_env(
+                    worker_id=worker_id,
+                    local_rank=rank,
+                    local_size=len(ids),
+                    num_workers=settings.workers,
+                    gpus=ids,
+                    trace=trace,
+                ),
+                gpus=1,
+            )
             for rank in range(len(ids))
         )
 
@@ -107,8 +129,11 @@ class BytePSBackend(BackendBase):
         for role in plan.roles:
             for rank_dir in self.artifact_dirs(role):
                 start = int(role.env["BYTEPS_TRACE_START_STEP"])
-                found = {p: t for p, t in files.get(role.name, {}).items()
-                         if p.replace(os.sep, "/").endswith(f"{rank_dir}/{TRACE_FILE}")}
+                found = {
+                    p: t
+                    for p, t in files.get(role.name, {}).items()
+                    if p.replace(os.sep, "/").endswith(f"{rank_dir}/{TRACE_FILE}")
+                }
                 windows.setdefault(role.env["BYTEPS_TRACE_DIR"], (start, {}))[1].update(found)
         out = []
         for trace_dir, (start, found) in sorted(windows.items()):
@@ -118,9 +143,15 @@ class BytePSBackend(BackendBase):
                 out.append(CommWindow(name=trace_dir, error=str(exc)))
                 continue
             # per tensor too: which layer's gradients a slower push/pull wait is made of (judge/breakdown.py)
-            out.append(CommWindow(name=trace_dir, steps=summary.steps, push_s=summary.mean_push_s,
-                                  pull_s=summary.mean_pull_s, detail={**summary.as_dict(),
-                                                                      "tensors": tensor_times(found)}))
+            out.append(
+                CommWindow(
+                    name=trace_dir,
+                    steps=summary.steps,
+                    push_s=summary.mean_push_s,
+                    pull_s=summary.mean_pull_s,
+                    detail={**summary.as_dict(), "tensors": tensor_times(found)},
+                )
+            )
         return tuple(out)
 
 
@@ -134,7 +165,9 @@ class PushPullProbe(BytePSBackend):
 
         return (PYTHON, "-m", "pytest_bpsperf.remote.byteps_preflight", RECORDS)
 
-    def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
-                         gpus: Sequence[int]) -> Sequence[WorkerProcess]:
-        return super().worker_processes(settings.with_values(launch="direct", trace=None), worker_id, node,
-                                        sorted(gpus)[:1])
+    def worker_processes(
+        self, settings: Settings, worker_id: int, node: "Node", gpus: Sequence[int]
+    ) -> Sequence[WorkerProcess]:
+        return super().worker_processes(
+            settings.with_values(launch="direct", trace=None), worker_id, node, sorted(gpus)[:1]
+        )

@@ -79,13 +79,11 @@ class TraceWindow:
         # start >= 1 and end > start; check here, where the message is clear.
         if self.start_step < 1:
             raise BytePSEnvError(
-                f"trace window start_step must be >= 1 (BytePS aborts the worker otherwise), "
-                f"not {self.start_step}"
+                f"trace window start_step must be >= 1 (BytePS aborts the worker otherwise), not {self.start_step}"
             )
         if self.end_step <= self.start_step:
             raise BytePSEnvError(
-                f"trace window end_step must be greater than start_step ({self.start_step}), "
-                f"not {self.end_step}"
+                f"trace window end_step must be greater than start_step ({self.start_step}), not {self.end_step}"
             )
         if not isinstance(self.dir, str) or not self.dir.strip():
             # Without an explicit directory the C++ side writes to ./trace/<rank>,
@@ -197,16 +195,23 @@ def worker_env(
     return env
 
 
-def bpslaunch_node_env(*, worker_id: int, local_size: int, num_workers: int,
-                       gpus: "Sequence[int] | None" = None, trace: "TraceWindow | None" = None) -> dict:
+def bpslaunch_node_env(
+    *,
+    worker_id: int,
+    local_size: int,
+    num_workers: int,
+    gpus: "Sequence[int] | None" = None,
+    trace: "TraceWindow | None" = None,
+) -> dict:
     """What a user exports for ``bpslaunch`` on a worker node: :func:`worker_env` without the per-rank part.
 
     bpslaunch adds ``BYTEPS_LOCAL_RANK``/``BYTEPS_LOCAL_SIZE`` per process and
     pins each to NUMA cores by default: ``BYTEPS_NUMA_ON`` is left unset, as a
     user leaves it (a trick may set it to 0, or set ``BYTEPS_VISIBLE_CPU_CORES``).
     """
-    env = worker_env(worker_id=worker_id, local_rank=0, local_size=local_size, num_workers=num_workers,
-                     gpus=gpus, trace=trace)
+    env = worker_env(
+        worker_id=worker_id, local_rank=0, local_size=local_size, num_workers=num_workers, gpus=gpus, trace=trace
+    )
     for per_rank in ("BYTEPS_LOCAL_RANK", "BYTEPS_LOCAL_SIZE", "BYTEPS_NUMA_ON"):
         del env[per_rank]
     return env

@@ -196,14 +196,14 @@ def parse_events(doc: Any, source: str = "<trace>") -> list:
             args = raw.get("args")
             prefix = args.get("name") if isinstance(args, dict) else None
         if tid == "total":
-            tensor, stage = name[len("Comm."):], ""
+            tensor, stage = name[len("Comm.") :], ""
         elif isinstance(prefix, str) and name.startswith(prefix + "."):
-            tensor, stage = prefix[len("Comm."):], name[len(prefix) + 1:]
+            tensor, stage = prefix[len("Comm.") :], name[len(prefix) + 1 :]
         else:
             head, _, tail = name.rpartition(".")
             if tail not in STAGES or head == "Comm":
                 continue
-            tensor, stage = head[len("Comm."):], tail
+            tensor, stage = head[len("Comm.") :], tail
         events.append(CommEvent(tensor=tensor, stage=stage, key=tid, ts=ts, dur=max(0, dur)))
     return events
 
@@ -309,8 +309,7 @@ def timeline_from_files(files: Mapping[str, str], start_step: "int | None" = Non
         if not match:
             continue
         events = load_comm_json(files[path], path)
-        ranks.append(RankTimeline(local_rank=int(match.group(1)), source=path,
-                                  steps=step_timeline(events, first)))
+        ranks.append(RankTimeline(local_rank=int(match.group(1)), source=path, steps=step_timeline(events, first)))
     if not ranks:
         raise TraceError(
             "no <local_rank>/comm.json among the trace files "

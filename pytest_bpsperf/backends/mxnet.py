@@ -20,8 +20,9 @@ class MXNetBackend(BackendBase):
     def server_command(self) -> Sequence[str]:
         return (PYTHON, "-c", "import mxnet")
 
-    def worker_processes(self, settings: Settings, worker_id: int, node: "Node",
-                         gpus: Sequence[int]) -> Sequence[WorkerProcess]:
+    def worker_processes(
+        self, settings: Settings, worker_id: int, node: "Node", gpus: Sequence[int]
+    ) -> Sequence[WorkerProcess]:
         return (WorkerProcess(""),)
 
     def workload_defaults(self, device: str) -> Mapping[str, int]:

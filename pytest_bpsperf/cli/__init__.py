@@ -33,8 +33,12 @@ __all__ = ["EXIT_STATUSES", "main", "split_pytest_args"]
 
 OK, GATE_FAILED, INPUT_ERROR, INTERNAL_ERROR = 0, 1, 2, 3
 #: What each exit status of ``bpsperf`` means (the module's docstring says when each is given).
-EXIT_STATUSES = {OK: "ok", GATE_FAILED: "regression (the gate says no)", INPUT_ERROR: "usage or input error",
-                 INTERNAL_ERROR: "internal error"}
+EXIT_STATUSES = {
+    OK: "ok",
+    GATE_FAILED: "regression (the gate says no)",
+    INPUT_ERROR: "usage or input error",
+    INTERNAL_ERROR: "internal error",
+}
 
 
 def _setting(option: str, setting: str = "tolerance") -> Callable[[str], object]:
@@ -78,8 +82,15 @@ def _default(name: str) -> Any:
 TABLE = object()
 
 
-def _option(q: argparse.ArgumentParser, name: str, help_text: str, *, metavar: "str | None" = None,
-            default: object = TABLE, aliases: Sequence[str] = ()) -> None:
+def _option(
+    q: argparse.ArgumentParser,
+    name: str,
+    help_text: str,
+    *,
+    metavar: "str | None" = None,
+    default: object = TABLE,
+    aliases: Sequence[str] = (),
+) -> None:
     """``--NAME`` for the plugin's setting ``name`` (``--bpsperf-NAME``): its name dashed, its parser and
     accepted values, and its default from the option table unless ``default`` is given (None: each job's
     recorded setting). An on/off setting is a bare switch here. ``aliases``: earlier spellings kept."""
@@ -89,12 +100,17 @@ def _option(q: argparse.ArgumentParser, name: str, help_text: str, *, metavar: "
     names = ["--" + name.replace("_", "-"), *aliases]
     value = opt.default if default is TABLE else default
     if opt.accepted == "on or off":
-        q.add_argument(*names, dest=name, action="store_true", default=value,
-                       help=f"{help_text} [as {flag(name)}]")
+        q.add_argument(*names, dest=name, action="store_true", default=value, help=f"{help_text} [as {flag(name)}]")
         return
     accepted = opt.accepted.replace("%", "%%")
-    q.add_argument(*names, dest=name, type=_setting(names[0], name), default=value, metavar=metavar,
-                   help=f"{help_text} [as {flag(name)}: {accepted}]")
+    q.add_argument(
+        *names,
+        dest=name,
+        type=_setting(names[0], name),
+        default=value,
+        metavar=metavar,
+        help=f"{help_text} [as {flag(name)}: {accepted}]",
+    )
 
 
 def _profile_argument(q: argparse.ArgumentParser) -> None:
@@ -102,22 +118,28 @@ def _profile_argument(q: argparse.ArgumentParser) -> None:
     q.add_argument("profile", metavar="PROFILE", type=_setting("PROFILE", "profile"))
 
 
-def _baselines_dir(q: argparse.ArgumentParser, help_text: str = "baselines directory", *,
-                   aliases: Sequence[str] = ()) -> None:
+def _baselines_dir(
+    q: argparse.ArgumentParser, help_text: str = "baselines directory", *, aliases: Sequence[str] = ()
+) -> None:
     """``--baselines-dir`` (the plugin's setting ``baselines_dir``), default ``baselines`` in the working
     directory (the plugin's: under its rootdir)."""
     from ..config.settings import BASELINES_DIR
 
-    _option(q, "baselines_dir", f"{help_text} (default: %(default)s)", metavar="DIR", default=BASELINES_DIR,
-            aliases=aliases)
+    _option(
+        q, "baselines_dir", f"{help_text} (default: %(default)s)", metavar="DIR", default=BASELINES_DIR, aliases=aliases
+    )
 
 
 def _json_flag(q: argparse.ArgumentParser, default: object = False) -> None:
     """``--json``: the same facts as the text, as one JSON document on stdout (errors stay on stderr)."""
-    q.add_argument("--json", action="store_true", default=default,
-                   help="print one JSON document (sorted keys, schema_version; schema "
-                        "pytest_bpsperf/schemas/cli.schema.json) instead of text; same exit status, errors on "
-                        "stderr")
+    q.add_argument(
+        "--json",
+        action="store_true",
+        default=default,
+        help="print one JSON document (sorted keys, schema_version; schema "
+        "pytest_bpsperf/schemas/cli.schema.json) instead of text; same exit status, errors on "
+        "stderr",
+    )
 
 
 _DEBUG_HELP = "on an internal error (exit status 3), print its traceback"
@@ -130,8 +152,11 @@ def _parser() -> argparse.ArgumentParser:
     """The ``bpsperf`` parser: one builder per command below, each adding its own arguments."""
     from . import commands as c
 
-    p = argparse.ArgumentParser(prog="bpsperf", description=__doc__.split("\n\n")[0],
-                                epilog="exit statuses: " + ", ".join(f"{k} {v}" for k, v in EXIT_STATUSES.items()))
+    p = argparse.ArgumentParser(
+        prog="bpsperf",
+        description=__doc__.split("\n\n")[0],
+        epilog="exit statuses: " + ", ".join(f"{k} {v}" for k, v in EXIT_STATUSES.items()),
+    )
     p.add_argument("--version", action="version", version=f"bpsperf {__version__}")
     p.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -143,8 +168,16 @@ def _parser() -> argparse.ArgumentParser:
         q.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
         return q
 
-    for build in (_compare_command, _check_command, _baselines_command, _history_command, _report_command,
-                  _export_command, _comment_command, _bisect_command):
+    for build in (
+        _compare_command,
+        _check_command,
+        _baselines_command,
+        _history_command,
+        _report_command,
+        _export_command,
+        _comment_command,
+        _bisect_command,
+    ):
         build(add, c)
     return p
 
@@ -158,15 +191,24 @@ def _verdict_options(q: argparse.ArgumentParser) -> None:
 
 def _compare_command(add: Adder, c) -> None:
     """The ``compare`` command's arguments."""
-    q = add("compare", c.compare, "decide HEAD results against BASE results, or the pairs of one base-vs-head "
-            "results file (exit 1 on a regression)")
+    q = add(
+        "compare",
+        c.compare,
+        "decide HEAD results against BASE results, or the pairs of one base-vs-head "
+        "results file (exit 1 on a regression)",
+    )
     q.add_argument("base", metavar="BASE.json", help="results of the base, or of a base-vs-head session alone")
     q.add_argument("head", metavar="HEAD.json", nargs="?", help="results of the head (omit for a base-vs-head file)")
     _verdict_options(q)
-    _option(q, "session_spread", "spread between the two sessions to allow for (default: HEAD's session_spread "
-            f"setting, {100 * _default('session_spread'):.0f}%%; two pytest sessions on one machine differ by "
-            "more than runs of one session); 0 compares as if both ran in one session", metavar="PCT",
-            default=None)
+    _option(
+        q,
+        "session_spread",
+        "spread between the two sessions to allow for (default: HEAD's session_spread "
+        f"setting, {100 * _default('session_spread'):.0f}%%; two pytest sessions on one machine differ by "
+        "more than runs of one session); 0 compares as if both ran in one session",
+        metavar="PCT",
+        default=None,
+    )
 
 
 def _check_command(add: Adder, c) -> None:
@@ -177,21 +219,31 @@ def _check_command(add: Adder, c) -> None:
     _option(q, "profile", "profile id (default: the one the results record)", metavar="PROFILE", default=None)
     _verdict_options(q)
     _report_option(q, "markdown", "also write the verdicts as Markdown")
-    _report_option(q, "history", "the session's history directory: its sessions of one commit inform the spread "
-                   "between sessions, as in the plugin")
+    _report_option(
+        q,
+        "history",
+        "the session's history directory: its sessions of one commit inform the spread "
+        "between sessions, as in the plugin",
+    )
 
 
 def _baselines_command(add: Adder, c) -> None:
     """The ``baselines`` command's arguments."""
     b = add("baselines", None, "list, show, record, adopt and prune stored baselines")
     bsub = b.add_subparsers(dest="action", metavar="ACTION", required=True)
-    for name, func, text in (("list", c.baselines_list, "one line per profile file"),
-                             ("show", c.baselines_show, "the entries of one profile"),
-                             ("record", c.baselines_record, "record baselines from an earlier run's results"),
-                             ("adopt", c.baselines_adopt, "move a file of the older profile scheme (CPUs named by "
-                              "model name alone) to this machine's profile, or --to another; only for baselines "
-                              "recorded on this kind of CPU"),
-                             ("prune", c.baselines_prune, "delete entries (all matching the filters)")):
+    for name, func, text in (
+        ("list", c.baselines_list, "one line per profile file"),
+        ("show", c.baselines_show, "the entries of one profile"),
+        ("record", c.baselines_record, "record baselines from an earlier run's results"),
+        (
+            "adopt",
+            c.baselines_adopt,
+            "move a file of the older profile scheme (CPUs named by "
+            "model name alone) to this machine's profile, or --to another; only for baselines "
+            "recorded on this kind of CPU",
+        ),
+        ("prune", c.baselines_prune, "delete entries (all matching the filters)"),
+    ):
         q = add(name, func, text, bsub)
         _baselines_dir(q, aliases=("--dir",))
         if name in ("list", "show"):
@@ -199,38 +251,58 @@ def _baselines_command(add: Adder, c) -> None:
         if name in ("show", "prune", "adopt"):
             _profile_argument(q)
         if name == "adopt":
-            q.add_argument("--to", metavar="PROFILE", type=_setting("--to", "profile"), default=None,
-                           help="the profile to move them to (default: this machine's, as a session on the "
-                                "embedded Ray names it)")
-            q.add_argument("--force", action="store_true",
-                           help="move them although the older scheme's facts say another machine recorded them")
+            q.add_argument(
+                "--to",
+                metavar="PROFILE",
+                type=_setting("--to", "profile"),
+                default=None,
+                help="the profile to move them to (default: this machine's, as a session on the embedded Ray names it)",
+            )
+            q.add_argument(
+                "--force",
+                action="store_true",
+                help="move them although the older scheme's facts say another machine recorded them",
+            )
         if name == "record":
             q.add_argument("results", metavar="RESULTS.json")
-            _option(q, "profile", "profile id (default: the one the results record)", metavar="PROFILE",
-                    default=None)
-            _option(q, "max_spread", "largest stdev/mean accepted (default: the test's)", metavar="PCT",
-                    default=None)
+            _option(q, "profile", "profile id (default: the one the results record)", metavar="PROFILE", default=None)
+            _option(q, "max_spread", "largest stdev/mean accepted (default: the test's)", metavar="PCT", default=None)
             q.add_argument("--force", action="store_true", help="record entries whose runs spread too much")
             _option(q, "sessions", "recorded sessions each entry keeps (default: %(default)s)", metavar="N")
         if name in ("record", "prune"):
-            _option(q, "lock_timeout", "seconds to wait for another writer's lock on the directory "
-                    "(default: %(default)s)", metavar="S")
+            _option(
+                q,
+                "lock_timeout",
+                "seconds to wait for another writer's lock on the directory (default: %(default)s)",
+                metavar="S",
+            )
         if name == "prune":
             q.add_argument("--test", help="only entries whose test matches this glob")
             q.add_argument("--trick", help="only entries of this trick")
-            q.add_argument("--older-than", metavar="YYYY-MM-DD", type=_date("--older-than"),
-                           help="only entries recorded before this date")
+            q.add_argument(
+                "--older-than",
+                metavar="YYYY-MM-DD",
+                type=_date("--older-than"),
+                help="only entries recorded before this date",
+            )
             q.add_argument("--dry-run", action="store_true", help="say what would go, change nothing")
 
 
-def _report_option(q: argparse.ArgumentParser, name: str, help_text: str, *, default: "str | None" = None,
-                   aliases: Sequence[str] = ()) -> None:
+def _report_option(
+    q: argparse.ArgumentParser, name: str, help_text: str, *, default: "str | None" = None, aliases: Sequence[str] = ()
+) -> None:
     """``--NAME PATH`` for the plugin's report option ``name`` (``--bpsperf-NAME``), named by its table."""
     from ..config.reports import REPORT_OPTIONS_BY_NAME
 
     opt = REPORT_OPTIONS_BY_NAME[name]
-    q.add_argument("--" + opt.cli_name, *aliases, dest=opt.name, metavar=opt.metavar, default=default,
-                   help=f"{help_text} [as {opt.flag}={opt.metavar}]")
+    q.add_argument(
+        "--" + opt.cli_name,
+        *aliases,
+        dest=opt.name,
+        metavar=opt.metavar,
+        default=default,
+        help=f"{help_text} [as {opt.flag}={opt.metavar}]",
+    )
 
 
 def _history_dir(q: argparse.ArgumentParser, default: "str | None" = None) -> None:
@@ -238,8 +310,9 @@ def _history_dir(q: argparse.ArgumentParser, default: "str | None" = None) -> No
     (``default`` replaces it, the help still naming it)."""
     from ..store.history import HISTORY_DIR
 
-    _report_option(q, "history", f"history directory (default: {HISTORY_DIR})", default=default or HISTORY_DIR,
-                   aliases=("--dir",))
+    _report_option(
+        q, "history", f"history directory (default: {HISTORY_DIR})", default=default or HISTORY_DIR, aliases=("--dir",)
+    )
 
 
 def _history_command(add: Adder, c) -> None:
@@ -270,13 +343,18 @@ def _report_command(add: Adder, c) -> None:
     q = add("report", c.report, "an HTML or Markdown report with pictures")
     q.add_argument("--results", metavar="RESULTS.json", help="a results file (runs, matrix, verdicts)")
     q.add_argument("--history", metavar="DIR", help="a history directory (trend pictures)")
-    q.add_argument("--baselines-dir", default=BASELINES_DIR, help="for the baseline bands of the pictures "
-                   "(default: %(default)s)")
+    q.add_argument(
+        "--baselines-dir", default=BASELINES_DIR, help="for the baseline bands of the pictures (default: %(default)s)"
+    )
     q.add_argument("--profile", help="profile id (default: the one the results record)")
     q.add_argument("--branch", help="history of this branch only")
     q.add_argument("--out", required=True, metavar="DIR", help="where the report and its PNGs go")
-    q.add_argument("--format", choices=("html", "markdown", "md"), default="html",
-                   help="an HTML page, or the Markdown the plugin writes (--bpsperf-markdown); md is markdown")
+    q.add_argument(
+        "--format",
+        choices=("html", "markdown", "md"),
+        default="html",
+        help="an HTML page, or the Markdown the plugin writes (--bpsperf-markdown); md is markdown",
+    )
 
 
 def _export_format(text: str) -> str:
@@ -295,27 +373,39 @@ def _export_command(add: Adder, c) -> None:
     old = ", ".join(f"{a} for {n.replace('_', '-')}" for a, n in EXPORT_ALIASES.items())
     q = add("export", c.export, "convert a results file for another tool")
     q.add_argument("results", metavar="RESULTS.json")
-    q.add_argument("--format", required=True, type=_export_format, choices=[o.cli_name for o in formats],
-                   help="the file the plugin's option of the same name writes: "
-                        + "; ".join(f"{o.cli_name} as {o.flag}" for o in formats)
-                        + f" (earlier names still accepted: {old})")
+    q.add_argument(
+        "--format",
+        required=True,
+        type=_export_format,
+        choices=[o.cli_name for o in formats],
+        help="the file the plugin's option of the same name writes: "
+        + "; ".join(f"{o.cli_name} as {o.flag}" for o in formats)
+        + f" (earlier names still accepted: {old})",
+    )
     q.add_argument("-o", "--output", required=True, metavar="PATH")
 
 
 def _comment_command(add: Adder, c) -> None:
     """The ``comment`` command's arguments."""
-    q = add("comment", c.comment, "the pull-request comment of a session: summary first, report collapsed, "
-            "cut below GitHub's limit")
+    q = add(
+        "comment",
+        c.comment,
+        "the pull-request comment of a session: summary first, report collapsed, cut below GitHub's limit",
+    )
     q.add_argument("results", metavar="RESULTS.json")
     q.add_argument("--markdown", required=True, metavar="PATH", help="the session's --bpsperf-markdown report")
-    q.add_argument("--marker", required=True, help="names this comment among others (e.g. the runner kind; "
-                   "letters, digits, '.', '_', '-')")
+    q.add_argument(
+        "--marker",
+        required=True,
+        help="names this comment among others (e.g. the runner kind; letters, digits, '.', '_', '-')",
+    )
     q.add_argument("--link", help="where the whole report is (the run's artifacts; an http(s) address)")
     q.add_argument("--out", required=True, metavar="PATH", help="where the comment's body goes")
 
 
 def _positive(option: str) -> Callable[[str], int]:
     """A parser for an integer option of at least 1."""
+
     def convert(text: str) -> int:
         try:
             value = int(text)
@@ -330,38 +420,61 @@ def _positive(option: str) -> Callable[[str], int]:
 
 def _bisect_command(add: Adder, c) -> None:
     """The ``bisect`` command's arguments: the range, the pytest arguments after ``--``, the reports."""
-    q = add("bisect", c.bisect, "find the first commit between GOOD and BAD whose throughput drops beyond the "
-            "tolerance: each step a base-vs-head pytest session (exit 0 culprit found, 1 none, 2 bad input, "
-            "4 not narrowed to one commit)")
+    q = add(
+        "bisect",
+        c.bisect,
+        "find the first commit between GOOD and BAD whose throughput drops beyond the "
+        "tolerance: each step a base-vs-head pytest session (exit 0 culprit found, 1 none, 2 bad input, "
+        "4 not narrowed to one commit)",
+    )
     q.add_argument("good", metavar="GOOD", help="a revision as fast as it should be (the last good nightly)")
     q.add_argument("bad", metavar="BAD", help="a later revision that is slower (BAD's first parents are walked)")
     # PYTEST_ARGS are what follows the first "--" (main() splits them off: argparse would take an
     # option between GOOD BAD and "--" as the end of a variable-length positional)
     q.usage = "bpsperf bisect [options] GOOD BAD [-- PYTEST_ARGS ...]"
-    q.epilog = ("PYTEST_ARGS, after --: the arguments of every step's pytest session (e.g. -m perf -k "
-                "test_resnet50 --bpsperf-tricks=default); the bisect adds --bpsperf-base, --bpsperf-head and "
-                "--bpsperf-json to each")
+    q.epilog = (
+        "PYTEST_ARGS, after --: the arguments of every step's pytest session (e.g. -m perf -k "
+        "test_resnet50 --bpsperf-tricks=default); the bisect adds --bpsperf-base, --bpsperf-head and "
+        "--bpsperf-json to each"
+    )
     q.set_defaults(pytest_args=[])
-    q.add_argument("--out", default="bpsperf-bisect", metavar="DIR",
-                   help="where bisect.md, bisect.json, bisect.png and each session's results and log go "
-                        "(default: %(default)s)")
-    q.add_argument("-C", "--directory", metavar="DIR", help="run the sessions there (default: here), in the "
-                   "repository that holds the perf tests")
-    q.add_argument("--retries", type=int, choices=(0, 1, 2), default=1,
-                   help="times an inconclusive step is run again with more pairs before the range is reported "
-                        "(default: %(default)s)")
-    q.add_argument("--retry-pairs", type=_positive("--retry-pairs"), metavar="N",
-                   help="max_pairs of a step run again (default: twice the first session's)")
-    q.add_argument("--python", metavar="PATH",
-                   help="the interpreter that runs pytest (default: the one that runs bpsperf)")
+    q.add_argument(
+        "--out",
+        default="bpsperf-bisect",
+        metavar="DIR",
+        help="where bisect.md, bisect.json, bisect.png and each session's results and log go (default: %(default)s)",
+    )
+    q.add_argument(
+        "-C",
+        "--directory",
+        metavar="DIR",
+        help="run the sessions there (default: here), in the repository that holds the perf tests",
+    )
+    q.add_argument(
+        "--retries",
+        type=int,
+        choices=(0, 1, 2),
+        default=1,
+        help="times an inconclusive step is run again with more pairs before the range is reported "
+        "(default: %(default)s)",
+    )
+    q.add_argument(
+        "--retry-pairs",
+        type=_positive("--retry-pairs"),
+        metavar="N",
+        help="max_pairs of a step run again (default: twice the first session's)",
+    )
+    q.add_argument(
+        "--python", metavar="PATH", help="the interpreter that runs pytest (default: the one that runs bpsperf)"
+    )
 
 
 def split_pytest_args(words: "list[str]") -> "tuple[list[str], list[str] | None]":
     """``bisect``'s own words and the PYTEST_ARGS after its first ``--`` (None: no ``--``, or not bisect)."""
-    if "bisect" not in words or "--" not in words[words.index("bisect"):]:
+    if "bisect" not in words or "--" not in words[words.index("bisect") :]:
         return words, None
     cut = words.index("--", words.index("bisect"))
-    return words[:cut], words[cut + 1:]
+    return words[:cut], words[cut + 1 :]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -396,9 +509,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             import traceback
 
             traceback.print_exc()
-        print(f"bpsperf {args.command}: internal error: {type(exc).__name__}: {exc} (a bug of bpsperf "
-              f"{__version__}; {'the traceback is above' if args.debug else 'run it again with --debug for the traceback'}"
-              ", and report it)", file=sys.stderr)
+        print(
+            f"bpsperf {args.command}: internal error: {type(exc).__name__}: {exc} (a bug of bpsperf "
+            f"{__version__}; "
+            f"{'the traceback is above' if args.debug else 'run it again with --debug for the traceback'}"
+            ", and report it)",
+            file=sys.stderr,
+        )
         return INTERNAL_ERROR
 
 

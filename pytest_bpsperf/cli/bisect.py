@@ -66,8 +66,9 @@ def _reason(doc: "Mapping[str, Any] | None", output: str, returncode: int) -> st
     return f"pytest exited with status {returncode}: {tail[:300]}"
 
 
-def outcome_of(doc: "Mapping[str, Any] | None", returncode: int, output: str, *, seconds: float = 0.0,
-               results: str = "") -> Outcome:
+def outcome_of(
+    doc: "Mapping[str, Any] | None", returncode: int, output: str, *, seconds: float = 0.0, results: str = ""
+) -> Outcome:
     """What one session said: the worst of its base-vs-head verdicts, or ``failed`` with the reason.
 
     A session without a verdict failed: its commit under test does not import
@@ -78,21 +79,38 @@ def outcome_of(doc: "Mapping[str, Any] | None", returncode: int, output: str, *,
     if verdicts:
         v = _worst(verdicts)
         where = change_phrase(v.get("breakdown"), v.get("change_pct")) if v.get("breakdown") else ""
-        return Outcome(status=str(v["status"]), ratio=v.get("ratio"), ci_low=v.get("ci_low"), ci_high=v.get("ci_high"),
-                       pairs=int(v.get("pairs") or 0), looks=int(v.get("looks") or 0), nodeid=str(v.get("nodeid", "")),
-                       breakdown=v.get("breakdown"), where=where, seconds=seconds, results=results,
-                       max_pairs=_max_pairs(doc or {}))
+        return Outcome(
+            status=str(v["status"]),
+            ratio=v.get("ratio"),
+            ci_low=v.get("ci_low"),
+            ci_high=v.get("ci_high"),
+            pairs=int(v.get("pairs") or 0),
+            looks=int(v.get("looks") or 0),
+            nodeid=str(v.get("nodeid", "")),
+            breakdown=v.get("breakdown"),
+            where=where,
+            seconds=seconds,
+            results=results,
+            max_pairs=_max_pairs(doc or {}),
+        )
     text = output + "\n".join(str(f.get("reason", "")) for f in (doc or {}).get("failures") or ())
     broken = "head" if re.search(r"\bhead arm\b", text) else "base" if re.search(r"\bbase arm\b", text) else ""
-    return Outcome(status=FAILED, reason=_reason(doc, output, returncode), broken=broken, seconds=seconds,
-                   results=results, max_pairs=_max_pairs(doc or {}))
+    return Outcome(
+        status=FAILED,
+        reason=_reason(doc, output, returncode),
+        broken=broken,
+        seconds=seconds,
+        results=results,
+        max_pairs=_max_pairs(doc or {}),
+    )
 
 
 class Sessions:
     """Runs the pytest session of each comparison in ``cwd`` and keeps its results and log under ``out``."""
 
-    def __init__(self, *, python: str, cwd: str, pytest_args: Sequence[str], out: Path,
-                 retry_pairs: "int | None" = None) -> None:
+    def __init__(
+        self, *, python: str, cwd: str, pytest_args: Sequence[str], out: Path, retry_pairs: "int | None" = None
+    ) -> None:
         self.python, self.cwd, self.pytest_args = python, cwd, list(pytest_args)
         self.dir = out / "sessions"
         self.retry_pairs = retry_pairs
@@ -100,15 +118,23 @@ class Sessions:
 
     def command(self, base: Commit, head: Commit, results: Path, max_pairs: "int | None") -> "list[str]":
         """The session's command line: the user's arguments, then the arms and the results file."""
-        cmd = [self.python, "-m", "pytest", *self.pytest_args, f"--bpsperf-base={base.sha}",
-               f"--bpsperf-head={head.sha}", f"--bpsperf-json={results}"]
+        cmd = [
+            self.python,
+            "-m",
+            "pytest",
+            *self.pytest_args,
+            f"--bpsperf-base={base.sha}",
+            f"--bpsperf-head={head.sha}",
+            f"--bpsperf-json={results}",
+        ]
         return cmd + ([f"--bpsperf-max-pairs={max_pairs}"] if max_pairs else [])
 
     def run(self, step: int, c: Comparison, base: Commit, head: Commit) -> Outcome:
         """One session for comparison ``c``; an attempt after an inconclusive one gets more pairs."""
         self.dir.mkdir(parents=True, exist_ok=True)
         name = f"step{step:02d}-{c.why.split()[0]}-{head.short}-vs-{base.short}" + (
-            f"-attempt{c.attempt}" if c.attempt > 1 else "")
+            f"-attempt{c.attempt}" if c.attempt > 1 else ""
+        )
         results, log = self.dir / f"{name}.json", self.dir / f"{name}.log"
         max_pairs = None
         if c.attempt > 1:
@@ -116,8 +142,13 @@ class Sessions:
             max_pairs = self.retry_pairs or (2 * first if first else None)
         started = time.monotonic()
         with open(log, "w", encoding="utf-8") as fh:
-            proc = subprocess.Popen(self.command(base, head, results, max_pairs), cwd=self.cwd, stdout=fh,
-                                    stderr=subprocess.STDOUT, text=True)
+            proc = subprocess.Popen(
+                self.command(base, head, results, max_pairs),
+                cwd=self.cwd,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
             try:
                 proc.wait()
             except KeyboardInterrupt:
@@ -169,14 +200,22 @@ def _tolerance(bisection: Bisection) -> "float | None":
     return None
 
 
-def write_reports(bisection: Bisection, positions: Sequence[Commit], args: argparse.Namespace, out: Path,
-                  total_s: float) -> dict:
+def write_reports(
+    bisection: Bisection, positions: Sequence[Commit], args: argparse.Namespace, out: Path, total_s: float
+) -> dict:
     """``bisect.json``, ``bisect.png`` and ``bisect.md`` in ``out``; the document."""
     from ..report.plots import bisect_picture
 
     tolerance = _tolerance(bisection)
-    doc = bisect_document(bisection, positions, good=args.good, bad=args.bad, pytest_args=args.pytest_args,
-                          total_s=total_s, tolerance=tolerance)
+    doc = bisect_document(
+        bisection,
+        positions,
+        good=args.good,
+        bad=args.bad,
+        pytest_args=args.pytest_args,
+        total_s=total_s,
+        tolerance=tolerance,
+    )
     pictures: "list[str]" = []
     try:
         bisect_picture(doc, out / "bisect.png")
@@ -194,8 +233,10 @@ def bisect(args: argparse.Namespace, say: "Callable[[str], None]" = print) -> in
     cwd = os.path.abspath(args.directory or os.getcwd())
     repository = git_toplevel(cwd)
     if repository is None:
-        raise BisectError(f"{cwd} is in no git repository: bpsperf bisect walks the history of the repository "
-                          "that holds the perf tests (run it there, or name it with -C DIR)")
+        raise BisectError(
+            f"{cwd} is in no git repository: bpsperf bisect walks the history of the repository "
+            "that holds the perf tests (run it there, or name it with -C DIR)"
+        )
     try:
         good, commits = commit_range(repository, args.good, args.bad)
     except RangeError as exc:
@@ -203,11 +244,18 @@ def bisect(args: argparse.Namespace, say: "Callable[[str], None]" = print) -> in
     positions = [good, *commits]
     out = Path(args.out)
     bisection = Bisection(len(commits), retries=args.retries)
-    sessions = Sessions(python=args.python or sys.executable, cwd=cwd, pytest_args=args.pytest_args, out=out,
-                        retry_pairs=args.retry_pairs)
-    say(f"bpsperf bisect: GOOD {args.good} = {good.short} .. BAD {args.bad} = {commits[-1].short}: "
+    sessions = Sessions(
+        python=args.python or sys.executable,
+        cwd=cwd,
+        pytest_args=args.pytest_args,
+        out=out,
+        retry_pairs=args.retry_pairs,
+    )
+    say(
+        f"bpsperf bisect: GOOD {args.good} = {good.short} .. BAD {args.bad} = {commits[-1].short}: "
         f"{len(commits)} commit(s) along BAD's first parents, about {bisection.expected_steps} step(s) after "
-        f"the ends; reports in {out}")
+        f"the ends; reports in {out}"
+    )
     started = time.monotonic()
     while True:
         c = bisection.next()
@@ -219,7 +267,10 @@ def bisect(args: argparse.Namespace, say: "Callable[[str], None]" = print) -> in
     doc = write_reports(bisection, positions, args, out, time.monotonic() - started)
     for line in summary_lines(doc):
         say(line)
-    say(f"wrote {out / 'bisect.md'}, {out / 'bisect.json'}" + (f", {out / 'bisect.png'}" if doc["pictures"] else "")
-        + f" (every session's results and log in {out / 'sessions'}); {duration(doc['total_s'])} in all")
+    say(
+        f"wrote {out / 'bisect.md'}, {out / 'bisect.json'}"
+        + (f", {out / 'bisect.png'}" if doc["pictures"] else "")
+        + f" (every session's results and log in {out / 'sessions'}); {duration(doc['total_s'])} in all"
+    )
     assert bisection.result is not None
     return exit_status(bisection.result.kind)

@@ -61,8 +61,15 @@ def _hints(verdicts: "Sequence[Verdict | PairedVerdict]", strict: bool) -> "list
     return out
 
 
-def _verdicts_out(args: argparse.Namespace, verdicts: "Sequence[Verdict | PairedVerdict]", *,
-                  header: Sequence[str] = (), notes: Sequence[str] = (), exit_floor: int = 0, **facts: Any) -> int:
+def _verdicts_out(
+    args: argparse.Namespace,
+    verdicts: "Sequence[Verdict | PairedVerdict]",
+    *,
+    header: Sequence[str] = (),
+    notes: Sequence[str] = (),
+    exit_floor: int = 0,
+    **facts: Any,
+) -> int:
     """Print the verdicts (text: the header, one line per verdict, a count, the notes; or with ``--json``
     one document) and return the exit status."""
     from ..report.text import verdict_line
@@ -71,8 +78,12 @@ def _verdicts_out(args: argparse.Namespace, verdicts: "Sequence[Verdict | Paired
     status = max(_exit_status(verdicts, args.strict), exit_floor)
     notes = [*notes, *_hints(verdicts, args.strict)]
     if args.json:
-        print(dumps(verdicts_document(args.command, verdicts, exit_status=status, strict=args.strict,
-                                      notes=notes, **facts)), end="")
+        print(
+            dumps(
+                verdicts_document(args.command, verdicts, exit_status=status, strict=args.strict, notes=notes, **facts)
+            ),
+            end="",
+        )
         return status
     for line in header:
         print(line)
@@ -95,8 +106,10 @@ def compare(args: argparse.Namespace) -> int:
         results = read_document(args.base, "results")
         verdicts = pair_verdicts(results, tolerance=args.tolerance)
         if not verdicts:
-            raise ValueError(f"{args.base} holds no base-vs-head session (--bpsperf-base); compare two results "
-                             "files with: bpsperf compare BASE.json HEAD.json")
+            raise ValueError(
+                f"{args.base} holds no base-vs-head session (--bpsperf-base); compare two results "
+                "files with: bpsperf compare BASE.json HEAD.json"
+            )
         return _verdicts_out(args, verdicts, base_vs_head=True, missing=[], **facts)
     base, head = read_document(args.base, "results"), read_document(args.head, "results")
     verdicts, missing = compare_results(base, head, tolerance=args.tolerance, session_spread=args.session_spread)
@@ -107,8 +120,16 @@ def compare(args: argparse.Namespace) -> int:
     status_floor = 1 if args.strict and (not_in_head or not verdicts) else 0
     if args.strict and not verdicts:
         header.append(f"{args.head} has no runs: nothing was measured (--strict fails it)")
-    return _verdicts_out(args, verdicts, header=header, base_vs_head=False, missing=list(missing),
-                         not_in_head=not_in_head, exit_floor=status_floor, **facts)
+    return _verdicts_out(
+        args,
+        verdicts,
+        header=header,
+        base_vs_head=False,
+        missing=list(missing),
+        not_in_head=not_in_head,
+        exit_floor=status_floor,
+        **facts,
+    )
 
 
 def check(args: argparse.Namespace) -> int:
@@ -131,19 +152,26 @@ def check(args: argparse.Namespace) -> int:
         facts = {"base_vs_head": False, "profile": profile_id, "baselines": str(store.path_for(profile_id))}
     if args.markdown:
         _write(args.markdown, "\n".join(["## bpsperf verdicts", ""] + verdict_markdown(verdicts)) + "\n", "--markdown")
-    return _verdicts_out(args, verdicts, header=[header], results=args.results, history=args.history,
-                         markdown=args.markdown, **facts)
+    return _verdicts_out(
+        args, verdicts, header=[header], results=args.results, history=args.history, markdown=args.markdown, **facts
+    )
 
 
 def _profile_rows(directory: str) -> "list[dict]":
     """A row per profile file of a baselines directory: its path, how many entries, the latest session's date."""
     store = BaselineStore(directory)
     rows = []
-    for f in (sorted(Path(directory).glob("*.json")) if Path(directory).is_dir() else []):
+    for f in sorted(Path(directory).glob("*.json")) if Path(directory).is_dir() else []:
         data = store.load(f.stem)
         dates = sorted(str(latest_session(e).get("date") or "") for e in data.entries.values())
-        rows.append({"profile": f.stem, "path": str(f), "entries": len(data.entries),
-                     "latest": (dates[-1] or None) if dates else None})
+        rows.append(
+            {
+                "profile": f.stem,
+                "path": str(f),
+                "entries": len(data.entries),
+                "latest": (dates[-1] or None) if dates else None,
+            }
+        )
     return rows
 
 
@@ -170,10 +198,19 @@ def _entry_row(key: str, entry: dict) -> dict:
     from ..store.entries import entry_samples, entry_sessions
 
     s, last = summarize(entry_samples(entry)), latest_session(entry)
-    return {"key": key, "test": entry.get("test"), "trick": entry.get("trick"), "median_img_per_sec": s.median,
-            "n": s.n, "rel_spread": s.rel_spread, "sessions": len(entry_sessions(entry)),
-            "latest_commit": last.get("commit"), "latest_date": last.get("date"),
-            "topology": dict(entry.get("topology") or {}), "workload": dict(entry.get("workload") or {})}
+    return {
+        "key": key,
+        "test": entry.get("test"),
+        "trick": entry.get("trick"),
+        "median_img_per_sec": s.median,
+        "n": s.n,
+        "rel_spread": s.rel_spread,
+        "sessions": len(entry_sessions(entry)),
+        "latest_commit": last.get("commit"),
+        "latest_date": last.get("date"),
+        "topology": dict(entry.get("topology") or {}),
+        "workload": dict(entry.get("workload") or {}),
+    }
 
 
 def baselines_show(args: argparse.Namespace) -> int:
@@ -189,9 +226,11 @@ def baselines_show(args: argparse.Namespace) -> int:
         return 0
     print(f"{data.path}: {len(data.entries)} entries")
     for r in rows:
-        print(f"{r['test']} [{r['trick']}]: median {r['median_img_per_sec']:.1f} img/s, n={r['n']}, spread "
-              f"{100 * r['rel_spread']:.0f}%, {r['sessions']} session(s), latest commit "
-              f"{(r['latest_commit'] or '-')[:12]}, {r['latest_date'] or '-'}")
+        print(
+            f"{r['test']} [{r['trick']}]: median {r['median_img_per_sec']:.1f} img/s, n={r['n']}, spread "
+            f"{100 * r['rel_spread']:.0f}%, {r['sessions']} session(s), latest commit "
+            f"{(r['latest_commit'] or '-')[:12]}, {r['latest_date'] or '-'}"
+        )
         print(f"    key {r['key']}")
     return 0
 
@@ -201,8 +240,11 @@ def _writer(args: argparse.Namespace) -> BaselineStore:
     for another writer's lock, and says so on stderr."""
     import sys
 
-    return BaselineStore(args.baselines_dir, lock_timeout=args.lock_timeout,
-                         say=lambda message: print(f"bpsperf baselines: {message}", file=sys.stderr, flush=True))
+    return BaselineStore(
+        args.baselines_dir,
+        lock_timeout=args.lock_timeout,
+        say=lambda message: print(f"bpsperf baselines: {message}", file=sys.stderr, flush=True),
+    )
 
 
 def baselines_record(args: argparse.Namespace) -> int:
@@ -216,12 +258,16 @@ def baselines_record(args: argparse.Namespace) -> int:
         already: "list[str]" = []
         path = _writer(args).add_sessions(profile_id, profile, sessions, window=args.sessions, already=already)
         for key in already:
-            print(f"already recorded: {key} holds this session of {args.results} (commit "
-                  f"{str(results.get('commit') or '-')[:12]}, {results.get('date') or 'undated'}): not added again")
+            print(
+                f"already recorded: {key} holds this session of {args.results} (commit "
+                f"{str(results.get('commit') or '-')[:12]}, {results.get('date') or 'undated'}): not added again"
+            )
         added = len(sessions) - len(already)
         if added:
-            print(f"recorded {added} baseline entr{'y' if added == 1 else 'ies'} in {path} "
-                  f"(a session each; each keeps its last {args.sessions})")
+            print(
+                f"recorded {added} baseline entr{'y' if added == 1 else 'ies'} in {path} "
+                f"(a session each; each keeps its last {args.sessions})"
+            )
     for line in refused:
         print(f"refused: {line}")
     return 1 if refused else 0
@@ -242,12 +288,16 @@ def baselines_adopt(args: argparse.Namespace) -> int:
         if legacy_id(target.facts) != args.profile and not args.force:
             recorded = dict((store.load(args.profile).profile or {}).get("facts") or {})
             told = "; ".join(d for d in differences(recorded, target.facts) if not d.startswith("recorded before"))
-            raise ValueError(f"{store.path_for(args.profile)} was not recorded on this machine: under the older "
-                             f"scheme this machine is {legacy_id(target.facts)}, and the facts differ ({told or 'ids'}); "
-                             "nothing was moved (--force moves them anyway, --to names another profile)")
+            raise ValueError(
+                f"{store.path_for(args.profile)} was not recorded on this machine: under the older "
+                f"scheme this machine is {legacy_id(target.facts)}, and the facts differ ({told or 'ids'}); "
+                "nothing was moved (--force moves them anyway, --to names another profile)"
+            )
     path = store.adopt(args.profile, target.as_dict())
-    print(f"moved the entries of {store.path_for(args.profile)} to {path} (profile {target.id}); "
-          f"{store.path_for(args.profile)} is gone")
+    print(
+        f"moved the entries of {store.path_for(args.profile)} to {path} (profile {target.id}); "
+        f"{store.path_for(args.profile)} is gone"
+    )
     return 0
 
 
@@ -258,12 +308,14 @@ def baselines_prune(args: argparse.Namespace) -> int:
     if not data.exists:
         raise ValueError(f"no baselines file {data.path} (bpsperf baselines list shows the profiles)")
     if not (args.test or args.trick or args.older_than):
-        raise ValueError("prune needs at least one of --test, --trick, --older-than (to remove a whole "
-                         f"profile, delete {data.path})")
+        raise ValueError(
+            f"prune needs at least one of --test, --trick, --older-than (to remove a whole profile, delete {data.path})"
+        )
     keys, undated = [], []
     for k, e in sorted(data.entries.items()):
-        if (args.test and not fnmatch.fnmatchcase(str(e.get("test")), args.test)) \
-                or (args.trick and e.get("trick") != args.trick):
+        if (args.test and not fnmatch.fnmatchcase(str(e.get("test")), args.test)) or (
+            args.trick and e.get("trick") != args.trick
+        ):
             continue
         if args.older_than:
             # An entry is as old as its latest recorded session (schema 2 keeps dates there only).
@@ -290,17 +342,27 @@ def history_add(args: argparse.Namespace) -> int:
     """``bpsperf history add RESULTS.json [--history DIR]``."""
     results = read_document(args.results, "results")
     if results.get("simulation"):  # as baselines record: a stand-in's figures never become history
-        print(f"refused: {args.results} is a simulation ({results['simulation']}): never a point of the history",
-              file=sys.stderr)
+        print(
+            f"refused: {args.results} is a simulation ({results['simulation']}): never a point of the history",
+            file=sys.stderr,
+        )
         return 1
     profile_id = profile_of(results, args.profile, source=args.results)
     profile = dict(results.get("profile") or {})
     profile["id"] = profile_id
-    commit = check_commit(args.commit, "--commit") if args.commit else \
-        check_commit(results.get("commit"), f"results file {args.results}")
-    record = make_record(results, profile=profile, commit=commit,
-                         branch=args.branch or results.get("branch") or current_branch(),
-                         date=results.get("date") or utc_now_iso(), versions=results.get("versions") or {})
+    commit = (
+        check_commit(args.commit, "--commit")
+        if args.commit
+        else check_commit(results.get("commit"), f"results file {args.results}")
+    )
+    record = make_record(
+        results,
+        profile=profile,
+        commit=commit,
+        branch=args.branch or results.get("branch") or current_branch(),
+        date=results.get("date") or utc_now_iso(),
+        versions=results.get("versions") or {},
+    )
     path = HistoryStore(args.history).save(record)
     print(f"saved {len(record['runs'])} runs of commit {(record['commit'] or '-')[:12]} in {path}")
     return 0
@@ -310,8 +372,11 @@ def _selected_trends(args: argparse.Namespace) -> list:
     store = HistoryStore(args.history)
     found = trends(store.load(args.profile), profile_id=args.profile, branch=args.branch)
     if getattr(args, "test", None):
-        found = [t for t in found if fnmatch.fnmatchcase(t.test, args.test)
-                 or fnmatch.fnmatchcase(t.test.split("::")[-1], args.test)]
+        found = [
+            t
+            for t in found
+            if fnmatch.fnmatchcase(t.test, args.test) or fnmatch.fnmatchcase(t.test.split("::")[-1], args.test)
+        ]
     return found
 
 
@@ -322,8 +387,14 @@ def history_show(args: argparse.Namespace) -> int:
 
     found = _selected_trends(args)
     if args.json:
-        print(dumps(trends_document(found, directory=str(args.history), profile=args.profile, branch=args.branch,
-                                    test=args.test)), end="")
+        print(
+            dumps(
+                trends_document(
+                    found, directory=str(args.history), profile=args.profile, branch=args.branch, test=args.test
+                )
+            ),
+            end="",
+        )
         return 0
     if not found:
         print(f"no history in {args.history}" + (f" for profile {args.profile}" if args.profile else ""))
@@ -359,8 +430,11 @@ def report(args: argparse.Namespace) -> int:
     baselines, tolerances = {}, {}
     profile_id = args.profile
     if results is not None:
-        profile_id = profile_of(results, args.profile, source=args.results) if (
-            args.profile or (results.get("profile") or {}).get("id")) else None
+        profile_id = (
+            profile_of(results, args.profile, source=args.results)
+            if (args.profile or (results.get("profile") or {}).get("id"))
+            else None
+        )
         tolerances = {k: j.tolerance for k, j in jobs_of(results).items()}
     if profile_id:
         baselines = dict(BaselineStore(args.baselines_dir).load(profile_id).entries)  # the bands of the pictures
@@ -370,8 +444,9 @@ def report(args: argparse.Namespace) -> int:
         if results is not None:  # the jobs of this session, as its own report shows them
             keys = {run_key_of(r) for r in results.get("tests", [])}
             found = [t for t in found if t.key in keys]
-    pictures = session_pictures(results or {}, out / pages.PICTURES_DIR, trends=found, baselines=baselines,
-                                tolerances=tolerances)
+    pictures = session_pictures(
+        results or {}, out / pages.PICTURES_DIR, trends=found, baselines=baselines, tolerances=tolerances
+    )
     if results is not None:
         page = pages.session_page(results, trends=found, pictures=pictures, relative_to=out)
     else:
@@ -391,8 +466,11 @@ def exporters() -> "dict[str, Callable[[dict[str, Any]], Any]]":
     that writes the same file (``github_benchmark`` is ``--bpsperf-github-benchmark``)."""
     from ..report.exports import benchmark_export, bmf_export, github_benchmark_export
 
-    return {"benchmark_json": lambda results: benchmark_export(results, (results.get("profile") or {}).get("id")),
-            "bmf": bmf_export, "github_benchmark": github_benchmark_export}
+    return {
+        "benchmark_json": lambda results: benchmark_export(results, (results.get("profile") or {}).get("id")),
+        "bmf": bmf_export,
+        "github_benchmark": github_benchmark_export,
+    }
 
 
 def export(args: argparse.Namespace) -> int:
@@ -427,8 +505,11 @@ def bisect(args: argparse.Namespace) -> int:
     try:
         return run_bisect(args)
     except KeyboardInterrupt:
-        print("bpsperf bisect: interrupted (each session removed its own worktrees; the logs so far are in "
-              f"{Path(args.out) / 'sessions'})", file=sys.stderr)
+        print(
+            "bpsperf bisect: interrupted (each session removed its own worktrees; the logs so far are in "
+            f"{Path(args.out) / 'sessions'})",
+            file=sys.stderr,
+        )
         return 130
     except ValueError:
         raise  # bad input: main() says so, exit 2

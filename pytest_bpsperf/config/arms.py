@@ -66,31 +66,38 @@ def resolve_base(value: str, origin: str, rootdir: str, setting: str = BASE) -> 
         # ambiguous: measuring the wrong one would pass or fail a change on code it does not hold
         other = None if _path_like(text) else revision_of(text, rootdir)
         if other is not None:
-            raise ArmError(f"ambiguous value {text!r} for setting 'base' from {origin}: it names the directory "
-                           f"{os.path.realpath(as_dir)} and the revision {text} = {other[:12]} of {git_toplevel(rootdir)}; "
-                           f"write ./{text} (or its absolute path) for the directory, or the revision's full name "
-                           f"(refs/heads/{text}, refs/remotes/{text}) or its commit {other[:12]}")
+            raise ArmError(
+                f"ambiguous value {text!r} for setting 'base' from {origin}: it names the directory "
+                f"{os.path.realpath(as_dir)} and the revision {text} = {other[:12]} of {git_toplevel(rootdir)}; "
+                f"write ./{text} (or its absolute path) for the directory, or the revision's full name "
+                f"(refs/heads/{text}, refs/remotes/{text}) or its commit {other[:12]}"
+            )
         state = git_state(as_dir) if git_toplevel(as_dir) == os.path.realpath(as_dir) else GitState(None)
         return BaseSource(text, origin, os.path.realpath(as_dir), state.commit, False, state.dirty)
     top = git_toplevel(rootdir)
     if top is None:
-        raise ArmError(f"invalid value {text!r} for setting {setting!r} from {origin}: not a directory, and "
-                       f"{rootdir} is in no git repository, so it cannot be a revision; accepted: a git revision of the "
-                       "repository that holds the tests (origin/main, HEAD~1, a commit) or a directory holding "
-                       f"the {setting}'s code")
+        raise ArmError(
+            f"invalid value {text!r} for setting {setting!r} from {origin}: not a directory, and "
+            f"{rootdir} is in no git repository, so it cannot be a revision; accepted: a git revision of the "
+            "repository that holds the tests (origin/main, HEAD~1, a commit) or a directory holding "
+            f"the {setting}'s code"
+        )
     if text.startswith("-"):
-        raise ArmError(f"invalid value {text!r} for setting {setting!r} from {origin}: a revision cannot start "
-                       "with '-'")
+        raise ArmError(
+            f"invalid value {text!r} for setting {setting!r} from {origin}: a revision cannot start with '-'"
+        )
     try:
         proc = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}"], top, timeout=30)
     except (OSError, subprocess.SubprocessError) as exc:
         raise ArmError(f"setting {setting!r} ({text!r}, from {origin}): git could not be run: {exc}") from None
     sha = proc.stdout.strip()
     if proc.returncode != 0 or not sha:
-        raise ArmError(f"invalid value {text!r} for setting {setting!r} from {origin}: neither a directory nor a "
-                       f"revision of the git repository {top} (git rev-parse found no commit); accepted: a branch, "
-                       "tag or commit (origin/main, HEAD~1, the merge base of the pull request) or the path of "
-                       f"a directory holding the {setting}'s code")
+        raise ArmError(
+            f"invalid value {text!r} for setting {setting!r} from {origin}: neither a directory nor a "
+            f"revision of the git repository {top} (git rev-parse found no commit); accepted: a branch, "
+            "tag or commit (origin/main, HEAD~1, the merge base of the pull request) or the path of "
+            f"a directory holding the {setting}'s code"
+        )
     return BaseSource(text, origin, top, sha, True)
 
 
@@ -170,9 +177,17 @@ class Arm:
 
     def as_dict(self) -> dict:
         """JSON view (the results' ``arms``)."""
-        return {"name": self.name, "tree": self.tree, "ref": self.ref, "commit": self.commit, "dirty": self.dirty,
-                "python": self.python, "paths": list(self.paths), "versions": dict(self.facts.get("versions", {})),
-                "executable": self.facts.get("executable")}
+        return {
+            "name": self.name,
+            "tree": self.tree,
+            "ref": self.ref,
+            "commit": self.commit,
+            "dirty": self.dirty,
+            "python": self.python,
+            "paths": list(self.paths),
+            "versions": dict(self.facts.get("versions", {})),
+            "executable": self.facts.get("executable"),
+        }
 
 
 def same_code(base: Arm, head: Arm) -> bool:

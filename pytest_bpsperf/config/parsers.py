@@ -70,8 +70,10 @@ def _percent(raw: Any) -> float:
     except ValueError:
         raise ValueError(f"expected {PERCENT_ACCEPTED}") from None
     if not text.endswith("%") and value >= 1.0:
-        raise ValueError(f"a bare number is a fraction of 1, so {text} would be {value * 100:g}%; expected "
-                         f"{PERCENT_ACCEPTED} (write {text}% for {text} percent)")
+        raise ValueError(
+            f"a bare number is a fraction of 1, so {text} would be {value * 100:g}%; expected "
+            f"{PERCENT_ACCEPTED} (write {text}% for {text} percent)"
+        )
     if not 0.0 < value < 1.0:
         raise ValueError(f"expected more than 0% and less than 100%: {PERCENT_ACCEPTED}")
     return value
@@ -188,8 +190,12 @@ def parse_env_item(item: str) -> "list[tuple[str, str, str]]":
     roles = ROLE_NAMES if roles_text == "all" else tuple(r for r in roles_text.split(",") if r)
     unknown = [r for r in roles if r not in ROLE_NAMES]
     if unknown or not roles:
-        raise ValueError(hide_in_text(f"invalid role {unknown[0] if unknown else roles_text!r} in {item!r}; roles "
-                                      f"are {', '.join(ROLE_NAMES)} or 'all'"))
+        raise ValueError(
+            hide_in_text(
+                f"invalid role {unknown[0] if unknown else roles_text!r} in {item!r}; roles "
+                f"are {', '.join(ROLE_NAMES)} or 'all'"
+            )
+        )
     return [(role, var, value) for role in roles]
 
 
@@ -200,8 +206,10 @@ def _role_env(raw: Any) -> tuple:
         out.extend(parse_env_item(str(item).strip()))
     owned = sorted({var for _role, var, _value in out if planner_owned(var)})
     if owned:
-        raise ValueError(f"{owned[0]} is set by the planner (ranks, counts, addresses, GPU ids); expected other "
-                         "variables, such as DMLC_INTERFACE, DMLC_ENABLE_RDMA or BYTEPS_ENABLE_IPC")
+        raise ValueError(
+            f"{owned[0]} is set by the planner (ranks, counts, addresses, GPU ids); expected other "
+            "variables, such as DMLC_INTERFACE, DMLC_ENABLE_RDMA or BYTEPS_ENABLE_IPC"
+        )
     if not out:
         raise ValueError("expected ROLES:VAR=VALUE items such as 'server,scheduler:DMLC_INTERFACE=eth0'")
     return tuple(out)
@@ -251,8 +259,6 @@ def _path(raw: Any) -> str:
     return text
 
 
-
-
 def _base(raw: Any) -> str:
     """A git revision or a directory (which one is decided against the repository, in :mod:`.arms`).
 
@@ -262,10 +268,12 @@ def _base(raw: Any) -> str:
     """
     text = str(raw).strip()
     if not text or text.lower() == "none":
-        raise ValueError("the base is empty, so nothing would be measured against the change (a CI step that "
-                         "computes the base failed?); to gate against the stored baselines instead, leave "
-                         "setting 'base' unset; accepted: a git revision (origin/main, HEAD~1, a commit) or a "
-                         "directory of the base's code")
+        raise ValueError(
+            "the base is empty, so nothing would be measured against the change (a CI step that "
+            "computes the base failed?); to gate against the stored baselines instead, leave "
+            "setting 'base' unset; accepted: a git revision (origin/main, HEAD~1, a commit) or a "
+            "directory of the base's code"
+        )
     if any(ch.isspace() for ch in text) and not os.path.isdir(os.path.expanduser(text)):
         raise ValueError("expected a git revision (origin/main, HEAD~1, a commit) or a directory of the base's code")
     return text
@@ -279,9 +287,11 @@ def _head(raw: Any) -> str:
     """
     text = str(raw).strip()
     if not text or text.lower() == "none":
-        raise ValueError("the head is empty, so the working tree would be measured in its place (a CI step that "
-                         "computes it failed?); to measure the working tree, leave setting 'head' unset; accepted: "
-                         "a git revision (HEAD~3, a commit) or a directory of the head's code")
+        raise ValueError(
+            "the head is empty, so the working tree would be measured in its place (a CI step that "
+            "computes it failed?); to measure the working tree, leave setting 'head' unset; accepted: "
+            "a git revision (HEAD~3, a commit) or a directory of the head's code"
+        )
     if any(ch.isspace() for ch in text) and not os.path.isdir(os.path.expanduser(text)):
         raise ValueError("expected a git revision (HEAD~3, a commit) or a directory of the head's code")
     return text
@@ -308,17 +318,13 @@ def _seed(raw: Any) -> "int | None":
 TIMINGS = ("overlapped", "breakdown")
 
 
-
 DTYPES = ("float32", "float16")
-
 
 
 LAUNCHES = ("direct", "bpslaunch")
 
 
-
 SYNTHETIC = "synthetic"
-
 
 
 @dataclass(frozen=True)
@@ -342,7 +348,6 @@ class EntryPoint:
         return self.spec
 
 
-
 def _choice(choices: Sequence[str]) -> Any:
     def parse(raw: Any) -> str:
         text = str(raw).strip().lower()
@@ -353,17 +358,13 @@ def _choice(choices: Sequence[str]) -> Any:
     return parse
 
 
-
 parse_timing = _choice(TIMINGS)
-
 
 
 parse_dtype = _choice(DTYPES)
 
 
-
 parse_launch = _choice(LAUNCHES)
-
 
 
 def parse_model(raw: Any) -> str:
@@ -372,7 +373,6 @@ def parse_model(raw: Any) -> str:
     if not text or any(ch.isspace() for ch in text):
         raise ValueError("expected a gluoncv model-zoo name such as resnet50_v2")
     return text
-
 
 
 def parse_data(raw: Any) -> str:
@@ -387,7 +387,6 @@ def parse_data(raw: Any) -> str:
     return os.path.abspath(os.path.expanduser(text))
 
 
-
 def parse_entry(raw: Any) -> "EntryPoint | None":
     """``module:function`` (dotted module, one function name); empty means the model-zoo workload."""
     if isinstance(raw, EntryPoint):
@@ -400,7 +399,6 @@ def parse_entry(raw: Any) -> "EntryPoint | None":
     if not sep or not function.isidentifier() or not all(p.isidentifier() for p in parts):
         raise ValueError("expected module:function, e.g. examples.custom_model:build")
     return EntryPoint(module, function)
-
 
 
 #: runtime_env keys whose value names local paths (made absolute here: Ray resolves them against the
@@ -442,17 +440,21 @@ def _uri(text: str) -> bool:
 def _check_runtime_env(env: Any) -> dict:
     """The shape of a runtime_env that the merge relies on; Ray checks the rest when it connects."""
     if not isinstance(env, dict) or not all(isinstance(k, str) for k in env):
-        raise ValueError("expected a JSON object of runtime_env fields, such as "
-                         "{\"pip\": [\"gluoncv==0.10.5\"], \"env_vars\": {\"NCCL_DEBUG\": \"INFO\"}}")
-    if "py_modules" in env and not (isinstance(env["py_modules"], list)
-                                    and all(isinstance(m, str) and m for m in env["py_modules"])):
+        raise ValueError(
+            "expected a JSON object of runtime_env fields, such as "
+            '{"pip": ["gluoncv==0.10.5"], "env_vars": {"NCCL_DEBUG": "INFO"}}'
+        )
+    if "py_modules" in env and not (
+        isinstance(env["py_modules"], list) and all(isinstance(m, str) and m for m in env["py_modules"])
+    ):
         raise ValueError("py_modules must be a list of local paths (directories, .py or .whl files) or URIs")
     if "working_dir" in env and not (isinstance(env["working_dir"], str) and env["working_dir"]):
         raise ValueError("working_dir must be a local directory or a URI")
     env_vars = env.get("env_vars", {})
-    if not isinstance(env_vars, dict) or not all(isinstance(k, str) and isinstance(v, str)
-                                                 for k, v in env_vars.items()):
-        raise ValueError("env_vars must map variable names to strings, such as {\"NCCL_DEBUG\": \"INFO\"}")
+    if not isinstance(env_vars, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env_vars.items()
+    ):
+        raise ValueError('env_vars must map variable names to strings, such as {"NCCL_DEBUG": "INFO"}')
     out = dict(env)
     for key in _PATH_KEYS:
         values = out.get(key)
@@ -463,8 +465,10 @@ def _check_runtime_env(env: Any) -> dict:
             if not _uri(value):
                 value = os.path.abspath(os.path.expanduser(value))
                 if not os.path.exists(value):
-                    raise ValueError(f"{key} names {value}, which does not exist here (local paths are read "
-                                     "on this machine and uploaded; use a URI for code already on the cluster)")
+                    raise ValueError(
+                        f"{key} names {value}, which does not exist here (local paths are read "
+                        "on this machine and uploaded; use a URI for code already on the cluster)"
+                    )
             paths.append(value)
         out[key] = paths if isinstance(values, list) else paths[0]
     return out
@@ -486,16 +490,18 @@ def parse_runtime_env(raw: Any) -> "RuntimeEnvSetting | None":
         try:
             env = json.loads(text)
         except ValueError as exc:
-            raise ValueError(f"not valid JSON ({exc}); expected a JSON object or the path of a JSON or YAML "
-                             "file") from None
+            raise ValueError(
+                f"not valid JSON ({exc}); expected a JSON object or the path of a JSON or YAML file"
+            ) from None
     else:
         path = os.path.abspath(os.path.expanduser(text))
         try:
             with open(path, encoding="utf-8") as fh:
                 content = fh.read()
         except OSError as exc:
-            raise ValueError(f"cannot read {path} ({exc.strerror or exc}); expected a JSON object or the "
-                             "path of a JSON or YAML file") from None
+            raise ValueError(
+                f"cannot read {path} ({exc.strerror or exc}); expected a JSON object or the path of a JSON or YAML file"
+            ) from None
         env = _load_file(path, content)
     return RuntimeEnvSetting(json.dumps(_check_runtime_env(env), sort_keys=True), path)
 
@@ -515,5 +521,4 @@ def _load_file(path: str, content: str) -> Any:
     try:
         return json.loads(content)
     except ValueError as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}); expected a .json file, or .yaml/.yml for YAML") \
-            from None
+        raise ValueError(f"{path} is not valid JSON ({exc}); expected a .json file, or .yaml/.yml for YAML") from None

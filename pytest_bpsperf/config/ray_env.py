@@ -68,8 +68,11 @@ class RayJob:
         env = env if isinstance(env, dict) else {}
         metadata = metadata if isinstance(metadata, dict) else {}
         submission = metadata.get("job_submission_id") or metadata.get("job_name")
-        return cls(str(submission) if submission else None, (environ.get(ADDRESS_VAR) or "").strip() or None,
-                   json.dumps(env, sort_keys=True))
+        return cls(
+            str(submission) if submission else None,
+            (environ.get(ADDRESS_VAR) or "").strip() or None,
+            json.dumps(env, sort_keys=True),
+        )
 
     def runtime_env(self) -> dict:
         """The job's runtime_env (its local paths are URIs already: the job uploaded them)."""
@@ -106,26 +109,38 @@ def ray_notices(environ: Mapping[str, str], settings: Settings) -> "list[str]":
     job = RayJob.detect(environ)
     if job is not None:
         if settings.ray_address and origin == job_origin(job):
-            return [f"inside {job.describe()}: the roles run on the job's cluster ({settings.ray_address}), not "
-                    "on an embedded Ray beside it; --bpsperf-ray-address=local would start one on this node"]
+            return [
+                f"inside {job.describe()}: the roles run on the job's cluster ({settings.ray_address}), not "
+                "on an embedded Ray beside it; --bpsperf-ray-address=local would start one on this node"
+            ]
         if settings.ray_address == "auto":
-            return [f"inside {job.describe()}: the roles run on the job's cluster (ray_address auto, from "
-                    f"{origin}, is RAY_ADDRESS)"]
+            return [
+                f"inside {job.describe()}: the roles run on the job's cluster (ray_address auto, from "
+                f"{origin}, is RAY_ADDRESS)"
+            ]
         if settings.ray_address:
-            return [f"inside {job.describe()}: the roles run on {settings.ray_address} (setting 'ray_address' "
-                    f"from {origin})"]
-        return [f"inside {job.describe()}, but ray_address is empty (from {origin}): an embedded Ray on this "
-                "node runs the roles, not the job's cluster, and the job's runtime_env does not apply to it"]
+            return [
+                f"inside {job.describe()}: the roles run on {settings.ray_address} (setting 'ray_address' "
+                f"from {origin})"
+            ]
+        return [
+            f"inside {job.describe()}, but ray_address is empty (from {origin}): an embedded Ray on this "
+            "node runs the roles, not the job's cluster, and the job's runtime_env does not apply to it"
+        ]
     if settings.ray_address:
         return []
     if environ.get(ADDRESS_VAR):
-        return [f"{ADDRESS_VAR}={environ[ADDRESS_VAR]} is set, but ray_address is empty (from {origin}): perf tests "
-                "start an embedded Ray on 127.0.0.1 and train on this machine alone; "
-                "--bpsperf-ray-address=auto trains on the cluster RAY_ADDRESS names"]
+        return [
+            f"{ADDRESS_VAR}={environ[ADDRESS_VAR]} is set, but ray_address is empty (from {origin}): perf tests "
+            "start an embedded Ray on 127.0.0.1 and train on this machine alone; "
+            "--bpsperf-ray-address=auto trains on the cluster RAY_ADDRESS names"
+        ]
     if environ.get(JOB_ID_VAR):
-        return [f"{JOB_ID_VAR}={environ[JOB_ID_VAR]} is set (pytest runs in a Ray worker process), but ray_address "
-                f"is empty (from {origin}): perf tests start an embedded Ray on 127.0.0.1; "
-                "--bpsperf-ray-address=HOST:PORT trains on that cluster"]
+        return [
+            f"{JOB_ID_VAR}={environ[JOB_ID_VAR]} is set (pytest runs in a Ray worker process), but ray_address "
+            f"is empty (from {origin}): perf tests start an embedded Ray on 127.0.0.1; "
+            "--bpsperf-ray-address=HOST:PORT trains on that cluster"
+        ]
     return []
 
 
@@ -169,19 +184,23 @@ def _check_env_vars(layer: Layer) -> None:
         if planner_owned(var):
             raise RuntimeEnvError(
                 f"runtime_env env_vars {var}={value!r} from {layer.origin}: {var} is set by the planner for each "
-                "role (ranks, counts, addresses, GPU ids); accepted: other variables")
+                "role (ranks, counts, addresses, GPU ids); accepted: other variables"
+            )
         if var.startswith(CONFIG_PREFIXES):
             raise RuntimeEnvError(
                 f"runtime_env env_vars {var}={value!r} from {layer.origin} would never reach the roles: each role "
                 "gets exactly the OMP_*, KMP_*, DMLC_*, BYTEPS_*, PS_*, MXNET_* and device variables its plan sets "
                 f"(inherited ones are removed); accepted: other variables; set {var} with role_env "
-                f"(--bpsperf-role-env='all:{var}={value}') or a trick")
+                f"(--bpsperf-role-env='all:{var}={value}') or a trick"
+            )
 
 
 def _hint(key: str, first: Layer, second: Layer) -> str:
     if PLUGIN in (first.kind, second.kind) and key == "working_dir":
-        return ("accepted: no working_dir of your own in a base-vs-head session on a cluster, where each arm's "
-                "tree is the role actors' working_dir; ship other code with py_modules")
+        return (
+            "accepted: no working_dir of your own in a base-vs-head session on a cluster, where each arm's "
+            "tree is the role actors' working_dir; ship other code with py_modules"
+        )
     return f"accepted: {key} set in one place (Ray takes one {key} per actor)"
 
 
@@ -205,20 +224,24 @@ def merge(layers: Sequence[Layer]) -> Merged:
                         first = owner[f"env_vars.{var}"]
                         raise RuntimeEnvError(
                             f"runtime_env env_vars {var} is set twice: {merged_vars[var]!r} by {first.origin} and "
-                            f"{v!r} by {layer.origin}; accepted: one value for each variable")
+                            f"{v!r} by {layer.origin}; accepted: one value for each variable"
+                        )
                     merged_vars[var] = v
                     owner[f"env_vars.{var}"] = layer
             elif key not in out or out[key] == value:
                 out[key], owner[key] = value, owner.get(key, layer)
             elif key == "working_dir" and layer.kind == PLUGIN and owner[key].kind == JOB:
-                notes.append(f"working_dir {_short(out[key])} of {owner[key].origin} is replaced for these role "
-                             f"actors by {_short(value)}: {layer.origin}")
+                notes.append(
+                    f"working_dir {_short(out[key])} of {owner[key].origin} is replaced for these role "
+                    f"actors by {_short(value)}: {layer.origin}"
+                )
                 out[key], owner[key] = value, layer
             else:
                 first = owner[key]
                 raise RuntimeEnvError(
                     f"runtime_env field {key!r} is set twice: {_short(out[key])} by {first.origin} and "
-                    f"{_short(value)} by {layer.origin}; {_hint(key, first, layer)}")
+                    f"{_short(value)} by {layer.origin}; {_hint(key, first, layer)}"
+                )
     if not out.get("py_modules"):
         out.pop("py_modules", None)
     if not out.get("env_vars"):
@@ -236,15 +259,20 @@ def _join_modules(joined: list, modules: Sequence[str], layer: Layer, names: "di
             raise RuntimeEnvError(
                 f"runtime_env py_modules: {entry} from {layer.origin} and {other} from {first.origin} would both "
                 f"import as {name!r}; accepted: py_modules of other names"
-                + (" (the plugin ships its own package and each entry point's module itself)"
-                   if PLUGIN in (layer.kind, first.kind) else ""))
+                + (
+                    " (the plugin ships its own package and each entry point's module itself)"
+                    if PLUGIN in (layer.kind, first.kind)
+                    else ""
+                )
+            )
         if name is not None:
             names[name] = (entry, layer)
         joined.append(entry)
 
 
-def session_layers(*, existing: bool, job: "RayJob | None", setting: Any, setting_origin: str,
-                   package: str) -> "list[Layer]":
+def session_layers(
+    *, existing: bool, job: "RayJob | None", setting: Any, setting_origin: str, package: str
+) -> "list[Layer]":
     """The layers of the driver's own (job-level) runtime_env: what ``ray.init`` gets.
 
     On an existing cluster: the Ray job's (inside one), the setting's and the plugin's package
@@ -258,8 +286,7 @@ def session_layers(*, existing: bool, job: "RayJob | None", setting: Any, settin
     if setting is not None:
         layers.append(Layer(SETTING, f"setting 'runtime_env' from {setting_origin}", setting.env()))
     if existing:
-        layers.append(Layer(PLUGIN, "the plugin, which ships its own package to the nodes",
-                            {"py_modules": [package]}))
+        layers.append(Layer(PLUGIN, "the plugin, which ships its own package to the nodes", {"py_modules": [package]}))
     return layers
 
 
@@ -271,12 +298,21 @@ def check_session(settings: Settings, environ: Mapping[str, str], package: str) 
     """Check, before Ray starts, that the session's runtime_env layers merge (see :func:`session_layers`),
     with the arms' trees as the role actors' working_dir in a base-vs-head session on a cluster.
     Raises :class:`RuntimeEnvError`."""
-    layers = session_layers(existing=bool(settings.ray_address), job=RayJob.detect(environ),
-                            setting=settings.runtime_env, setting_origin=settings.origins.get("runtime_env", "default"),
-                            package=package)
+    layers = session_layers(
+        existing=bool(settings.ray_address),
+        job=RayJob.detect(environ),
+        setting=settings.runtime_env,
+        setting_origin=settings.origins.get("runtime_env", "default"),
+        package=package,
+    )
     if settings.base and settings.ray_address:
-        layers.append(Layer(PLUGIN, "the plugin, which ships each base-vs-head arm's tree as the role actors' "
-                                    "working_dir", {"working_dir": ARM_TREES}))
+        layers.append(
+            Layer(
+                PLUGIN,
+                "the plugin, which ships each base-vs-head arm's tree as the role actors' working_dir",
+                {"working_dir": ARM_TREES},
+            )
+        )
     merge(layers)
 
 

@@ -53,16 +53,29 @@ class ReportOption:
 REPORT_OPTIONS: "tuple[ReportOption, ...]" = (
     ReportOption("json", "write every perf result as JSON to PATH"),
     ReportOption("markdown", "write the trick matrix and verdicts as Markdown (for a PR comment) to PATH"),
-    ReportOption("benchmark_json", "write results in pytest-benchmark's JSON format (per-step times as rounds), "
-                                   "readable by 'pytest-benchmark compare'", export=True),
+    ReportOption(
+        "benchmark_json",
+        "write results in pytest-benchmark's JSON format (per-step times as rounds), "
+        "readable by 'pytest-benchmark compare'",
+        export=True,
+    ),
     ReportOption("bmf", "write img/s per job in Bencher Metric Format (bencher run --adapter json)", export=True),
-    ReportOption("github_benchmark", "write img/s per job for github-action-benchmark (tool: customBiggerIsBetter)",
-                 export=True),
-    ReportOption("plots", "write PNG pictures (per-step img/s, trick matrix, compute/sync, history) to DIR",
-                 directory=True, default="bpsperf-img/ next to --bpsperf-markdown when that is given, else none"),
-    ReportOption("history", "save this session's results in the history under DIR (one file per session) and "
-                            f"draw each job's trend with its change points (bpsperf history reads {HISTORY_DIR} "
-                            "unless told)", directory=True),
+    ReportOption(
+        "github_benchmark", "write img/s per job for github-action-benchmark (tool: customBiggerIsBetter)", export=True
+    ),
+    ReportOption(
+        "plots",
+        "write PNG pictures (per-step img/s, trick matrix, compute/sync, history) to DIR",
+        directory=True,
+        default="bpsperf-img/ next to --bpsperf-markdown when that is given, else none",
+    ),
+    ReportOption(
+        "history",
+        "save this session's results in the history under DIR (one file per session) and "
+        f"draw each job's trend with its change points (bpsperf history reads {HISTORY_DIR} "
+        "unless told)",
+        directory=True,
+    ),
 )
 
 REPORT_OPTIONS_BY_NAME = {o.name: o for o in REPORT_OPTIONS}

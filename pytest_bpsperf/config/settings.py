@@ -118,119 +118,390 @@ class Option:
 BASELINES_DIR = "baselines"
 
 OPTIONS: "tuple[Option, ...]" = (
-    Option("backend", "parameter-server backend", _backend, "auto or a registered backend: " + ", ".join(BACKENDS[1:]),
-           "auto", True),
-    Option("workers", "worker nodes (DMLC_NUM_WORKER; 'auto': 2 on CPUs, every GPU node on GPUs: one on a single "
-           "GPU machine)", _workers, "an integer >= 1 or 'auto'", 0),
-    Option("server_nodes", "server nodes ('auto': one per worker node, as BytePS asks, where the cluster has "
-           "that many server nodes; 1 on a single machine)", _server_nodes, "an integer >= 1 or 'auto'", 0),
+    Option(
+        "backend",
+        "parameter-server backend",
+        _backend,
+        "auto or a registered backend: " + ", ".join(BACKENDS[1:]),
+        "auto",
+        True,
+    ),
+    Option(
+        "workers",
+        "worker nodes (DMLC_NUM_WORKER; 'auto': 2 on CPUs, every GPU node on GPUs: one on a single GPU machine)",
+        _workers,
+        "an integer >= 1 or 'auto'",
+        0,
+    ),
+    Option(
+        "server_nodes",
+        "server nodes ('auto': one per worker node, as BytePS asks, where the cluster has "
+        "that many server nodes; 1 on a single machine)",
+        _server_nodes,
+        "an integer >= 1 or 'auto'",
+        0,
+    ),
     Option("servers_per_node", "server processes per server node", _int_at_least(1), "an integer >= 1", 1),
     Option("steps", "training steps per run (warm-up included)", _int_at_least(4), "an integer >= 4", None),
     Option("batch_size", "batch size per worker process (per GPU)", _int_at_least(1), "an integer >= 1", None),
     Option("image_size", "height and width of the synthetic images", _int_at_least(16), "an integer >= 16", None),
-    Option("model", "gluoncv model-zoo name", parse_model, "a gluoncv model-zoo name such as resnet50_v2", "resnet50_v2"),
-    Option("omp_threads", "OMP_NUM_THREADS of every role ('auto': 4 on GPU hosts, else min(4, cores))", _omp_threads,
-           "an integer >= 1 or 'auto'", "auto"),
-    Option("timeout", "hard limit in seconds for one training run, bring-up included", _positive_float,
-           "a number of seconds > 0", 600.0),
-    Option("repeats", "runs per configuration; runs of different tricks are interleaved", _int_at_least(1),
-           "an integer >= 1", 1),
-    Option("tricks", "comma-separated tricks to run (overrides the bpsperf_tricks marker)", _tricks,
-           "a comma-separated list of trick names", None, shown_default="the bpsperf_tricks marker, else default"),
-    Option("confirm", "extra runs that must confirm a regression before the test fails", _int_at_least(0),
-           "an integer >= 0", 2),
-    Option("tolerance", "the slowdown that must fail: a drop of the tolerance passes at most 10% of the time, a "
-           "drop of half of it or less fails at most 10% (and only beyond noise at 'confidence'); in between "
-           "either", _percent, PERCENT_ACCEPTED, 0.10),
-    Option("scaling", "also time one process without a parameter server, for scaling efficiency", _switch,
-           "on or off", True),
-    Option("trace", "BytePS timeline: trace push/pull of training steps START:END (backend byteps)",
-           _trace_window, "START:END with 1 <= START < END", None, shown_default="off"),
-    Option("ray_address", "Ray cluster to use; empty starts an embedded Ray on this machine (inside a Ray job, "
-           "ray job submit: the job's cluster)", _ray_address,
-           "empty/'local', 'auto' or HOST:PORT (not ray://: use Ray Jobs)", "", False,
-           shown_default="empty: an embedded Ray (inside a Ray job: its cluster)"),
-    Option("profile", "hardware profile name", _profile_id, "letters, digits, '.', '_' and '-'", None, False,
-           shown_default="detected from the hardware"),
-    Option("baselines_dir", "directory of the baseline files", _path, "a directory path", None, False,
-           shown_default=f"{BASELINES_DIR}/ under the rootdir"),
-    Option("strict", "fail (rather than skip) tests that have no baseline or an inconclusive verdict", _switch,
-           "on or off", False, False),
-    Option("max_spread", "largest spread (stdev/mean of the runs) a new baseline may have", _percent,
-           PERCENT_ACCEPTED, 0.2, False),
-    Option("log_dir", "directory for role logs", _path, "a directory path", None, False,
-           shown_default="under pytest's basetemp"),
-    Option("server_resource", "custom Ray resource that marks server nodes (when no node has it: CPU-only nodes)",
-           _resource, "the name of a custom Ray resource", "bpsperf_server", False),
-    Option("colocate", "let servers and the scheduler share nodes with workers on a multi-node cluster", _switch,
-           "on or off", False),
-    Option("gpus_per_worker", "GPUs each worker node uses ('auto': all of them, the same count on every node)",
-           _gpus_per_worker, "an integer >= 1 or 'auto'", 0),
-    Option("role_env", "variables per role kind, e.g. network settings: 'server,scheduler:DMLC_INTERFACE=eth0 "
-           "worker:DMLC_ENABLE_RDMA=1'", _role_env, "space-separated ROLES:VAR=VALUE items", None,
-           shown_default="none"),
-    Option("placement_timeout", "seconds to wait for Ray to reserve a run's nodes", _positive_float,
-           "a number of seconds > 0", 60.0, False),
-    Option("max_repeats", "most runs a job may take to decide its verdict (repeats is the minimum)",
-           _int_at_least(1), "an integer >= 1", 4),
-    Option("confidence", "two-sided confidence of the noise interval: a regression lies beyond it (false alarms on "
-           "unchanged code: at most half the rest)", _percent, PERCENT_ACCEPTED, 0.99),
-    Option("session_spread", "spread between sessions assumed while a baseline has one recorded session",
-           _percent, PERCENT_ACCEPTED, 0.25),
-    Option("sessions", "recorded sessions a baseline entry keeps (--bpsperf-update-baselines adds one)",
-           _int_at_least(1), "an integer >= 1", 10, False),
-    Option("lock_timeout", "seconds a baselines write waits for another process's lock on the baselines "
-           "directory (recording, pruning) before it gives up, naming the holder", _positive_float,
-           "a number of seconds > 0", 60.0, False),
-    Option("normalize", "judge img/s as measured (off) or relative to this session's single-process img/s",
-           _normalize, "off or single", "off"),
-    Option("timing", "overlapped: one sync per step, as users train; breakdown: serialize each step to split "
-           "compute from sync", parse_timing, "overlapped or breakdown", "overlapped"),
-    Option("breakdown_steps", "diagnostic steps after the timed ones, each waiting between input, compute and "
-           "push/pull, to say where a step's time goes (never counted as throughput; 0: none)", _int_at_least(0),
-           "an integer >= 0", 3),
-    Option("data", "training data: synthetic, or an ImageNet-style .rec (with its .idx beside it)", parse_data,
-           "'synthetic' or the path of a .rec file", "synthetic"),
-    Option("data_threads", "decoding threads of the .rec reader (per worker process)", _int_at_least(1),
-           "an integer >= 1", 4),
-    Option("dtype", "training precision (float16: GPU workers, multi-precision SGD)", parse_dtype,
-           "float32 or float16", "float32"),
-    Option("entry", "your own training code, module:function returning a step callable (instead of model)",
-           parse_entry, "module:function", None, shown_default="none: the model"),
-    Option("launch", "byteps workers: direct (one process per GPU, started here) or bpslaunch (bpslaunch per node)",
-           parse_launch, "direct or bpslaunch", "direct"),
-    Option("stall_timeout", "seconds a worker may go without a new step before the run fails ('auto': "
-           "from the run's own step times, at least 30)", _stall_timeout, "a number of seconds > 0 or 'auto'", 0.0),
-    Option("connect_timeout", "seconds to reach an existing Ray cluster (ray_address) before the session stops",
-           _positive_float, "a number of seconds > 0", 30.0, False),
-    Option("sync_every", "wait for the device every K training steps and time windows of K steps (1: every "
-           "step); on GPUs a step's last push/pulls then overlap the next forward pass, as users train "
-           "(the default, at most a third of the steps)", _int_at_least(1), "an integer >= 1", 1,
-           shown_default="10 on GPU, 1 on CPU (at most a third of the steps)"),
-    Option("base", "measure the working tree (head) against this base in one session, in pairs of runs: a git "
-           "revision of the tests' repository (checked out as a temporary worktree) or a directory of the base's "
-           "code", _base, "a git revision (origin/main, HEAD~1, a commit) or a directory", None, False,
-           shown_default="none: the stored baselines", empty_is_value=True),
-    Option("head", "with base: measure this instead of the working tree, a git revision (checked out as a "
-           "temporary worktree, as base is) or a directory; any two commits as the arms (what bpsperf bisect does)",
-           _head, "a git revision (HEAD~3, a commit) or a directory", None, False,
-           shown_default="none: the working tree", empty_is_value=True),
-    Option("base_python", "interpreter of the base arm's roles (a venv with other builds of MXNet, BytePS, gluoncv)",
-           _interpreter, "the path of a Python interpreter", None, False, shown_default="the nodes' own"),
-    Option("max_pairs", "most pairs of base and head runs a job takes to decide (it stops once decided)",
-           _int_at_least(3), "an integer >= 3", 20),
-    Option("seed", "seed of the order of the arms in each job's pairs ('random': a new one per session; the "
-           "results record it)", _seed, "an integer >= 0 or 'random'", None, False),
-    Option("foreign_load", "cores' worth of CPU that processes outside a run's roles may use on its nodes while it is "
-           "timed: a run beyond it is named in its verdict; base vs head runs a pair again whose runs differ by more",
-           _cores, "a number of cores > 0, such as 0.25", 0.25),
-    Option("cpus_per_worker", "CPUs Ray holds for each worker process while it trains ('auto': the run's share "
-           "of its node, split among the run's processes there)", _cpus, "a number of CPUs > 0 or 'auto'", 0.0),
-    Option("cpus_per_server", "CPUs Ray holds for each server process ('auto': its node's CPUs, split among the "
-           "run's processes there)", _cpus, "a number of CPUs > 0 or 'auto'", 0.0),
-    Option("runtime_env", "Ray runtime_env of the role actors, merged with the Ray job's and the plugin's own "
-           "(py_modules lists joined; a key set twice is an error)", parse_runtime_env,
-           "a JSON object or the path of a JSON or YAML file", None, False),
+    Option(
+        "model", "gluoncv model-zoo name", parse_model, "a gluoncv model-zoo name such as resnet50_v2", "resnet50_v2"
+    ),
+    Option(
+        "omp_threads",
+        "OMP_NUM_THREADS of every role ('auto': 4 on GPU hosts, else min(4, cores))",
+        _omp_threads,
+        "an integer >= 1 or 'auto'",
+        "auto",
+    ),
+    Option(
+        "timeout",
+        "hard limit in seconds for one training run, bring-up included",
+        _positive_float,
+        "a number of seconds > 0",
+        600.0,
+    ),
+    Option(
+        "repeats",
+        "runs per configuration; runs of different tricks are interleaved",
+        _int_at_least(1),
+        "an integer >= 1",
+        1,
+    ),
+    Option(
+        "tricks",
+        "comma-separated tricks to run (overrides the bpsperf_tricks marker)",
+        _tricks,
+        "a comma-separated list of trick names",
+        None,
+        shown_default="the bpsperf_tricks marker, else default",
+    ),
+    Option(
+        "confirm",
+        "extra runs that must confirm a regression before the test fails",
+        _int_at_least(0),
+        "an integer >= 0",
+        2,
+    ),
+    Option(
+        "tolerance",
+        "the slowdown that must fail: a drop of the tolerance passes at most 10% of the time, a "
+        "drop of half of it or less fails at most 10% (and only beyond noise at 'confidence'); in between "
+        "either",
+        _percent,
+        PERCENT_ACCEPTED,
+        0.10,
+    ),
+    Option(
+        "scaling",
+        "also time one process without a parameter server, for scaling efficiency",
+        _switch,
+        "on or off",
+        True,
+    ),
+    Option(
+        "trace",
+        "BytePS timeline: trace push/pull of training steps START:END (backend byteps)",
+        _trace_window,
+        "START:END with 1 <= START < END",
+        None,
+        shown_default="off",
+    ),
+    Option(
+        "ray_address",
+        "Ray cluster to use; empty starts an embedded Ray on this machine (inside a Ray job, "
+        "ray job submit: the job's cluster)",
+        _ray_address,
+        "empty/'local', 'auto' or HOST:PORT (not ray://: use Ray Jobs)",
+        "",
+        False,
+        shown_default="empty: an embedded Ray (inside a Ray job: its cluster)",
+    ),
+    Option(
+        "profile",
+        "hardware profile name",
+        _profile_id,
+        "letters, digits, '.', '_' and '-'",
+        None,
+        False,
+        shown_default="detected from the hardware",
+    ),
+    Option(
+        "baselines_dir",
+        "directory of the baseline files",
+        _path,
+        "a directory path",
+        None,
+        False,
+        shown_default=f"{BASELINES_DIR}/ under the rootdir",
+    ),
+    Option(
+        "strict",
+        "fail (rather than skip) tests that have no baseline or an inconclusive verdict",
+        _switch,
+        "on or off",
+        False,
+        False,
+    ),
+    Option(
+        "max_spread",
+        "largest spread (stdev/mean of the runs) a new baseline may have",
+        _percent,
+        PERCENT_ACCEPTED,
+        0.2,
+        False,
+    ),
+    Option(
+        "log_dir",
+        "directory for role logs",
+        _path,
+        "a directory path",
+        None,
+        False,
+        shown_default="under pytest's basetemp",
+    ),
+    Option(
+        "server_resource",
+        "custom Ray resource that marks server nodes (when no node has it: CPU-only nodes)",
+        _resource,
+        "the name of a custom Ray resource",
+        "bpsperf_server",
+        False,
+    ),
+    Option(
+        "colocate",
+        "let servers and the scheduler share nodes with workers on a multi-node cluster",
+        _switch,
+        "on or off",
+        False,
+    ),
+    Option(
+        "gpus_per_worker",
+        "GPUs each worker node uses ('auto': all of them, the same count on every node)",
+        _gpus_per_worker,
+        "an integer >= 1 or 'auto'",
+        0,
+    ),
+    Option(
+        "role_env",
+        "variables per role kind, e.g. network settings: 'server,scheduler:DMLC_INTERFACE=eth0 "
+        "worker:DMLC_ENABLE_RDMA=1'",
+        _role_env,
+        "space-separated ROLES:VAR=VALUE items",
+        None,
+        shown_default="none",
+    ),
+    Option(
+        "placement_timeout",
+        "seconds to wait for Ray to reserve a run's nodes",
+        _positive_float,
+        "a number of seconds > 0",
+        60.0,
+        False,
+    ),
+    Option(
+        "max_repeats",
+        "most runs a job may take to decide its verdict (repeats is the minimum)",
+        _int_at_least(1),
+        "an integer >= 1",
+        4,
+    ),
+    Option(
+        "confidence",
+        "two-sided confidence of the noise interval: a regression lies beyond it (false alarms on "
+        "unchanged code: at most half the rest)",
+        _percent,
+        PERCENT_ACCEPTED,
+        0.99,
+    ),
+    Option(
+        "session_spread",
+        "spread between sessions assumed while a baseline has one recorded session",
+        _percent,
+        PERCENT_ACCEPTED,
+        0.25,
+    ),
+    Option(
+        "sessions",
+        "recorded sessions a baseline entry keeps (--bpsperf-update-baselines adds one)",
+        _int_at_least(1),
+        "an integer >= 1",
+        10,
+        False,
+    ),
+    Option(
+        "lock_timeout",
+        "seconds a baselines write waits for another process's lock on the baselines "
+        "directory (recording, pruning) before it gives up, naming the holder",
+        _positive_float,
+        "a number of seconds > 0",
+        60.0,
+        False,
+    ),
+    Option(
+        "normalize",
+        "judge img/s as measured (off) or relative to this session's single-process img/s",
+        _normalize,
+        "off or single",
+        "off",
+    ),
+    Option(
+        "timing",
+        "overlapped: one sync per step, as users train; breakdown: serialize each step to split compute from sync",
+        parse_timing,
+        "overlapped or breakdown",
+        "overlapped",
+    ),
+    Option(
+        "breakdown_steps",
+        "diagnostic steps after the timed ones, each waiting between input, compute and "
+        "push/pull, to say where a step's time goes (never counted as throughput; 0: none)",
+        _int_at_least(0),
+        "an integer >= 0",
+        3,
+    ),
+    Option(
+        "data",
+        "training data: synthetic, or an ImageNet-style .rec (with its .idx beside it)",
+        parse_data,
+        "'synthetic' or the path of a .rec file",
+        "synthetic",
+    ),
+    Option(
+        "data_threads",
+        "decoding threads of the .rec reader (per worker process)",
+        _int_at_least(1),
+        "an integer >= 1",
+        4,
+    ),
+    Option(
+        "dtype",
+        "training precision (float16: GPU workers, multi-precision SGD)",
+        parse_dtype,
+        "float32 or float16",
+        "float32",
+    ),
+    Option(
+        "entry",
+        "your own training code, module:function returning a step callable (instead of model)",
+        parse_entry,
+        "module:function",
+        None,
+        shown_default="none: the model",
+    ),
+    Option(
+        "launch",
+        "byteps workers: direct (one process per GPU, started here) or bpslaunch (bpslaunch per node)",
+        parse_launch,
+        "direct or bpslaunch",
+        "direct",
+    ),
+    Option(
+        "stall_timeout",
+        "seconds a worker may go without a new step before the run fails ('auto': "
+        "from the run's own step times, at least 30)",
+        _stall_timeout,
+        "a number of seconds > 0 or 'auto'",
+        0.0,
+    ),
+    Option(
+        "connect_timeout",
+        "seconds to reach an existing Ray cluster (ray_address) before the session stops",
+        _positive_float,
+        "a number of seconds > 0",
+        30.0,
+        False,
+    ),
+    Option(
+        "sync_every",
+        "wait for the device every K training steps and time windows of K steps (1: every "
+        "step); on GPUs a step's last push/pulls then overlap the next forward pass, as users train "
+        "(the default, at most a third of the steps)",
+        _int_at_least(1),
+        "an integer >= 1",
+        1,
+        shown_default="10 on GPU, 1 on CPU (at most a third of the steps)",
+    ),
+    Option(
+        "base",
+        "measure the working tree (head) against this base in one session, in pairs of runs: a git "
+        "revision of the tests' repository (checked out as a temporary worktree) or a directory of the base's "
+        "code",
+        _base,
+        "a git revision (origin/main, HEAD~1, a commit) or a directory",
+        None,
+        False,
+        shown_default="none: the stored baselines",
+        empty_is_value=True,
+    ),
+    Option(
+        "head",
+        "with base: measure this instead of the working tree, a git revision (checked out as a "
+        "temporary worktree, as base is) or a directory; any two commits as the arms (what bpsperf bisect does)",
+        _head,
+        "a git revision (HEAD~3, a commit) or a directory",
+        None,
+        False,
+        shown_default="none: the working tree",
+        empty_is_value=True,
+    ),
+    Option(
+        "base_python",
+        "interpreter of the base arm's roles (a venv with other builds of MXNet, BytePS, gluoncv)",
+        _interpreter,
+        "the path of a Python interpreter",
+        None,
+        False,
+        shown_default="the nodes' own",
+    ),
+    Option(
+        "max_pairs",
+        "most pairs of base and head runs a job takes to decide (it stops once decided)",
+        _int_at_least(3),
+        "an integer >= 3",
+        20,
+    ),
+    Option(
+        "seed",
+        "seed of the order of the arms in each job's pairs ('random': a new one per session; the results record it)",
+        _seed,
+        "an integer >= 0 or 'random'",
+        None,
+        False,
+    ),
+    Option(
+        "foreign_load",
+        "cores' worth of CPU that processes outside a run's roles may use on its nodes while it is "
+        "timed: a run beyond it is named in its verdict; base vs head runs a pair again whose runs differ by more",
+        _cores,
+        "a number of cores > 0, such as 0.25",
+        0.25,
+    ),
+    Option(
+        "cpus_per_worker",
+        "CPUs Ray holds for each worker process while it trains ('auto': the run's share "
+        "of its node, split among the run's processes there)",
+        _cpus,
+        "a number of CPUs > 0 or 'auto'",
+        0.0,
+    ),
+    Option(
+        "cpus_per_server",
+        "CPUs Ray holds for each server process ('auto': its node's CPUs, split among the run's processes there)",
+        _cpus,
+        "a number of CPUs > 0 or 'auto'",
+        0.0,
+    ),
+    Option(
+        "runtime_env",
+        "Ray runtime_env of the role actors, merged with the Ray job's and the plugin's own "
+        "(py_modules lists joined; a key set twice is an error)",
+        parse_runtime_env,
+        "a JSON object or the path of a JSON or YAML file",
+        None,
+        False,
+    ),
 )
 
 OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
@@ -238,18 +509,74 @@ OPTIONS_BY_NAME: Mapping[str, Option] = {o.name: o for o in OPTIONS}
 #: The settings by what they are about, in ``--help``'s order: (group, title, option names).
 #: Every option is in one group.
 OPTION_GROUPS: "tuple[tuple[str, str, tuple[str, ...]], ...]" = (
-    ("workload", "what the workers train, under which tricks",
-     ("backend", "model", "entry", "steps", "batch_size", "image_size", "dtype", "data", "data_threads",
-      "omp_threads", "timing", "sync_every", "breakdown_steps", "trace", "launch", "tricks", "scaling")),
-    ("topology", "how many roles, and where they run",
-     ("workers", "server_nodes", "servers_per_node", "gpus_per_worker", "colocate", "role_env", "server_resource",
-      "cpus_per_worker", "cpus_per_server")),
-    ("gate", "verdicts, baselines, base against head",
-     ("tolerance", "confidence", "repeats", "max_repeats", "confirm", "session_spread", "normalize", "strict",
-      "profile", "baselines_dir", "sessions", "max_spread", "lock_timeout", "base", "head", "base_python",
-      "max_pairs", "seed", "foreign_load")),
-    ("cluster", "Ray, the runs and their limits",
-     ("ray_address", "runtime_env", "connect_timeout", "placement_timeout", "timeout", "stall_timeout", "log_dir")),
+    (
+        "workload",
+        "what the workers train, under which tricks",
+        (
+            "backend",
+            "model",
+            "entry",
+            "steps",
+            "batch_size",
+            "image_size",
+            "dtype",
+            "data",
+            "data_threads",
+            "omp_threads",
+            "timing",
+            "sync_every",
+            "breakdown_steps",
+            "trace",
+            "launch",
+            "tricks",
+            "scaling",
+        ),
+    ),
+    (
+        "topology",
+        "how many roles, and where they run",
+        (
+            "workers",
+            "server_nodes",
+            "servers_per_node",
+            "gpus_per_worker",
+            "colocate",
+            "role_env",
+            "server_resource",
+            "cpus_per_worker",
+            "cpus_per_server",
+        ),
+    ),
+    (
+        "gate",
+        "verdicts, baselines, base against head",
+        (
+            "tolerance",
+            "confidence",
+            "repeats",
+            "max_repeats",
+            "confirm",
+            "session_spread",
+            "normalize",
+            "strict",
+            "profile",
+            "baselines_dir",
+            "sessions",
+            "max_spread",
+            "lock_timeout",
+            "base",
+            "head",
+            "base_python",
+            "max_pairs",
+            "seed",
+            "foreign_load",
+        ),
+    ),
+    (
+        "cluster",
+        "Ray, the runs and their limits",
+        ("ray_address", "runtime_env", "connect_timeout", "placement_timeout", "timeout", "stall_timeout", "log_dir"),
+    ),
 )
 
 
@@ -338,7 +665,9 @@ PER_GPU_NODE = "per-gpu-node"
 DefaultsFor = Callable[[str, str], Mapping[str, int]]
 
 
-def hardware_defaults(hw: Hardware, defaults_for: "DefaultsFor | None" = None, backend: str = "auto") -> "dict[str, Any]":
+def hardware_defaults(
+    hw: Hardware, defaults_for: "DefaultsFor | None" = None, backend: str = "auto"
+) -> "dict[str, Any]":
     """Defaults that depend on the hardware: workload sizes for its device kind, OpenMP threads."""
     sizes = dict(defaults_for(backend, hw.device) if defaults_for is not None else DEVICE_DEFAULTS[hw.device])
     omp = 4 if hw.device == "gpu" else max(1, min(4, hw.cores))
@@ -603,8 +932,14 @@ def workload_params(settings: "Settings", backend: str) -> "dict[str, Any]":
         out["entry"] = settings.entry.spec
     else:
         out["model"] = settings.model
-    out.update(steps=settings.steps, batch_size=settings.batch_size, image_size=settings.image_size,
-               omp_threads=settings.omp_threads, timing=settings.timing, dtype=settings.dtype)
+    out.update(
+        steps=settings.steps,
+        batch_size=settings.batch_size,
+        image_size=settings.image_size,
+        omp_threads=settings.omp_threads,
+        timing=settings.timing,
+        dtype=settings.dtype,
+    )
     if settings.data == SYNTHETIC:
         out["data"] = SYNTHETIC
     else:

@@ -170,7 +170,7 @@ def parse_definition(line: str, where: str) -> Trick:
             text = str(exc)
             if text.startswith("invalid role"):
                 role_part, _, rest = text.partition(" in ")
-                raise TrickError(f"{role_part} in trick {name!r} ({where}){rest[rest.index(';'):]}") from None
+                raise TrickError(f"{role_part} in trick {name!r} ({where}){rest[rest.index(';') :]}") from None
             raise TrickError(f"invalid item {item!r} in trick {name!r} ({where}): {usage}") from None
         for role, var, value in assignments:
             env[role][var] = value
@@ -192,9 +192,7 @@ class TrickRegistry:
                 "('+' composes tricks)"
             )
         if trick.name in self._tricks:
-            raise TrickError(
-                f"trick {trick.name!r} from {origin} is already defined ({self._origin[trick.name]})"
-            )
+            raise TrickError(f"trick {trick.name!r} from {origin} is already defined ({self._origin[trick.name]})")
         self._tricks[trick.name] = trick
         self._origin[trick.name] = origin
 
@@ -227,7 +225,9 @@ class TrickRegistry:
 LOADER_PATH_VARS = ("LD_PRELOAD",)
 
 
-def runtime_problems(env: "Mapping[str, Mapping[str, str]]", exists: "Callable[[str], bool] | None" = None) -> "list[str]":
+def runtime_problems(
+    env: "Mapping[str, Mapping[str, str]]", exists: "Callable[[str], bool] | None" = None
+) -> "list[str]":
     """What in ``env`` (role -> variables) would break the roles' runtime on this machine, in words.
 
     ``LD_PRELOAD`` entries (separated by spaces or colons) must be existing files;
@@ -243,4 +243,3 @@ def runtime_problems(env: "Mapping[str, Mapping[str, str]]", exists: "Callable[[
                 if "/" in path and not exists(path):
                     problems.append(f"{role}:{var}={variables[var]}: {path} does not exist")
     return problems
-

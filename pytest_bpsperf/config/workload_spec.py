@@ -64,14 +64,20 @@ def zoo_model_names() -> "frozenset[str]":
         except (OSError, SyntaxError):
             continue
         for node in tree.body:
-            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
-                    and any(isinstance(t, ast.Name) and t.id == "_models" for t in node.targets)):
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Dict)
+                and any(isinstance(t, ast.Name) and t.id == "_models" for t in node.targets)
+            ):
                 names = {k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
                 if names:
                     return frozenset(names)
     proc = subprocess.run(
         [sys.executable, "-c", "from gluoncv.model_zoo import get_model_list; print('\\n'.join(get_model_list()))"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True, timeout=300,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        universal_newlines=True,
+        timeout=300,
     )
     return frozenset(proc.stdout.split()) if proc.returncode == 0 else frozenset()
 
@@ -80,9 +86,7 @@ def check_model(name: str, origin: str) -> None:
     """Raise :class:`WorkloadSpecError` unless gluoncv's zoo has ``name`` (it lowercases names too)."""
     names = zoo_model_names()
     if not names:
-        raise WorkloadSpecError(
-            f"setting 'model' ({name!r}, from {origin}) needs gluoncv, which is not installed"
-        )
+        raise WorkloadSpecError(f"setting 'model' ({name!r}, from {origin}) needs gluoncv, which is not installed")
     if name.lower() not in names:
         close = sorted(n for n in names if n.startswith(name.lower()[:6]))[:8]
         hint = f"; similar: {', '.join(close)}" if close else ""
@@ -158,12 +162,12 @@ def check_workload(settings: "Settings", *, search: Sequence[str] = (), gpus: in
         raise WorkloadSpecError(
             f"invalid value {settings.sync_every} for setting 'sync_every' from {origins.get('sync_every')}: "
             f"timing=breakdown (from {origins.get('timing')}) syncs inside every step to split it; accepted "
-            "with breakdown: 1 (or timing=overlapped)")
+            "with breakdown: 1 (or timing=overlapped)"
+        )
     if settings.steps < 3 * settings.sync_every:
         raise WorkloadSpecError(
             f"invalid value {settings.sync_every} for setting 'sync_every' from {origins.get('sync_every')}: "
             f"{settings.steps} steps (from {origins.get('steps')}) make fewer than 3 timed windows of "
-            f"{settings.sync_every}; accepted: at most {max(1, settings.steps // 3)}, or more steps")
+            f"{settings.sync_every}; accepted: at most {max(1, settings.steps // 3)}, or more steps"
+        )
     return settings
-
-

@@ -27,8 +27,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-__all__ = ["Bisection", "BisectResult", "Comparison", "Outcome", "CULPRIT", "NONE", "RANGE", "ERROR",
-           "exit_status"]
+__all__ = ["Bisection", "BisectResult", "Comparison", "Outcome", "CULPRIT", "NONE", "RANGE", "ERROR", "exit_status"]
 
 REGRESSION, OK, IMPROVEMENT, INCONCLUSIVE, FAILED = "regression", "ok", "improvement", "inconclusive", "failed"
 #: What a bisect ends with (:attr:`BisectResult.kind`).
@@ -95,11 +94,23 @@ class Outcome:
 
     def as_dict(self) -> dict:
         """JSON view."""
-        return {"status": self.status, "ratio": self.ratio, "change_pct": self.change_pct, "ci_low": self.ci_low,
-                "ci_high": self.ci_high, "pairs": self.pairs, "looks": self.looks, "nodeid": self.nodeid,
-                "breakdown": dict(self.breakdown) if self.breakdown else None, "where": self.where,
-                "reason": self.reason, "broken": self.broken, "seconds": self.seconds, "results": self.results,
-                "max_pairs": self.max_pairs}
+        return {
+            "status": self.status,
+            "ratio": self.ratio,
+            "change_pct": self.change_pct,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "pairs": self.pairs,
+            "looks": self.looks,
+            "nodeid": self.nodeid,
+            "breakdown": dict(self.breakdown) if self.breakdown else None,
+            "where": self.where,
+            "reason": self.reason,
+            "broken": self.broken,
+            "seconds": self.seconds,
+            "results": self.results,
+            "max_pairs": self.max_pairs,
+        }
 
 
 @dataclass(frozen=True)
@@ -177,8 +188,9 @@ class Bisection:
         if outcome.status == INCONCLUSIVE and comparison.attempt <= self.retries:
             self._pending = replace(comparison, attempt=comparison.attempt + 1)  # more pairs
             return
-        {"ends": self._after_ends, "lower half": self._after_lower, "upper half": self._after_upper}[
-            comparison.why](comparison, outcome)
+        {"ends": self._after_ends, "lower half": self._after_lower, "upper half": self._after_upper}[comparison.why](
+            comparison, outcome
+        )
 
     # -- the rules --------------------------------------------------------------------------------
     def _finish(self, kind: str, lo: int, hi: int, reason: str, verdict: "Outcome | None" = None) -> None:
@@ -191,25 +203,37 @@ class Bisection:
             self._decided = o
             self._narrow()
         elif o.status in (OK, IMPROVEMENT):
-            self._finish(NONE, 0, self.n, f"BAD against GOOD is {o.status}: no drop beyond the tolerance in the "
-                                          "range", o)
+            self._finish(
+                NONE, 0, self.n, f"BAD against GOOD is {o.status}: no drop beyond the tolerance in the range", o
+            )
         elif o.status == INCONCLUSIVE:
-            self._finish(RANGE, 0, self.n, "BAD against GOOD stays inconclusive with more pairs: the data cannot "
-                                           "tell whether the range holds a drop beyond the tolerance", o)
+            self._finish(
+                RANGE,
+                0,
+                self.n,
+                "BAD against GOOD stays inconclusive with more pairs: the data cannot "
+                "tell whether the range holds a drop beyond the tolerance",
+                o,
+            )
         else:
             self._finish(ERROR, 0, self.n, f"the ends could not be compared: {o.reason}", o)
 
     def _narrow(self) -> None:
         """The next midpoint between ``lo`` and ``hi`` not skipped, or the end of the bisect."""
         if self.hi - self.lo == 1:
-            self._finish(CULPRIT, self.lo, self.hi, "its comparison against its parent is a regression",
-                         self._decided)
+            self._finish(CULPRIT, self.lo, self.hi, "its comparison against its parent is a regression", self._decided)
             return
         candidates = [i for i in range(self.lo + 1, self.hi) if i not in self.skipped]
         if not candidates:
-            self._finish(RANGE, self.lo, self.hi, "every commit between the last good and the first bad one was "
-                                                  "skipped (it does not import or run): one of them or the bad one "
-                                                  "is the culprit", self._decided)
+            self._finish(
+                RANGE,
+                self.lo,
+                self.hi,
+                "every commit between the last good and the first bad one was "
+                "skipped (it does not import or run): one of them or the bad one "
+                "is the culprit",
+                self._decided,
+            )
             return
         middle = (self.lo + self.hi) / 2
         self._about = self.expected_steps  # this midpoint and those after it: log2 of the range left
@@ -225,8 +249,14 @@ class Bisection:
         elif o.status in (OK, IMPROVEMENT):
             self._pending = Comparison(m, self.hi, "upper half")
         elif o.status == INCONCLUSIVE:
-            self._finish(RANGE, self.lo, self.hi, f"the lower half ({self.lo}..{m}) stays inconclusive with more "
-                                                  "pairs: the first drop may be in either half", self._decided)
+            self._finish(
+                RANGE,
+                self.lo,
+                self.hi,
+                f"the lower half ({self.lo}..{m}) stays inconclusive with more "
+                "pairs: the first drop may be in either half",
+                self._decided,
+            )
         elif o.broken in ("head", ""):
             self.skipped.add(m)  # as git bisect skip: the commit cannot be measured
             self._narrow()
@@ -239,12 +269,30 @@ class Bisection:
             self.lo, self._decided = m, o
             self._narrow()
         elif o.status in (OK, IMPROVEMENT):
-            self._finish(RANGE, self.lo, self.hi, f"neither half drops beyond the tolerance alone ({self.lo}..{m} "
-                                                  f"and {m}..{self.hi} are not regressions): the drop is spread "
-                                                  "over more than one commit", self._decided)
+            self._finish(
+                RANGE,
+                self.lo,
+                self.hi,
+                f"neither half drops beyond the tolerance alone ({self.lo}..{m} "
+                f"and {m}..{self.hi} are not regressions): the drop is spread "
+                "over more than one commit",
+                self._decided,
+            )
         elif o.status == INCONCLUSIVE:
-            self._finish(RANGE, m, self.hi, f"the lower half ({self.lo}..{m}) is no regression and the upper half "
-                                            "stays inconclusive with more pairs", self._decided)
+            self._finish(
+                RANGE,
+                m,
+                self.hi,
+                f"the lower half ({self.lo}..{m}) is no regression and the upper half "
+                "stays inconclusive with more pairs",
+                self._decided,
+            )
         else:
-            self._finish(RANGE, m, self.hi, f"the lower half ({self.lo}..{m}) is no regression, and the upper half "
-                                            f"could not be compared: {o.reason}", self._decided)
+            self._finish(
+                RANGE,
+                m,
+                self.hi,
+                f"the lower half ({self.lo}..{m}) is no regression, and the upper half "
+                f"could not be compared: {o.reason}",
+                self._decided,
+            )

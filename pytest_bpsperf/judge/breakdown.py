@@ -25,8 +25,18 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["BreakdownChange", "LABELS", "PARTS", "StepBreakdown", "breakdown_change", "breakdown_view", "change_phrase",
-           "combine", "run_breakdown", "worker_breakdown"]
+__all__ = [
+    "BreakdownChange",
+    "LABELS",
+    "PARTS",
+    "StepBreakdown",
+    "breakdown_change",
+    "breakdown_view",
+    "change_phrase",
+    "combine",
+    "run_breakdown",
+    "worker_breakdown",
+]
 
 #: The parts of a diagnostic step, in the order reports name them, with their words.
 PARTS: "tuple[tuple[str, str], ...]" = (
@@ -79,11 +89,15 @@ class StepBreakdown:
         """The breakdown of a JSON view (None for none, or one without a total)."""
         if not data or data.get("total_s") is None:
             return None
-        return cls(total_s=float(data["total_s"]), steps=int(data.get("steps") or 0),
-                   workers=int(data.get("workers") or 0),
-                   tensors={str(k): {p: float(x) for p, x in dict(v).items()}
-                            for k, v in dict(data.get("tensors") or {}).items()},
-                   **{name: (None if data.get(name) is None else float(data[name])) for name, _l in PARTS})
+        return cls(
+            total_s=float(data["total_s"]),
+            steps=int(data.get("steps") or 0),
+            workers=int(data.get("workers") or 0),
+            tensors={
+                str(k): {p: float(x) for p, x in dict(v).items()} for k, v in dict(data.get("tensors") or {}).items()
+            },
+            **{name: (None if data.get(name) is None else float(data[name])) for name, _l in PARTS},
+        )
 
 
 def worker_breakdown(records: Sequence[Mapping[str, Any]]) -> "StepBreakdown | None":
@@ -129,8 +143,13 @@ def run_breakdown(workers: Sequence[Any], comm: Iterable[Any] = ()) -> "StepBrea
     if not found:
         return None
     slowest = max(found, key=_before_sync)
-    return StepBreakdown(total_s=slowest.total_s, steps=min(b.steps for b in found), workers=len(found),
-                         tensors=_tensor_means(comm), **{name: getattr(slowest, name) for name, _label in PARTS})
+    return StepBreakdown(
+        total_s=slowest.total_s,
+        steps=min(b.steps for b in found),
+        workers=len(found),
+        tensors=_tensor_means(comm),
+        **{name: getattr(slowest, name) for name, _label in PARTS},
+    )
 
 
 def combine(breakdowns: Iterable["StepBreakdown | Mapping[str, Any] | None"]) -> "StepBreakdown | None":
@@ -142,14 +161,19 @@ def combine(breakdowns: Iterable["StepBreakdown | Mapping[str, Any] | None"]) ->
     tensors: "dict[str, dict[str, float]]" = {}
     names = sorted({t for b in runs for t in b.tensors})
     for t in names:
-        tensors[t] = {p: v for p in ("push_s", "pull_s")
-                      for v in [_median(b.tensors.get(t, {}).get(p) for b in runs)] if v is not None}
+        tensors[t] = {
+            p: v
+            for p in ("push_s", "pull_s")
+            for v in [_median(b.tensors.get(t, {}).get(p) for b in runs)]
+            if v is not None
+        }
     total = _median(b.total_s for b in runs)
     if total is None:
         return None  # no finite total: nothing measured
     values: "dict[str, Any]" = {name: _median(getattr(b, name) for b in runs) for name, _label in PARTS}
-    return StepBreakdown(total_s=total, steps=min(b.steps for b in runs), workers=max(b.workers for b in runs),
-                         tensors=tensors, **values)
+    return StepBreakdown(
+        total_s=total, steps=min(b.steps for b in runs), workers=max(b.workers for b in runs), tensors=tensors, **values
+    )
 
 
 def _pct(before: float, after: float) -> "float | None":
@@ -193,10 +217,18 @@ class BreakdownChange:
         below :data:`NEGLIGIBLE_S` on both sides is not named."""
         lead = ""
         if change_pct is not None and math.isfinite(change_pct):
-            lead = (f"head {-change_pct:.1f}% slower: " if change_pct < 0 else f"head {change_pct:.1f}% faster: "
-                    if change_pct > 0 else "head as fast: ")
-        parts = [f"{LABELS[name]} {'?' if pct is None else f'{pct:+.0f}%'}" for name, b, h, pct in self.rows()
-                 if max(b, h) >= NEGLIGIBLE_S]  # synthetic data has no input to wait for: not named
+            lead = (
+                f"head {-change_pct:.1f}% slower: "
+                if change_pct < 0
+                else f"head {change_pct:.1f}% faster: "
+                if change_pct > 0
+                else "head as fast: "
+            )
+        parts = [
+            f"{LABELS[name]} {'?' if pct is None else f'{pct:+.0f}%'}"
+            for name, b, h, pct in self.rows()
+            if max(b, h) >= NEGLIGIBLE_S
+        ]  # synthetic data has no input to wait for: not named
         text = lead + ", ".join(parts)
         grown = self.grown()
         if grown is not None:
@@ -212,14 +244,17 @@ class BreakdownChange:
     def as_dict(self) -> dict:
         """JSON view: both sides, each part's change, the part that grew most."""
         grown = self.grown()
-        return {"base": self.base.as_dict(), "head": self.head.as_dict(),
-                "change_pct": {name: pct for name, _b, _h, pct in self.rows()},
-                "grew_most": None if grown is None else {"part": grown[0], "label": LABELS[grown[0]],
-                                                         "delta_s": grown[1]}}
+        return {
+            "base": self.base.as_dict(),
+            "head": self.head.as_dict(),
+            "change_pct": {name: pct for name, _b, _h, pct in self.rows()},
+            "grew_most": None if grown is None else {"part": grown[0], "label": LABELS[grown[0]], "delta_s": grown[1]},
+        }
 
 
-def breakdown_change(base: "StepBreakdown | Mapping[str, Any] | None",
-                     head: "StepBreakdown | Mapping[str, Any] | None") -> "BreakdownChange | None":
+def breakdown_change(
+    base: "StepBreakdown | Mapping[str, Any] | None", head: "StepBreakdown | Mapping[str, Any] | None"
+) -> "BreakdownChange | None":
     """Both sides' breakdowns as a :class:`BreakdownChange` (None unless both have one)."""
     b = base if isinstance(base, StepBreakdown) or base is None else StepBreakdown.from_dict(base)
     h = head if isinstance(head, StepBreakdown) or head is None else StepBreakdown.from_dict(head)

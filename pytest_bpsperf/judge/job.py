@@ -116,15 +116,21 @@ class RunResult:
         out.update(self.measurement.as_dict())
         # Per-step series, so that reports and pictures can be made again from the file alone.
         starts = {w.name: w.start for w in self.output.workers}
-        out["workers"] = [{"name": w.name, "batch_size": w.batch_size, "step_s": list(w.step_seconds),
-                           "python": starts.get(w.name, {}).get("python"),
-                           "entry_file": starts.get(w.name, {}).get("entry_file"),
-                           # seconds from the workload's start to its first step: backend, data, model, kvstore
-                           "setup_s": starts.get(w.name, {}).get("setup_s"),
-                           "compute_s": None if w.compute_seconds is None else list(w.compute_seconds),
-                       "sync_s": None if w.sync_seconds is None else list(w.sync_seconds),
-                           "warmup_steps": list(w.steady.warmup_steps)}
-                          for w in self.measurement.workers]
+        out["workers"] = [
+            {
+                "name": w.name,
+                "batch_size": w.batch_size,
+                "step_s": list(w.step_seconds),
+                "python": starts.get(w.name, {}).get("python"),
+                "entry_file": starts.get(w.name, {}).get("entry_file"),
+                # seconds from the workload's start to its first step: backend, data, model, kvstore
+                "setup_s": starts.get(w.name, {}).get("setup_s"),
+                "compute_s": None if w.compute_seconds is None else list(w.compute_seconds),
+                "sync_s": None if w.sync_seconds is None else list(w.sync_seconds),
+                "warmup_steps": list(w.steady.warmup_steps),
+            }
+            for w in self.measurement.workers
+        ]
         if self.output.single_img_per_sec is not None:
             out["single_img_per_sec"] = self.output.single_img_per_sec
         if self.output.node_img_per_sec is not None:
@@ -134,8 +140,10 @@ class RunResult:
         if self.output.notes:
             out["exit_notes"] = list(self.output.notes)
         if self.output.load:
-            out["foreign_load"] = {"cores": round(self.output.foreign_cores or 0.0, 3),
-                                   "nodes": [n.as_dict() for n in self.output.load]}
+            out["foreign_load"] = {
+                "cores": round(self.output.foreign_cores or 0.0, 3),
+                "nodes": [n.as_dict() for n in self.output.load],
+            }
         if self.output.simulation:
             out["simulation"] = self.output.simulation
         if self.verdict is not None:
@@ -170,10 +178,18 @@ class Job:
     regression raises ``AssertionError``.
     """
 
-    def __init__(self, key: str, *, profile_id: str, baseline: BaselineLookup,
-                 rerun: "Callable[[RunSpec], RunResult] | None" = None, confirm: int = 0,
-                 on_verdict: "VerdictCallback | None" = None, say: "Callable[[str], None] | None" = None,
-                 prior: "Callable[[], BetweenPrior | None] | None" = None) -> None:
+    def __init__(
+        self,
+        key: str,
+        *,
+        profile_id: str,
+        baseline: BaselineLookup,
+        rerun: "Callable[[RunSpec], RunResult] | None" = None,
+        confirm: int = 0,
+        on_verdict: "VerdictCallback | None" = None,
+        say: "Callable[[str], None] | None" = None,
+        prior: "Callable[[], BetweenPrior | None] | None" = None,
+    ) -> None:
         self.key = key
         self.profile_id = profile_id
         self.runs: "list[RunResult]" = []
@@ -211,11 +227,21 @@ class Job:
     def decide(self) -> Verdict:
         """The verdict over every run so far (a pure function of samples, baseline and settings)."""
         last = self.runs[-1].spec
-        return decide_job(nodeid=last.nodeid, test=last.test, trick=last.trick.name, profile_id=self.profile_id,
-                          key=self.key, samples=self.samples, baseline=self._baseline(),
-                          settings=VerdictSettings.of(last.settings), single_img_per_sec=self.single_img_per_sec,
-                          prior=self._prior(), now=this_session(), foreign=[r.foreign_cores for r in self.runs],
-                          breakdowns=[r.measurement.breakdown for r in self.runs])
+        return decide_job(
+            nodeid=last.nodeid,
+            test=last.test,
+            trick=last.trick.name,
+            profile_id=self.profile_id,
+            key=self.key,
+            samples=self.samples,
+            baseline=self._baseline(),
+            settings=VerdictSettings.of(last.settings),
+            single_img_per_sec=self.single_img_per_sec,
+            prior=self._prior(),
+            now=this_session(),
+            foreign=[r.foreign_cores for r in self.runs],
+            breakdowns=[r.measurement.breakdown for r in self.runs],
+        )
 
     def assert_within_baseline(self, run: RunResult) -> None:
         """Decide once every repeat of ``run`` ran; run again until decided; report the verdict."""
@@ -225,8 +251,12 @@ class Job:
             return
         verdict = self.decide()
         while self._rerun is not None:
-            step = next_step(verdict, confirmations=self.confirmations, confirm=self._confirm,
-                             max_repeats=max(settings.max_repeats, settings.repeats))
+            step = next_step(
+                verdict,
+                confirmations=self.confirmations,
+                confirm=self._confirm,
+                max_repeats=max(settings.max_repeats, settings.repeats),
+            )
             if step == STOP:
                 break
             if step == CONFIRM:
@@ -234,8 +264,10 @@ class Job:
                 why = f"confirming with run {self.confirmations} of {self._confirm}"
             else:
                 self.adaptive_runs += 1
-                why = f"not decided at {settings.confidence:.0%}: run {len(self.runs) + 1} of at most " \
-                      f"{settings.max_repeats}"
+                why = (
+                    f"not decided at {settings.confidence:.0%}: run {len(self.runs) + 1} of at most "
+                    f"{settings.max_repeats}"
+                )
             self._say(f"{run.spec.nodeid}: {verdict.figures()}; {why}")
             self._rerun(replace(run.spec, repeat=len(self.runs)))
             verdict = self.decide()
@@ -301,5 +333,3 @@ class Ledger:
     def verdicts(self) -> "list[Verdict]":
         """The verdicts decided so far, in the order the jobs started."""
         return [j.verdict for j in self.jobs.values() if j.verdict is not None]
-
-

@@ -129,8 +129,10 @@ def measure_worker(worker: WorkerRecords) -> WorkerMeasurement:
     total = tuple(float(s["total_s"]) for s in steps)
     bad = next((i for i, t in enumerate(total) if not (math.isfinite(t) and t >= MIN_STEP_S)), None)
     if bad is not None:
-        raise MeasurementError(f"worker {worker.name}: step {bad} took {total[bad]!r} s; a training step takes at "
-                               f"least {MIN_STEP_S:g} s, so these records are no measurement")
+        raise MeasurementError(
+            f"worker {worker.name}: step {bad} took {total[bad]!r} s; a training step takes at "
+            f"least {MIN_STEP_S:g} s, so these records are no measurement"
+        )
     split = all("compute_s" in s and "sync_s" in s for s in steps)
     compute = tuple(float(s["compute_s"]) for s in steps) if split else None
     sync = tuple(float(s["sync_s"]) for s in steps) if split else None
@@ -144,8 +146,10 @@ def measure_worker(worker: WorkerRecords) -> WorkerMeasurement:
     images = [int(s.get("images") or batch) for s in steps]
     img_per_sec = sum(images[i] for i in steady.steady_steps) / seconds
     if not img_per_sec <= MAX_IMG_PER_SEC:
-        raise MeasurementError(f"worker {worker.name}: {img_per_sec:.4g} img/s is more than the {MAX_IMG_PER_SEC:g} "
-                               "img/s that any training reaches, so these records are no measurement")
+        raise MeasurementError(
+            f"worker {worker.name}: {img_per_sec:.4g} img/s is more than the {MAX_IMG_PER_SEC:g} "
+            "img/s that any training reaches, so these records are no measurement"
+        )
     return WorkerMeasurement(worker.name, img_per_sec, steady, total, compute, sync, batch, timing)
 
 
@@ -156,8 +160,10 @@ def measure(output: RunOutput) -> Measurement:
     workers = tuple(measure_worker(w) for w in output.workers)
     n = len(workers)
     if not sum(w.img_per_sec for w in workers) <= MAX_IMG_PER_SEC:
-        raise MeasurementError(f"the run's {sum(w.img_per_sec for w in workers):.4g} img/s is more than the "
-                               f"{MAX_IMG_PER_SEC:g} img/s that any training reaches, so it is no measurement")
+        raise MeasurementError(
+            f"the run's {sum(w.img_per_sec for w in workers):.4g} img/s is more than the "
+            f"{MAX_IMG_PER_SEC:g} img/s that any training reaches, so it is no measurement"
+        )
 
     def mean_over_workers(series: str) -> "float | None":
         values = [w.mean_of(getattr(w, series)) for w in workers]

@@ -36,15 +36,24 @@ def profile_of(results: Mapping[str, Any], override: Optional[str] = None, *, so
         return override
     profile = results.get("profile") or {}
     if not profile.get("id"):
-        raise ValueError(f"{source} does not record its hardware profile (written by an older pytest-bpsperf?); "
-                         "name it with --profile PROFILE_ID")
+        raise ValueError(
+            f"{source} does not record its hardware profile (written by an older pytest-bpsperf?); "
+            "name it with --profile PROFILE_ID"
+        )
     return str(profile["id"])
 
 
-def _decide(job: JobSamples, profile_id: str, baseline: "Mapping[str, Any] | None",
-            tolerance: Optional[float], *, session_spread: Optional[float] = None,
-            one_session: bool = False, prior: "BetweenPrior | None" = None,
-            now: "Mapping[str, Any] | None" = None) -> Verdict:
+def _decide(
+    job: JobSamples,
+    profile_id: str,
+    baseline: "Mapping[str, Any] | None",
+    tolerance: Optional[float],
+    *,
+    session_spread: Optional[float] = None,
+    one_session: bool = False,
+    prior: "BetweenPrior | None" = None,
+    now: "Mapping[str, Any] | None" = None,
+) -> Verdict:
     """The plugin's decision (:func:`~pytest_bpsperf.judge.verdict.decide_job`) with the job's own settings.
 
     ``tolerance`` and ``session_spread`` override the job's settings when given
@@ -54,16 +63,30 @@ def _decide(job: JobSamples, profile_id: str, baseline: "Mapping[str, Any] | Non
     """
     settings = VerdictSettings.recorded(job.settings)
     spread = settings.session_spread if session_spread is None else session_spread
-    settings = replace(settings, tolerance=job.tolerance if tolerance is None else float(tolerance),
-                       session_spread=None if one_session or spread is None else float(spread))
-    return decide_job(nodeid=job.nodeid, test=job.test, trick=job.trick, profile_id=profile_id, key=job.key,
-                      samples=job.samples, baseline=baseline, settings=settings,
-                      single_img_per_sec=job.single_img_per_sec, prior=prior, now=now,
-                      breakdowns=job.breakdowns)
+    settings = replace(
+        settings,
+        tolerance=job.tolerance if tolerance is None else float(tolerance),
+        session_spread=None if one_session or spread is None else float(spread),
+    )
+    return decide_job(
+        nodeid=job.nodeid,
+        test=job.test,
+        trick=job.trick,
+        profile_id=profile_id,
+        key=job.key,
+        samples=job.samples,
+        baseline=baseline,
+        settings=settings,
+        single_img_per_sec=job.single_img_per_sec,
+        prior=prior,
+        now=now,
+        breakdowns=job.breakdowns,
+    )
 
 
-def profile_prior(entries: Mapping[str, Any], key: str, history: "Sequence[Mapping[str, Any]]" = (), *,
-                  profile_id: str = "") -> "BetweenPrior | None":
+def profile_prior(
+    entries: Mapping[str, Any], key: str, history: "Sequence[Mapping[str, Any]]" = (), *, profile_id: str = ""
+) -> "BetweenPrior | None":
     """The spread between sessions that a profile measured besides entry ``key``: its other entries'
     recorded sessions and the sessions of one commit in ``history`` (the plugin's rule)."""
     from dataclasses import replace
@@ -85,9 +108,14 @@ def profile_prior(entries: Mapping[str, Any], key: str, history: "Sequence[Mappi
     return replace(prior, source=" and ".join(where) + " of this profile")
 
 
-def check_results(results: Mapping[str, Any], store: BaselineStore, *, profile_id: str,
-                  tolerance: Optional[float] = None,
-                  history: "Sequence[Mapping[str, Any]]" = ()) -> "list[Verdict]":
+def check_results(
+    results: Mapping[str, Any],
+    store: BaselineStore,
+    *,
+    profile_id: str,
+    tolerance: Optional[float] = None,
+    history: "Sequence[Mapping[str, Any]]" = (),
+) -> "list[Verdict]":
     """One verdict per job of ``results`` against the baselines of ``profile_id`` in ``store``.
 
     The tolerance is each test's own (from the results), unless ``tolerance`` is given. The spread
@@ -96,14 +124,26 @@ def check_results(results: Mapping[str, Any], store: BaselineStore, *, profile_i
     """
     stored = store.load(profile_id)
     now = {"versions": results.get("versions") or {}, "host": results.get("host")}  # the session's, not this one's
-    return [_decide(job, profile_id, stored.get(key), tolerance,
-                    prior=profile_prior(stored.entries, key, history, profile_id=profile_id), now=now)
-            for key, job in jobs_of(results).items()]
+    return [
+        _decide(
+            job,
+            profile_id,
+            stored.get(key),
+            tolerance,
+            prior=profile_prior(stored.entries, key, history, profile_id=profile_id),
+            now=now,
+        )
+        for key, job in jobs_of(results).items()
+    ]
 
 
-def compare_results(base: Mapping[str, Any], head: Mapping[str, Any], *,
-                    tolerance: Optional[float] = None,
-                    session_spread: Optional[float] = None) -> "tuple[list[Verdict], list[str]]":
+def compare_results(
+    base: Mapping[str, Any],
+    head: Mapping[str, Any],
+    *,
+    tolerance: Optional[float] = None,
+    session_spread: Optional[float] = None,
+) -> "tuple[list[Verdict], list[str]]":
     """Each job of ``head`` against the same job in ``base`` (its runs as the baseline samples).
 
     Two results files are two pytest sessions, and sessions on one machine
@@ -121,16 +161,31 @@ def compare_results(base: Mapping[str, Any], head: Mapping[str, Any], *,
         ref = base_jobs.get(key)
         if ref is None:
             missing.append(key)
-        baseline = None if ref is None else {"sessions": [{
-            "samples": list(ref.samples), "commit": base.get("commit"), "date": base.get("date"),
-            "single_img_per_sec": ref.single_img_per_sec}]}
-        verdicts.append(_decide(job, profile_id, baseline, tolerance, session_spread=session_spread,
-                                one_session=session_spread == 0.0))
+        baseline = (
+            None
+            if ref is None
+            else {
+                "sessions": [
+                    {
+                        "samples": list(ref.samples),
+                        "commit": base.get("commit"),
+                        "date": base.get("date"),
+                        "single_img_per_sec": ref.single_img_per_sec,
+                    }
+                ]
+            }
+        )
+        verdicts.append(
+            _decide(
+                job, profile_id, baseline, tolerance, session_spread=session_spread, one_session=session_spread == 0.0
+            )
+        )
     return verdicts, missing
 
 
-def baseline_sessions(results: Mapping[str, Any], *, max_spread: Optional[float] = None,
-                      force: bool = False) -> "tuple[dict[str, tuple[dict, dict]], list[str]]":
+def baseline_sessions(
+    results: Mapping[str, Any], *, max_spread: Optional[float] = None, force: bool = False
+) -> "tuple[dict[str, tuple[dict, dict]], list[str]]":
     """A recorded session for each job of ``results`` (``{key: (head, session)}``), and why some were refused.
 
     The same checks as ``--bpsperf-update-baselines``: at least two runs and a
@@ -146,8 +201,11 @@ def baseline_sessions(results: Mapping[str, Any], *, max_spread: Optional[float]
         if key in simulated:  # --force does not make a stand-in's figures a measurement
             refused.append(f"{job.test} [{job.trick}]: a simulation is never a baseline ({simulated[key]})")
             continue
-        limit = max_spread if max_spread is not None else float(
-            job.settings.get("max_spread", OPTIONS_BY_NAME["max_spread"].default))
+        limit = (
+            max_spread
+            if max_spread is not None
+            else float(job.settings.get("max_spread", OPTIONS_BY_NAME["max_spread"].default))
+        )
         problem = check_baseline_quality(job.samples, max_rel_spread=limit)
         if problem and not force:
             refused.append(f"{job.test} [{job.trick}]: {problem} (--force records it anyway)")
@@ -159,11 +217,19 @@ def baseline_sessions(results: Mapping[str, Any], *, max_spread: Optional[float]
         if found is not None:  # where the step time went, for later verdicts' "what grew"
             extra["breakdown"] = found.as_dict()
         head = {"test": job.test, "trick": job.trick, "topology": dict(job.topology), "workload": dict(job.workload)}
-        sessions[key] = (head, make_session(samples=job.samples, commit=results.get("commit"),
-                                            date=results.get("date") or utc_now_iso(),
-                                            versions=results.get("versions") or {}, host=results.get("host"),
-                                            dirty=results.get("dirty"),
-                                            single_img_per_sec=job.single_img_per_sec, extra=extra))
+        sessions[key] = (
+            head,
+            make_session(
+                samples=job.samples,
+                commit=results.get("commit"),
+                date=results.get("date") or utc_now_iso(),
+                versions=results.get("versions") or {},
+                host=results.get("host"),
+                dirty=results.get("dirty"),
+                single_img_per_sec=job.single_img_per_sec,
+                extra=extra,
+            ),
+        )
     return sessions, refused
 
 
@@ -193,11 +259,13 @@ def pair_verdicts(results: Mapping[str, Any], *, tolerance: Optional[float] = No
             pair = by_index[index]
             base, head = pair.get("base"), pair.get("head")
             last = head or last
-            row: "dict[str, Any]" = {"pair": index + 1,
-                                     "order": "base-head" if pair["first"] == "base" else "head-base",
-                                     "base_img_per_sec": base["img_per_sec"] if base else None,
-                                     "head_img_per_sec": head["img_per_sec"] if head else None,
-                                     "ratio": head["img_per_sec"] / base["img_per_sec"] if base and head else None}
+            row: "dict[str, Any]" = {
+                "pair": index + 1,
+                "order": "base-head" if pair["first"] == "base" else "head-base",
+                "base_img_per_sec": base["img_per_sec"] if base else None,
+                "head_img_per_sec": head["img_per_sec"] if head else None,
+                "ratio": head["img_per_sec"] / base["img_per_sec"] if base and head else None,
+            }
             for name, run in (("base", base), ("head", head)):  # where each run's step time went
                 if run and run.get("breakdown"):
                     row[f"{name}_breakdown"] = run["breakdown"]
@@ -207,9 +275,20 @@ def pair_verdicts(results: Mapping[str, Any], *, tolerance: Optional[float] = No
         if last is None:
             continue
         s = VerdictSettings.recorded(last["settings"])
-        out.append(decide_pairs(
-            nodeid=last["nodeid"], test=last["test"], trick=last["trick"], profile_id=profile_id, key=key,
-            pairs=table, tolerance=s.tolerance if tolerance is None else tolerance, confidence=s.confidence,
-            first_look=s.first_look, max_pairs=s.max_pairs, arms=section.get("arms") or {},
-            aa=bool(section.get("aa"))))
+        out.append(
+            decide_pairs(
+                nodeid=last["nodeid"],
+                test=last["test"],
+                trick=last["trick"],
+                profile_id=profile_id,
+                key=key,
+                pairs=table,
+                tolerance=s.tolerance if tolerance is None else tolerance,
+                confidence=s.confidence,
+                first_look=s.first_look,
+                max_pairs=s.max_pairs,
+                arms=section.get("arms") or {},
+                aa=bool(section.get("aa")),
+            )
+        )
     return out

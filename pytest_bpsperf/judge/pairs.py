@@ -74,10 +74,13 @@ class Pair:
 
     def as_dict(self) -> dict:
         """A row of the per-pair table (JSON, Markdown)."""
-        row: dict = {"pair": self.index + 1, "order": "-".join(self.order),
-                     "base_img_per_sec": self.base.img_per_sec if self.base is not None else None,
-                     "head_img_per_sec": self.head.img_per_sec if self.head is not None else None,
-                     "ratio": math.exp(self.log_ratio) if self.valid else None}
+        row: dict = {
+            "pair": self.index + 1,
+            "order": "-".join(self.order),
+            "base_img_per_sec": self.base.img_per_sec if self.base is not None else None,
+            "head_img_per_sec": self.head.img_per_sec if self.head is not None else None,
+            "ratio": math.exp(self.log_ratio) if self.valid else None,
+        }
         for arm in (BASE, HEAD):
             cores = self.foreign(arm)
             if cores is not None:
@@ -145,24 +148,30 @@ class PairedVerdict:
         """Head against base against tolerance in one phrase; why; how many pairs and looks."""
         c = self.comparison
         n = c.pairs
-        text = (f"head {self.measured:.1f} img/s vs base {self.baseline_median or float('nan'):.1f} img/s "
-                f"(medians of {n} pair{'s' if n != 1 else ''}, base {self.base_ref}): ")
+        text = (
+            f"head {self.measured:.1f} img/s vs base {self.baseline_median or float('nan'):.1f} img/s "
+            f"(medians of {n} pair{'s' if n != 1 else ''}, base {self.base_ref}): "
+        )
         if c.ci_low is None or c.ci_high is None or c.tol_low is None or c.tol_high is None:
             text += f"{c.change_pct:+.1f}%, no interval before {c.first_look} pairs, {rule.meaning(self.tolerance)}"
         else:
             level = f"{1 - 2 * rule.TOLERANCE_LEVEL:.0%}"
-            text += (f"{c.change_pct:+.1f}% ({c.confidence:.0%} interval over all looks {100 * (c.ci_low - 1):+.1f}% "
-                     f"to {100 * (c.ci_high - 1):+.1f}%, {level} {100 * (c.tol_low - 1):+.1f}% to "
-                     f"{100 * (c.tol_high - 1):+.1f}%), {rule.meaning(self.tolerance)}: "
-                     f"{rule.reason(self.status, self.tolerance, c.confidence)}")
+            text += (
+                f"{c.change_pct:+.1f}% ({c.confidence:.0%} interval over all looks {100 * (c.ci_low - 1):+.1f}% "
+                f"to {100 * (c.ci_high - 1):+.1f}%, {level} {100 * (c.tol_low - 1):+.1f}% to "
+                f"{100 * (c.tol_high - 1):+.1f}%), {rule.meaning(self.tolerance)}: "
+                f"{rule.reason(self.status, self.tolerance, c.confidence)}"
+            )
         text += f"; verdict after {n} pair{'s' if n != 1 else ''}, {c.looks} look{'s' if c.looks != 1 else ''}"
         failed = sum(1 for p in self.pairs if p.get("dropped") and not str(p["dropped"]).startswith(FOREIGN))
         foreign = sum(1 for p in self.pairs if str(p.get("dropped") or "").startswith(FOREIGN))
         if failed:
             text += f" ({failed} pair{'s' if failed != 1 else ''} dropped: a base run failed)"
         if foreign:
-            text += (f" ({foreign} pair{'s' if foreign != 1 else ''} run again: {'their' if foreign != 1 else 'its'} "
-                     "two runs saw different foreign load)")
+            text += (
+                f" ({foreign} pair{'s' if foreign != 1 else ''} run again: {'their' if foreign != 1 else 'its'} "
+                "two runs saw different foreign load)"
+            )
         if self.status == INCONCLUSIVE and n >= c.last_look:
             text += f" (inconclusive after {c.last_look} pairs, the most max_pairs allows)"
         if self.aa:
@@ -176,19 +185,35 @@ class PairedVerdict:
 
     def message(self, **_ignored: str) -> str:
         """The text for a failure, a skip or a report line."""
-        return (f"{self.nodeid} [profile {self.profile_id}, trick {self.trick}, base vs head]: "
-                f"{self.status.upper()}: {self.figures()}")
+        return (
+            f"{self.nodeid} [profile {self.profile_id}, trick {self.trick}, base vs head]: "
+            f"{self.status.upper()}: {self.figures()}"
+        )
 
     def as_dict(self) -> dict:
         """JSON view (also the JUnit properties)."""
         c = self.comparison
         return {
-            "kind": "pairs", "status": self.status, "profile": self.profile_id, "key": self.key,
-            "tolerance": self.tolerance, "measured_img_per_sec": self.measured,
-            "base_img_per_sec": self.baseline_median, "change_pct": c.change_pct, "ratio": c.ratio,
-            "ci_low": c.ci_low, "ci_high": c.ci_high, "pairs": c.pairs, "looks": c.looks,
-            "confidence": c.confidence, "decided": c.decided, "aa": self.aa, "base": self.base_ref,
-            "comparison": c.as_dict(), "pair_table": [dict(p) for p in self.pairs], "note": self.note,
+            "kind": "pairs",
+            "status": self.status,
+            "profile": self.profile_id,
+            "key": self.key,
+            "tolerance": self.tolerance,
+            "measured_img_per_sec": self.measured,
+            "base_img_per_sec": self.baseline_median,
+            "change_pct": c.change_pct,
+            "ratio": c.ratio,
+            "ci_low": c.ci_low,
+            "ci_high": c.ci_high,
+            "pairs": c.pairs,
+            "looks": c.looks,
+            "confidence": c.confidence,
+            "decided": c.decided,
+            "aa": self.aa,
+            "base": self.base_ref,
+            "comparison": c.as_dict(),
+            "pair_table": [dict(p) for p in self.pairs],
+            "note": self.note,
             "breakdown": breakdown_view(self.breakdown),
         }
 
@@ -201,16 +226,33 @@ def pair_runs(pairs: Sequence[Mapping[str, Any]]) -> "list[PairRuns]":
         if p.get("ratio") is None or p.get("dropped"):
             continue
         index = int(p.get("pair") or k + 1) - 1
-        out.append(PairRuns(index, math.log(float(p["base_img_per_sec"])),
-                            math.log(float(p["head_img_per_sec"])),
-                            str(p.get("order", "base-head")).startswith(BASE)))
+        out.append(
+            PairRuns(
+                index,
+                math.log(float(p["base_img_per_sec"])),
+                math.log(float(p["head_img_per_sec"])),
+                str(p.get("order", "base-head")).startswith(BASE),
+            )
+        )
     return out
 
 
-def decide_pairs(*, nodeid: str, test: str, trick: str, profile_id: str, key: str,
-                 pairs: Sequence[Mapping[str, Any]], tolerance: float, confidence: float, first_look: int,
-                 max_pairs: int, arms: "Mapping[str, Mapping[str, Any]] | None" = None, aa: bool = False,
-                 note: str = "") -> PairedVerdict:
+def decide_pairs(
+    *,
+    nodeid: str,
+    test: str,
+    trick: str,
+    profile_id: str,
+    key: str,
+    pairs: Sequence[Mapping[str, Any]],
+    tolerance: float,
+    confidence: float,
+    first_look: int,
+    max_pairs: int,
+    arms: "Mapping[str, Mapping[str, Any]] | None" = None,
+    aa: bool = False,
+    note: str = "",
+) -> PairedVerdict:
     """The verdict of a job from its pair table (rows of :meth:`Pair.as_dict`): a pure function.
 
     Rows without a ratio (dropped pairs) are left out. An undecided verdict is
@@ -218,14 +260,26 @@ def decide_pairs(*, nodeid: str, test: str, trick: str, profile_id: str, key: st
     when the job stops. The offline command calls this with the table of a
     results file, and so decides as the plugin did.
     """
-    c = paired_compare(pair_runs(pairs), tolerance=tolerance, confidence=confidence, first_look=first_look,
-                       last_look=max_pairs)
+    c = paired_compare(
+        pair_runs(pairs), tolerance=tolerance, confidence=confidence, first_look=first_look, last_look=max_pairs
+    )
     used = [p for p in pairs if p.get("ratio") is not None and not p.get("dropped")]
     sides = {name: combine(p.get(f"{name}_breakdown") for p in used) for name in (BASE, HEAD)}
-    return PairedVerdict(status=c.verdict, nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key,
-                         tolerance=tolerance, comparison=c, pairs=tuple(dict(p) for p in pairs),
-                         arms=dict(arms or {}), aa=aa, note=note,
-                         breakdown={k: v.as_dict() for k, v in sides.items() if v is not None})
+    return PairedVerdict(
+        status=c.verdict,
+        nodeid=nodeid,
+        test=test,
+        trick=trick,
+        profile_id=profile_id,
+        key=key,
+        tolerance=tolerance,
+        comparison=c,
+        pairs=tuple(dict(p) for p in pairs),
+        arms=dict(arms or {}),
+        aa=aa,
+        note=note,
+        breakdown={k: v.as_dict() for k, v in sides.items() if v is not None},
+    )
 
 
 #: ``run_pair(spec, index, first)``: run pair ``index`` of the job (``first`` arm first); the pair.
@@ -249,9 +303,18 @@ class PairedJob:
     #: pairs run again for unequal foreign load, at most, per job (later ones are kept and said)
     MAX_FOREIGN = 3
 
-    def __init__(self, key: str, *, profile_id: str, seed: int, run_pair: "PairRunner | None" = None,
-                 arms: "Mapping[str, Mapping[str, Any]] | None" = None, aa: bool = False,
-                 on_verdict: "PairCallback | None" = None, say: "Callable[[str], None] | None" = None) -> None:
+    def __init__(
+        self,
+        key: str,
+        *,
+        profile_id: str,
+        seed: int,
+        run_pair: "PairRunner | None" = None,
+        arms: "Mapping[str, Mapping[str, Any]] | None" = None,
+        aa: bool = False,
+        on_verdict: "PairCallback | None" = None,
+        say: "Callable[[str], None] | None" = None,
+    ) -> None:
         self.key = key
         #: what the pair order is drawn from (fixed: ``key`` becomes the key of the backend that ran)
         self.order_key = key
@@ -284,8 +347,10 @@ class PairedJob:
         gap = pair.foreign_gap()
         if pair.valid and foreign_limit is not None and gap is not None and gap > foreign_limit:
             if self.foreign_dropped < self.MAX_FOREIGN:
-                pair.dropped = (f"{FOREIGN}: base {pair.foreign(BASE):.2f}, head {pair.foreign(HEAD):.2f} cores of "
-                                f"other processes (more than {foreign_limit:g} apart)")
+                pair.dropped = (
+                    f"{FOREIGN}: base {pair.foreign(BASE):.2f}, head {pair.foreign(HEAD):.2f} cores of "
+                    f"other processes (more than {foreign_limit:g} apart)"
+                )
             else:
                 self.foreign_kept += 1
         self.pairs.append(pair)
@@ -321,13 +386,26 @@ class PairedJob:
         if self.dropped > self.MAX_DROPPED:
             notes.append(f"stopped after {self.dropped} failed base runs (see the failures)")
         if self.foreign_kept:
-            notes.append(f"{self.foreign_kept} pair{'s' if self.foreign_kept != 1 else ''} kept although "
-                         f"{'their' if self.foreign_kept != 1 else 'its'} runs saw different foreign load "
-                         f"(after {self.MAX_FOREIGN} re-runs)")
-        return decide_pairs(nodeid=spec.nodeid, test=spec.test, trick=spec.trick.name, profile_id=self.profile_id,
-                            key=self.key, pairs=[p.as_dict() for p in self.pairs], tolerance=s.tolerance,
-                            confidence=s.confidence, first_look=s.first_look, max_pairs=s.max_pairs,
-                            arms=self.arms, aa=self.aa, note="; ".join(notes))
+            notes.append(
+                f"{self.foreign_kept} pair{'s' if self.foreign_kept != 1 else ''} kept although "
+                f"{'their' if self.foreign_kept != 1 else 'its'} runs saw different foreign load "
+                f"(after {self.MAX_FOREIGN} re-runs)"
+            )
+        return decide_pairs(
+            nodeid=spec.nodeid,
+            test=spec.test,
+            trick=spec.trick.name,
+            profile_id=self.profile_id,
+            key=self.key,
+            pairs=[p.as_dict() for p in self.pairs],
+            tolerance=s.tolerance,
+            confidence=s.confidence,
+            first_look=s.first_look,
+            max_pairs=s.max_pairs,
+            arms=self.arms,
+            aa=self.aa,
+            note="; ".join(notes),
+        )
 
     def progress(self, verdict: PairedVerdict, confidence: float, max_pairs: int) -> str:
         """Why the job takes another pair, and which of at most how many valid ones it is."""
@@ -352,8 +430,12 @@ class PairedJob:
             self._report(run, None)
             return
         verdict = self.decide(run.spec)
-        while (self._run_pair is not None and not verdict.comparison.decided
-               and self.valid_pairs < settings.max_pairs and self.dropped <= self.MAX_DROPPED):
+        while (
+            self._run_pair is not None
+            and not verdict.comparison.decided
+            and self.valid_pairs < settings.max_pairs
+            and self.dropped <= self.MAX_DROPPED
+        ):
             index = len(self.pairs)
             self.adaptive_pairs += 1
             self._say(f"{run.spec.nodeid}: {self.progress(verdict, settings.confidence, settings.max_pairs)}")

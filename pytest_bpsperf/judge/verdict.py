@@ -27,7 +27,8 @@ from ..store.entries import entry_samples, entry_sessions, latest_session
 from .breakdown import breakdown_view, change_phrase, combine
 
 OK, REGRESSION, IMPROVEMENT, NO_BASELINE = "ok", "regression", "improvement", "no-baseline"
-#: neither a drop beyond noise and half the tolerance nor any drop shown smaller than it: the data cannot tell (never a pass)
+#: neither a drop beyond noise and half the tolerance nor any drop shown smaller than it: the data cannot
+#: tell (never a pass)
 INCONCLUSIVE = "inconclusive"
 #: What a job does after a verdict (:func:`next_step`).
 STOP, CONFIRM, MORE = "stop", "confirm", "more"
@@ -73,8 +74,11 @@ class Verdict:
         if not hit:
             return ""
         runs = ", ".join(f"run {i} {c:.2f}" for i, c in hit)
-        return (f"; under foreign load: {runs} cores of other processes on its nodes while timed, of "
-                f"{self.runs} run{'s' if self.runs != 1 else ''} (foreign_load {self.foreign_limit:g})")
+        return (
+            f"; under foreign load: {runs} cores of other processes on its nodes while timed, of "
+            f"{self.runs} run{'s' if self.runs != 1 else ''} (foreign_load {self.foreign_limit:g})"
+        )
+
     #: where the step time went: ``{"base": the baseline's latest session, "head": this session's runs}``
     breakdown: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
@@ -103,16 +107,23 @@ class Verdict:
         """Measured against baseline against tolerance, in one phrase; how many runs and sessions."""
         runs = f"{self.runs} run{'s' if self.runs != 1 else ''}"
         if self.comparison is None:
-            return (f"measured {self.measured:.1f} img/s ({runs}), no baseline" + (f" ({self.note})" if self.note else "")
-                    + self.foreign_text())
+            return (
+                f"measured {self.measured:.1f} img/s ({runs}), no baseline"
+                + (f" ({self.note})" if self.note else "")
+                + self.foreign_text()
+            )
         c = self.comparison
         n_sessions = self.baseline_sessions
         if c.between_assumed:
-            spread = (f"between sessions ±{c.between_sd_pct:.0f}% assumed (1 recorded session, nothing else "
-                      "measured on this profile)")
+            spread = (
+                f"between sessions ±{c.between_sd_pct:.0f}% assumed (1 recorded session, nothing else "
+                "measured on this profile)"
+            )
         elif c.between_source == "pooled":
-            spread = (f"between sessions ±{c.between_sd_pct:.0f}% from {n_sessions} session"
-                      f"{'s' if n_sessions != 1 else ''} pooled with {c.between_pooled_from}")
+            spread = (
+                f"between sessions ±{c.between_sd_pct:.0f}% from {n_sessions} session"
+                f"{'s' if n_sessions != 1 else ''} pooled with {c.between_pooled_from}"
+            )
         elif n_sessions > 1:
             spread = f"between sessions ±{c.between_sd_pct:.0f}% from {n_sessions} sessions"
         else:  # both sides ran in one session (bpsperf compare): nothing between sessions to add
@@ -122,8 +133,9 @@ class Verdict:
             f"(n={c.baseline_summary.n}, {n_sessions} session{'s' if n_sessions != 1 else ''}): "
         )
         if self.normalize == "single":
-            text += (f"relative to single-process img/s ({self.single_img_per_sec:.1f} this session) "
-                     f"{c.change_pct:+.1f}%, ")
+            text += (
+                f"relative to single-process img/s ({self.single_img_per_sec:.1f} this session) {c.change_pct:+.1f}%, "
+            )
         else:
             text += f"{c.change_pct:+.1f}%, "
         return text + (
@@ -202,8 +214,11 @@ class Verdict:
 def _where(verdict: Verdict) -> str:
     """``; head 14.0% slower: compute +1%, ...`` for a regression whose both sides have a breakdown."""
     c = verdict.comparison
-    phrase = change_phrase(verdict.breakdown, c.change_pct if c is not None else None) \
-        if verdict.status == REGRESSION else ""
+    phrase = (
+        change_phrase(verdict.breakdown, c.change_pct if c is not None else None)
+        if verdict.status == REGRESSION
+        else ""
+    )
     return f"; {phrase}" if phrase else ""
 
 
@@ -236,8 +251,12 @@ class VerdictSettings:
     def recorded(cls, values: Mapping[str, Any]) -> "VerdictSettings":
         """The verdict settings of one run's ``settings`` in a results file; those it lacks (a file of
         an older version) are the settings' defaults."""
-        return cls(**{f.name: values[f.name] if values.get(f.name) is not None else OPTIONS_BY_NAME[f.name].default
-                      for f in fields(cls)})
+        return cls(
+            **{
+                f.name: values[f.name] if values.get(f.name) is not None else OPTIONS_BY_NAME[f.name].default
+                for f in fields(cls)
+            }
+        )
 
     @property
     def first_look(self) -> int:
@@ -271,11 +290,22 @@ def software_changes(baseline: "Mapping[str, Any] | None", now: "Mapping[str, An
     return tuple(out)
 
 
-def decide_job(*, nodeid: str, test: str, trick: str, profile_id: str, key: str, samples: Sequence[float],
-               baseline: "Mapping[str, Any] | None", settings: VerdictSettings,
-               single_img_per_sec: "float | None" = None, prior: "BetweenPrior | None" = None,
-               now: "Mapping[str, Any] | None" = None,
-               foreign: "Sequence[float | None]" = (), breakdowns: "Sequence[object]" = ()) -> Verdict:
+def decide_job(
+    *,
+    nodeid: str,
+    test: str,
+    trick: str,
+    profile_id: str,
+    key: str,
+    samples: Sequence[float],
+    baseline: "Mapping[str, Any] | None",
+    settings: VerdictSettings,
+    single_img_per_sec: "float | None" = None,
+    prior: "BetweenPrior | None" = None,
+    now: "Mapping[str, Any] | None" = None,
+    foreign: "Sequence[float | None]" = (),
+    breakdowns: "Sequence[object]" = (),
+) -> Verdict:
     """The verdict of a job's runs against its baseline: the one decision of the plugin
     (:meth:`pytest_bpsperf.judge.job.Job.decide`) and of ``bpsperf check``/``compare``.
 
@@ -284,19 +314,32 @@ def decide_job(*, nodeid: str, test: str, trick: str, profile_id: str, key: str,
     measured elsewhere on the profile; ``now`` this session's ``versions`` and
     ``host``, which the verdict compares with the baseline's (:func:`software_changes`);
     ``foreign`` each run's foreign load in cores (the verdict names the runs beyond
-    ``settings.foreign_load``; it never changes the verdict); ``breakdowns`` the runs' breakdowns (:mod:`.breakdown`), which the verdict carries beside the
-    one the baseline's latest session recorded. See :func:`decide`.
+    ``settings.foreign_load``; it never changes the verdict); ``breakdowns`` the runs' breakdowns
+    (:mod:`.breakdown`), which the verdict carries beside the one the baseline's latest session recorded.
+    See :func:`decide`.
     """
-    verdict = decide(nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key, samples=samples,
-                     baseline=baseline, tolerance=settings.tolerance, confidence=settings.confidence,
-                     session_spread=settings.session_spread, normalize=settings.normalize,
-                     single_img_per_sec=single_img_per_sec, prior=prior)
+    verdict = decide(
+        nodeid=nodeid,
+        test=test,
+        trick=trick,
+        profile_id=profile_id,
+        key=key,
+        samples=samples,
+        baseline=baseline,
+        tolerance=settings.tolerance,
+        confidence=settings.confidence,
+        session_spread=settings.session_spread,
+        normalize=settings.normalize,
+        single_img_per_sec=single_img_per_sec,
+        prior=prior,
+    )
     changed = software_changes(baseline, now)
     head = combine(breakdowns)  # type: ignore[arg-type]
     base = combine([(latest_session(baseline).get("extra") or {}).get("breakdown")])
     sides = {name: side.as_dict() for name, side in (("base", base), ("head", head)) if side is not None}
-    return replace(verdict, changed=changed, foreign=tuple(foreign), foreign_limit=settings.foreign_load,
-                   breakdown=sides)
+    return replace(
+        verdict, changed=changed, foreign=tuple(foreign), foreign_limit=settings.foreign_load, breakdown=sides
+    )
 
 
 def decide(
@@ -334,9 +377,17 @@ def decide(
     """
     if normalize not in ("off", "single"):
         raise ValueError(f"normalize is {normalize!r}, expected off or single")
-    common = dict(nodeid=nodeid, test=test, trick=trick, profile_id=profile_id, key=key,
-                  samples=tuple(float(s) for s in samples), tolerance=tolerance, normalize=normalize,
-                  single_img_per_sec=single_img_per_sec)
+    common = dict(
+        nodeid=nodeid,
+        test=test,
+        trick=trick,
+        profile_id=profile_id,
+        key=key,
+        samples=tuple(float(s) for s in samples),
+        tolerance=tolerance,
+        normalize=normalize,
+        single_img_per_sec=single_img_per_sec,
+    )
     sessions = entry_sessions(baseline)
     if not sessions:
         return Verdict(status=NO_BASELINE, **common)  # type: ignore[arg-type]
@@ -346,16 +397,22 @@ def decide(
         refs = [s.get("single_img_per_sec") for s in sessions]
         groups = [[x / float(r) for x in g] for g, r in zip(groups, refs) if isinstance(r, (int, float)) and r > 0]
         if single_img_per_sec is None or not groups:
-            note = ("normalize=single needs this session's single-process img/s (scaling on)"
-                    if single_img_per_sec is None else
-                    "normalize=single: no recorded session has a single-process img/s; record one with "
-                    "scaling on")
+            note = (
+                "normalize=single needs this session's single-process img/s (scaling on)"
+                if single_img_per_sec is None
+                else "normalize=single: no recorded session has a single-process img/s; record one with scaling on"
+            )
             return Verdict(status=NO_BASELINE, baseline=dict(baseline or {}), note=note, **common)  # type: ignore
         current = [x / single_img_per_sec for x in current]
-    comparison = compare(groups, current, tolerance=tolerance, confidence=confidence,
-                         session_spread=session_spread, prior=None if normalize == "single" else prior)
-    return Verdict(status=comparison.verdict, comparison=comparison, baseline=dict(baseline or {}),
-                   **common)  # type: ignore[arg-type]
+    comparison = compare(
+        groups,
+        current,
+        tolerance=tolerance,
+        confidence=confidence,
+        session_spread=session_spread,
+        prior=None if normalize == "single" else prior,
+    )
+    return Verdict(status=comparison.verdict, comparison=comparison, baseline=dict(baseline or {}), **common)  # type: ignore[arg-type]
 
 
 def next_step(verdict: Verdict, *, confirmations: int, confirm: int, max_repeats: int) -> str:

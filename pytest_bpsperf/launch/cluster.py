@@ -70,8 +70,9 @@ def probe(address: str, timeout: float) -> None:
                 return
         except OSError as exc:
             if time.monotonic() >= deadline:
-                raise ClusterError(f"nothing answers at {address!r} ({exc}); tried for {timeout:.0f}s "
-                                   "(setting 'connect_timeout')") from None
+                raise ClusterError(
+                    f"nothing answers at {address!r} ({exc}); tried for {timeout:.0f}s (setting 'connect_timeout')"
+                ) from None
             time.sleep(0.5)
 
 
@@ -82,8 +83,11 @@ def bounded_connect_env(timeout: float) -> dict:
     the connection to an existing cluster: the embedded start must keep Ray's own.
     """
     per_try = max(1, int(timeout // 3))
-    return {"RAY_py_gcs_connect_timeout_s": str(per_try), "RAY_gcs_rpc_server_connect_timeout_s": "1",
-            "RAY_NUM_REDIS_GET_RETRIES": str(max(1, min(5, int(timeout // (per_try + 1)))))}
+    return {
+        "RAY_py_gcs_connect_timeout_s": str(per_try),
+        "RAY_gcs_rpc_server_connect_timeout_s": "1",
+        "RAY_NUM_REDIS_GET_RETRIES": str(max(1, min(5, int(timeout // (per_try + 1))))),
+    }
 
 
 @contextlib.contextmanager
@@ -105,6 +109,7 @@ def _keep_sigterm() -> Iterator[None]:
 @contextlib.contextmanager
 def _environ(changes: "dict[str, str | None]") -> Iterator[None]:
     """``os.environ`` with ``changes`` applied (None removes a variable), restored afterwards."""
+
     def apply(values: "dict[str, str | None]") -> None:
         for key, value in values.items():
             if value is None:
@@ -148,9 +153,13 @@ class RayCluster:
 
     def layers(self) -> "list[Layer]":
         """The layers of the driver's runtime_env (see the module): job, setting, the plugin's package."""
-        return session_layers(existing=bool(self.address), job=self.job, setting=self.runtime_env,
-                              setting_origin=self.runtime_env_origin,
-                              package=package_dir())
+        return session_layers(
+            existing=bool(self.address),
+            job=self.job,
+            setting=self.runtime_env,
+            setting_origin=self.runtime_env_origin,
+            package=package_dir(),
+        )
 
     def init_args(self) -> "tuple[dict | None, dict[str, str | None]]":
         """(the runtime_env ``ray.init`` gets, the environment it runs under). Raises RuntimeEnvError.
@@ -261,9 +270,16 @@ class RayCluster:
             if not raw.get("Alive"):
                 continue
             res = {k: float(v) for k, v in raw.get("Resources", {}).items()}
-            nodes.append(Node(node_id=raw["NodeID"], ip=raw["NodeManagerAddress"], cpus=res.get("CPU", 0.0),
-                              gpus=int(res.get("GPU", 0)), label=f"{raw['NodeManagerAddress']}/{raw['NodeID'][:6]}",
-                              resources=res))
+            nodes.append(
+                Node(
+                    node_id=raw["NodeID"],
+                    ip=raw["NodeManagerAddress"],
+                    cpus=res.get("CPU", 0.0),
+                    gpus=int(res.get("GPU", 0)),
+                    label=f"{raw['NodeManagerAddress']}/{raw['NodeID'][:6]}",
+                    resources=res,
+                )
+            )
         return nodes
 
     def close(self) -> None:

@@ -49,7 +49,8 @@ def pdeathsig_notes(infos: Mapping[str, Mapping], where: Mapping[str, Mapping]) 
         f"setpriv not found on {node}: {', '.join(names)} "
         f"{'does not die with its actor' if len(names) == 1 else 'do not die with their actor'} "
         "(no PR_SET_PDEATHSIG; install util-linux there)"
-        for node, names in by_node.items())
+        for node, names in by_node.items()
+    )
 
 
 class RoleFailed(RuntimeError):
@@ -170,7 +171,9 @@ class RoleGroup:
         for role in self.plan.roles:
             # the actor holds its role's CPUs in the run's bundle: no other Ray work lands on them
             self.actors[role.name] = actor_cls.options(
-                scheduling_strategy=self._reservation.strategy(role.bundle), num_gpus=role.gpus, num_cpus=role.cpus,
+                scheduling_strategy=self._reservation.strategy(role.bundle),
+                num_gpus=role.gpus,
+                num_cpus=role.cpus,
                 **shipping,
             ).remote(role.name, self.log_dir, self.plan.tree)
         names = list(self.actors)
@@ -181,8 +184,11 @@ class RoleGroup:
         self.where = dict(zip(names, found))
         if replan is not None and any(r.gpus for r in self.plan.roles):
             self._assign_gpus(replan)
-        misplaced = [f"{r.name} on {self.where[r.name]['ip']}, planned {r.node.ip}" for r in self.plan.roles
-                     if self.where[r.name]["node_id"] != r.node.node_id]
+        misplaced = [
+            f"{r.name} on {self.where[r.name]['ip']}, planned {r.node.ip}"
+            for r in self.plan.roles
+            if self.where[r.name]["node_id"] != r.node.node_id
+        ]
         if misplaced:
             raise RoleFailed("Ray placed roles elsewhere than reserved: " + "; ".join(misplaced))
         hosts = self._interface_hosts(timeout)
@@ -193,8 +199,10 @@ class RoleGroup:
             port = ray.get(self.actors[sched.name].pick_port.remote(host), timeout=timeout)
             self.root = {"DMLC_PS_ROOT_URI": host, "DMLC_PS_ROOT_PORT": str(port)}
         pids = ray.get(
-            [self.actors[r.name].start.remote(list(r.command), {**r.env, **hosts.get(r.name, {}), **self.root})
-             for r in self.plan.roles],
+            [
+                self.actors[r.name].start.remote(list(r.command), {**r.env, **hosts.get(r.name, {}), **self.root})
+                for r in self.plan.roles
+            ],
             timeout=timeout,
         )
         self.pids = {r.name: pid for r, pid in zip(self.plan.roles, pids)}
@@ -216,11 +224,14 @@ class RoleGroup:
             if isinstance(got, dict) and got.get("ip"):
                 out[role.name] = {"DMLC_NODE_HOST": got["ip"]}
             else:
-                problems.append(f"{role.name} on {role.node.describe()}: "
-                                f"{got.get('error') if isinstance(got, dict) else got}")
+                problems.append(
+                    f"{role.name} on {role.node.describe()}: {got.get('error') if isinstance(got, dict) else got}"
+                )
         if problems:
-            raise RoleFailed("the network interface the roles were given (DMLC_INTERFACE, from setting 'role_env' "
-                             "or the trick) is not usable: " + "; ".join(problems))
+            raise RoleFailed(
+                "the network interface the roles were given (DMLC_INTERFACE, from setting 'role_env' "
+                "or the trick) is not usable: " + "; ".join(problems)
+            )
         return out
 
     def _assign_gpus(self, replan: Replan) -> None:
@@ -229,8 +240,9 @@ class RoleGroup:
         for role in self.plan.roles:
             if role.gpus:
                 by_node.setdefault(role.worker_node, []).append(role.name)
-        gpu_ids = {wid: sorted(int(g) for n in names for g in self.where[n]["gpu_ids"])
-                   for wid, names in by_node.items()}
+        gpu_ids = {
+            wid: sorted(int(g) for n in names for g in self.where[n]["gpu_ids"]) for wid, names in by_node.items()
+        }
         self.plan = replan(gpu_ids)
         actors, where = dict(self.actors), dict(self.where)
         for wid, names in by_node.items():
@@ -259,8 +271,11 @@ class RoleGroup:
         """Role name -> why its actor does not answer (dead, its node gone, or stalled)."""
         names = list(self.actors)
         answers = _gather([self.actors[n].poll.remote() for n in names], timeout)
-        return {n: f"{type(a).__name__}: {str(a).splitlines()[0] if str(a) else ''}"
-                for n, a in zip(names, answers) if isinstance(a, Exception)}
+        return {
+            n: f"{type(a).__name__}: {str(a).splitlines()[0] if str(a) else ''}"
+            for n, a in zip(names, answers)
+            if isinstance(a, Exception)
+        }
 
     def lost(self) -> str:
         """Why the roles' actors stopped answering: the nodes that died and the roles on them.
@@ -286,8 +301,10 @@ class RoleGroup:
                 parts.append(f"node {planned.name} ({planned.ip}) was lost ({reason}); roles on it: {', '.join(names)}")
             else:
                 states = "".join(local_roles.actor_state(self.where.get(n, {})) for n in names[:1])
-                parts.append(f"the actors of {', '.join(names)} on node {planned.name} ({planned.ip}) do not answer"
-                             f"{states}: {gone[names[0]]}")
+                parts.append(
+                    f"the actors of {', '.join(names)} on node {planned.name} ({planned.ip}) do not answer"
+                    f"{states}: {gone[names[0]]}"
+                )
         return "; ".join(parts)
 
     def latest_steps(self) -> dict:
@@ -334,11 +351,14 @@ class RoleGroup:
                 if r.role != "worker":
                     continue
                 if r.name in per_process:
-                    harvest.records += [WorkerRecords(name=r.name + suffix, node=r.node.name, records=tuple(recs))
-                                        for suffix, recs in per_process[r.name]]
+                    harvest.records += [
+                        WorkerRecords(name=r.name + suffix, node=r.node.name, records=tuple(recs))
+                        for suffix, recs in per_process[r.name]
+                    ]
                 else:  # its actor is gone: what could be read from its files on this machine, or nothing
-                    harvest.records.append(WorkerRecords(name=r.name, node=r.node.name,
-                                                         records=tuple(leftovers.get(r.name, ()))))
+                    harvest.records.append(
+                        WorkerRecords(name=r.name, node=r.node.name, records=tuple(leftovers.get(r.name, ())))
+                    )
             harvest.comm = self._collect() if not harvest.gone else ()
         finally:
             # Killing the actor also kills any role it still owns (pdeathsig).
@@ -364,8 +384,12 @@ class RoleGroup:
             self._harvest.tails[name] = tail
             if role.role == "worker":
                 records[name] = recs
-            self._harvest.infos[name] = {"exit_code": None, "killed": killed, "log_path": os.path.join(self.log_dir,
-                                f"{name}.log"), "environ": {}}
+            self._harvest.infos[name] = {
+                "exit_code": None,
+                "killed": killed,
+                "log_path": os.path.join(self.log_dir, f"{name}.log"),
+                "environ": {},
+            }
 
     def _collect(self) -> "tuple[CommWindow, ...]":
         """The backend's own measurements, from the directories it names on each role's node."""
@@ -385,20 +409,22 @@ class RoleGroup:
         out = []
         for r in self.plan.roles:
             info, where = self._harvest.infos.get(r.name, {}), self.where.get(r.name, {})
-            out.append(RoleOutcome(
-                name=r.name,
-                role=r.role,
-                node=r.node.name,
-                exit_code=info.get("exit_code"),
-                log_path=info.get("log_path", ""),
-                killed=bool(info.get("killed")),
-                environ=info.get("environ", {}),
-                node_id=where.get("node_id", ""),
-                ip=where.get("ip", ""),
-                hostname=where.get("hostname", ""),
-                gpu_ids=tuple(int(g) for g in where.get("gpu_ids", ())),
-                cpus=r.cpus,
-            ))
+            out.append(
+                RoleOutcome(
+                    name=r.name,
+                    role=r.role,
+                    node=r.node.name,
+                    exit_code=info.get("exit_code"),
+                    log_path=info.get("log_path", ""),
+                    killed=bool(info.get("killed")),
+                    environ=info.get("environ", {}),
+                    node_id=where.get("node_id", ""),
+                    ip=where.get("ip", ""),
+                    hostname=where.get("hostname", ""),
+                    gpu_ids=tuple(int(g) for g in where.get("gpu_ids", ())),
+                    cpus=r.cpus,
+                )
+            )
         return tuple(out)
 
     def output(self, wall_s: float) -> RunOutput:
@@ -419,9 +445,15 @@ class RoleGroup:
         )
 
 
-def _watch(group: RoleGroup, deadline: float, timeout: float, exit_grace: float,
-           progress: "Callable[[], None] | None" = None, clock: Callable[[], float] = time.perf_counter,
-           stall: "StallWatch | None" = None) -> "str | None":
+def _watch(
+    group: RoleGroup,
+    deadline: float,
+    timeout: float,
+    exit_grace: float,
+    progress: "Callable[[], None] | None" = None,
+    clock: Callable[[], float] = time.perf_counter,
+    stall: "StallWatch | None" = None,
+) -> "str | None":
     """Poll until every role exited 0; the reason it went wrong otherwise.
 
     ``progress`` is called about every :data:`PROGRESS_SECONDS` while the roles run.
@@ -465,7 +497,9 @@ def _watch(group: RoleGroup, deadline: float, timeout: float, exit_grace: float,
             t_workers_done = now
         if t_workers_done is not None and now - t_workers_done > exit_grace:
             hung = [n for n, c in codes.items() if c is None]
-            return f"workers finished but {', '.join(hung)} did not exit within {exit_grace:.0f}s (ps-lite shutdown hangs)"
+            return (
+                f"workers finished but {', '.join(hung)} did not exit within {exit_grace:.0f}s (ps-lite shutdown hangs)"
+            )
         if now > deadline:
             running = [n for n, c in codes.items() if c is None]
             return f"run timed out after {timeout:.0f}s (setting 'timeout'); still running: {', '.join(running)}"
@@ -503,8 +537,7 @@ def run_roles(
     with RoleGroup(plan, log_dir) as group:
         _bring_up(group, plan, timeout, placement_timeout, replan)
         root = group.root
-        where = (f"scheduler {root['DMLC_PS_ROOT_URI']}:{root['DMLC_PS_ROOT_PORT']}" if root
-                 else "no parameter server")
+        where = f"scheduler {root['DMLC_PS_ROOT_URI']}:{root['DMLC_PS_ROOT_PORT']}" if root else "no parameter server"
         say(f"{len(group.roles)} roles started in {group.bringup_s:.1f}s ({where})")
         tick = _live_progress(group, live, label, steps)
         failure = _watch(group, t_start + timeout, timeout, exit_grace, tick, stall=stall)
@@ -519,8 +552,7 @@ def run_roles(
     return output
 
 
-def _bring_up(group: RoleGroup, plan: Plan, timeout: float, placement_timeout: float,
-              replan: "Replan | None") -> None:
+def _bring_up(group: RoleGroup, plan: Plan, timeout: float, placement_timeout: float, replan: "Replan | None") -> None:
     """Start ``group``'s roles; a reservation that cannot be had, or a node or actor lost, is a :class:`RoleFailed`."""
     from ray.exceptions import RayError
 
@@ -535,8 +567,9 @@ def _bring_up(group: RoleGroup, plan: Plan, timeout: float, placement_timeout: f
         raise RoleFailed(f"bpsperf run failed ({plan.backend}, trick {plan.trick.name}): {reason}") from None
 
 
-def _live_progress(group: RoleGroup, live: "Callable[[str], None] | None", label: str,
-                   steps: int) -> "Callable[[], None] | None":
+def _live_progress(
+    group: RoleGroup, live: "Callable[[str], None] | None", label: str, steps: int
+) -> "Callable[[], None] | None":
     """Tell ``live`` the roles are up; the tick that tells it the workers' progress (None without ``live``)."""
     if live is None:
         return None

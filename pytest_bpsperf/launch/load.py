@@ -71,13 +71,28 @@ class LoadWatch:
             dt = b["time"] - a["time"]
             if dt <= 0:
                 continue
-            by_node.setdefault(node, []).append((dt, (b["busy_s"] - a["busy_s"]) / dt, (b["role_s"] - a["role_s"]) / dt,
-                                                 (b["steal_s"] - a["steal_s"]) / dt, int(a.get("cpus", 1))))
+            by_node.setdefault(node, []).append(
+                (
+                    dt,
+                    (b["busy_s"] - a["busy_s"]) / dt,
+                    (b["role_s"] - a["role_s"]) / dt,
+                    (b["steal_s"] - a["steal_s"]) / dt,
+                    int(a.get("cpus", 1)),
+                )
+            )
         out = []
         for node, rows in sorted(by_node.items()):
             window = sum(r[0] for r in rows) / len(rows)
             busy = sum(r[1] for r in rows) / len(rows)
             steal = sum(r[3] for r in rows) / len(rows)
-            out.append(NodeLoad(node=node, window_s=window, busy_s=busy * window,
-                                roles_s=sum(r[2] for r in rows) * window, cpus=rows[0][4], steal_s=steal * window))
+            out.append(
+                NodeLoad(
+                    node=node,
+                    window_s=window,
+                    busy_s=busy * window,
+                    roles_s=sum(r[2] for r in rows) * window,
+                    cpus=rows[0][4],
+                    steal_s=steal * window,
+                )
+            )
         return tuple(out)

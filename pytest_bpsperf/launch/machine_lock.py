@@ -75,9 +75,10 @@ class MachineLock:
                     target = f" (to {os.readlink(self.path)!r})"
                 except OSError:
                     target = ""
-                raise LockError(f"the measurement lock {self.path} is a symbolic link{target}; bpsperf does "
-                                "not follow it: remove the link (the lock is a plain file that bpsperf creates)") \
-                    from None
+                raise LockError(
+                    f"the measurement lock {self.path} is a symbolic link{target}; bpsperf does "
+                    "not follow it: remove the link (the lock is a plain file that bpsperf creates)"
+                ) from None
             raise
 
     def acquire(self, timeout: float, say: "Callable[[str], None] | None" = None, poll: float = 0.5) -> float:
@@ -93,13 +94,16 @@ class MachineLock:
                 break
             except OSError:
                 if not told and say is not None:
-                    say(f"waiting for the measurement lock {self.path} (held by {self.holder()}): "
-                        "another bpsperf session is measuring on this machine; waiting is not measured")
+                    say(
+                        f"waiting for the measurement lock {self.path} (held by {self.holder()}): "
+                        "another bpsperf session is measuring on this machine; waiting is not measured"
+                    )
                     told = True
                 if time.monotonic() - t0 > timeout:
                     os.close(fd)
-                    raise LockTimeout(f"the measurement lock {self.path} was still held by {self.holder()} "
-                                      f"after {timeout:.0f}s") from None
+                    raise LockTimeout(
+                        f"the measurement lock {self.path} was still held by {self.holder()} after {timeout:.0f}s"
+                    ) from None
                 time.sleep(poll)
         try:  # who holds it, for the waiting session's message
             os.ftruncate(fd, 0)

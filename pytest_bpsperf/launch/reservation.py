@@ -25,8 +25,11 @@ class ReservationError(RuntimeError):
 
 def _plain(resources: Mapping[str, float]) -> str:
     # Placement-group bookkeeping shows up as CPU_group_<id> etc.; node:<ip> is implied.
-    keys = sorted(k for k in resources if "_group_" not in k and not k.startswith("node:")
-                  and k not in ("memory", "object_store_memory"))
+    keys = sorted(
+        k
+        for k in resources
+        if "_group_" not in k and not k.startswith("node:") and k not in ("memory", "object_store_memory")
+    )
     return ", ".join(f"{k} {resources[k]:g}" for k in keys) or "nothing"
 
 
@@ -43,8 +46,10 @@ def _cluster_listing() -> str:
         if not n.get("Alive"):
             lines.append(f"    {n['NodeManagerAddress']} ({n['NodeID'][:8]}): dead")
             continue
-        lines.append(f"    {n['NodeManagerAddress']} ({n['NodeID'][:8]}): total {_plain(n.get('Resources', {}))}; "
-                     f"available {_plain(available.get(n['NodeID'], {}))}")
+        lines.append(
+            f"    {n['NodeManagerAddress']} ({n['NodeID'][:8]}): total {_plain(n.get('Resources', {}))}; "
+            f"available {_plain(available.get(n['NodeID'], {}))}"
+        )
     return "\n".join(lines)
 
 
@@ -86,8 +91,9 @@ def reserve(plan: Plan, timeout: float) -> Reservation:
     except ray.exceptions.GetTimeoutError:
         listing = _cluster_listing()
         reservation.release()
-        requested = "\n".join(f"    bundle {i}: {_plain(b.resources)} on {b.node.describe()}"
-                              for i, b in enumerate(plan.bundles))
+        requested = "\n".join(
+            f"    bundle {i}: {_plain(b.resources)} on {b.node.describe()}" for i, b in enumerate(plan.bundles)
+        )
         raise ReservationError(
             f"Ray could not reserve the run's nodes within {timeout:g}s (setting 'placement_timeout'); "
             f"requested:\n{requested}\nthe cluster has:\n{listing}"

@@ -66,16 +66,18 @@ def _local_node() -> Node:
     from ..config.settings import Hardware
 
     hardware = Hardware.detect()
-    return Node(node_id="local", ip="127.0.0.1", cpus=float(hardware.cores), gpus=hardware.gpus,
-                label=socket.gethostname())
+    return Node(
+        node_id="local", ip="127.0.0.1", cpus=float(hardware.cores), gpus=hardware.gpus, label=socket.gethostname()
+    )
 
 
 def _probe_in_subprocess(backend: Backend, node: Node) -> "str | None":
     """``backend.probe()`` in a fresh interpreter here (the pytest process never imports MXNet)."""
     code = "import pickle, sys; print(repr(pickle.loads(sys.stdin.buffer.read()).probe()))"
     try:
-        proc = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(backend), capture_output=True,
-                              timeout=300, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-c", code], input=pickle.dumps(backend), capture_output=True, timeout=300, check=False
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"the probe could not run here: {exc}"
     out = proc.stdout.decode(errors="replace").strip().splitlines()
@@ -88,14 +90,28 @@ def _probe_in_subprocess(backend: Backend, node: Node) -> "str | None":
 class PerfSession:
     """Owns the Ray cluster of one pytest session and runs role plans on it."""
 
-    def __init__(self, *, ray_address: str, base_log_dir: str, say: "Callable[[str], None] | None" = None,
-                 verbose_ps: bool = False, live: "Callable[[str], None] | None" = None,
-                 connect_timeout: float = 30.0, notice: "Callable[[str], None] | None" = None,
-                 runtime_env: "object | None" = None, runtime_env_origin: str = "default") -> None:
+    def __init__(
+        self,
+        *,
+        ray_address: str,
+        base_log_dir: str,
+        say: "Callable[[str], None] | None" = None,
+        verbose_ps: bool = False,
+        live: "Callable[[str], None] | None" = None,
+        connect_timeout: float = 30.0,
+        notice: "Callable[[str], None] | None" = None,
+        runtime_env: "object | None" = None,
+        runtime_env_origin: str = "default",
+    ) -> None:
         # notice: lines shown without -v (waiting for another session's measurement)
-        self.cluster = RayCluster(address=ray_address, watch_dir=base_log_dir, connect_timeout=connect_timeout,
-                                  say=notice or say or (lambda _m: None), runtime_env=runtime_env,
-                                  runtime_env_origin=runtime_env_origin)
+        self.cluster = RayCluster(
+            address=ray_address,
+            watch_dir=base_log_dir,
+            connect_timeout=connect_timeout,
+            say=notice or say or (lambda _m: None),
+            runtime_env=runtime_env,
+            runtime_env_origin=runtime_env_origin,
+        )
         self.start_error: "ClusterError | None" = None  # Ray did not come up: every later run gets this one error
         self.base_log_dir = base_log_dir
         self.run_id = uuid.uuid4().hex[:12]
@@ -147,9 +163,12 @@ class PerfSession:
         pool = gpu_nodes or nodes
         marked = [n for n in nodes if n.resources.get(server_resource, 0) > 0 and n.cpus > 0]
         servers = len(marked) if marked else (len(server_candidates(nodes, server_resource)[0]) if gpu_nodes else -1)
-        return Hardware(gpus=max((n.gpus for n in gpu_nodes), default=0),
-                        cores=int(min((n.cpus for n in pool), default=1)) or 1, gpu_nodes=len(gpu_nodes),
-                        server_nodes=servers)
+        return Hardware(
+            gpus=max((n.gpus for n in gpu_nodes), default=0),
+            cores=int(min((n.cpus for n in pool), default=1)) or 1,
+            gpu_nodes=len(gpu_nodes),
+            server_nodes=servers,
+        )
 
     def profile_facts(self) -> dict:
         """The facts of this session's hardware profile: on an existing cluster where roles ran, of the
@@ -214,7 +233,7 @@ class PerfSession:
         gpu_nodes = [n for n in nodes if n.gpus > 0]
         if choice[0] != backends.AUTO["gpu"] and gpu_nodes:  # auto fell back to its CPU pick on GPUs
             prefix = f"auto -> {choice[0]}: on {gpu_nodes[0].name}, "
-            reason = choice[1][len(prefix):] if choice[1].startswith(prefix) else choice[1]
+            reason = choice[1][len(prefix) :] if choice[1].startswith(prefix) else choice[1]
             self.backend_fallback = {"node": gpu_nodes[0].name, "reason": reason}
         return choice[0]
 
@@ -238,17 +257,36 @@ class PerfSession:
         planned = self.shipping.plan_settings(settings, arm)
 
         def plan_with(gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
-            plan = make_plan(planned, spec.trick, nodes, backend=backends.get(backend), run_id=self.run_id,
-                             verbose_ps=self.verbose_ps, gpu_ids=gpu_ids)
+            plan = make_plan(
+                planned,
+                spec.trick,
+                nodes,
+                backend=backends.get(backend),
+                run_id=self.run_id,
+                verbose_ps=self.verbose_ps,
+                gpu_ids=gpu_ids,
+            )
             return shipped_plan(plan, arm, shipping)
 
         plan = plan_with()
         os.makedirs(spec.log_dir, exist_ok=True)
         label = f"{spec.nodeid.split('::')[-1]} (trick {spec.trick.name}, repeat {spec.repeat + 1}/{settings.repeats})"
-        output = run_roles(plan, spec.log_dir, timeout=settings.timeout, placement_timeout=settings.placement_timeout,
-                           replan=plan_with, on_progress=self.say, live=self.live, label=label, steps=settings.steps,
-                           stall=StallWatch(settings.stall_timeout, settings.origins.get("stall_timeout", "default"),
-                                            first_step_s=first_step_allowance(backend)))
+        output = run_roles(
+            plan,
+            spec.log_dir,
+            timeout=settings.timeout,
+            placement_timeout=settings.placement_timeout,
+            replan=plan_with,
+            on_progress=self.say,
+            live=self.live,
+            label=label,
+            steps=settings.steps,
+            stall=StallWatch(
+                settings.stall_timeout,
+                settings.origins.get("stall_timeout", "default"),
+                first_step_s=first_step_allowance(backend),
+            ),
+        )
         for role in output.roles:
             kind = "worker" if role.role == "worker" else "server"
             if self.hosts.get(role.node_id) != "worker":  # a node that hosts a worker counts as a worker node
@@ -277,24 +315,42 @@ class PerfSession:
         settings, arm = spec.settings, spec.arm
         kind = "gpu" if one_gpu else "node"
         key = (node.node_id, backend, kind, spec.trick.name, arm.name if arm else "") + tuple(
-            sorted(settings.workload(backend).items()))
+            sorted(settings.workload(backend).items())
+        )
         if key not in self._single_cache:
             shipping = self.shipping.actor_env(settings, arm)
             planned = self.shipping.plan_settings(settings, arm)
 
             def plan_with(gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
-                p = reference_plan(planned, spec.trick, node, backend=backends.get(backend), run_id=self.run_id,
-                                   gpus=gpus, one_gpu=one_gpu, gpu_ids=gpu_ids)
+                p = reference_plan(
+                    planned,
+                    spec.trick,
+                    node,
+                    backend=backends.get(backend),
+                    run_id=self.run_id,
+                    gpus=gpus,
+                    one_gpu=one_gpu,
+                    gpu_ids=gpu_ids,
+                )
                 return shipped_plan(p, arm, shipping)
 
             log_dir = os.path.join(self.base_log_dir, "reference", f"{spec.trick.name}-{kind}")
             os.makedirs(log_dir, exist_ok=True)
-            output = run_roles(plan_with(), log_dir, timeout=settings.timeout,
-                               placement_timeout=settings.placement_timeout, replan=plan_with,
-                               on_progress=self.say, label=f"scaling reference ({kind}, trick {spec.trick.name})",
-                               steps=settings.steps,
-                               stall=StallWatch(settings.stall_timeout, settings.origins.get("stall_timeout", "default"),
-                                                first_step_s=first_step_allowance(backend)))
+            output = run_roles(
+                plan_with(),
+                log_dir,
+                timeout=settings.timeout,
+                placement_timeout=settings.placement_timeout,
+                replan=plan_with,
+                on_progress=self.say,
+                label=f"scaling reference ({kind}, trick {spec.trick.name})",
+                steps=settings.steps,
+                stall=StallWatch(
+                    settings.stall_timeout,
+                    settings.origins.get("stall_timeout", "default"),
+                    first_step_s=first_step_allowance(backend),
+                ),
+            )
             self._single_cache[key] = measure(output).img_per_sec
         return self._single_cache[key]
 
@@ -304,19 +360,27 @@ class PerfSession:
         from ..backends.byteps import PushPullProbe
         from ..config.tricks import Trick
 
-        settings = spec.settings.with_values(workers=1, server_nodes=1, servers_per_node=1, gpus_per_worker=1,
-                                             trace=None, launch="direct")
+        settings = spec.settings.with_values(
+            workers=1, server_nodes=1, servers_per_node=1, gpus_per_worker=1, trace=None, launch="direct"
+        )
         nodes = self.nodes()
 
         def plan_with(gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
-            return make_plan(settings, Trick("default"), nodes, backend=PushPullProbe(), run_id=self.run_id,
-                             gpu_ids=gpu_ids)
+            return make_plan(
+                settings, Trick("default"), nodes, backend=PushPullProbe(), run_id=self.run_id, gpu_ids=gpu_ids
+            )
 
         log_dir = os.path.join(self.base_log_dir, "preflight-push-pull")
         os.makedirs(log_dir, exist_ok=True)
-        run_roles(plan_with(), log_dir, timeout=min(300.0, settings.timeout),
-                  placement_timeout=settings.placement_timeout, replan=plan_with, on_progress=self.say,
-                  stall=StallWatch(0.0, "default", first_step_s=first_step_allowance("byteps")))
+        run_roles(
+            plan_with(),
+            log_dir,
+            timeout=min(300.0, settings.timeout),
+            placement_timeout=settings.placement_timeout,
+            replan=plan_with,
+            on_progress=self.say,
+            stall=StallWatch(0.0, "default", first_step_s=first_step_allowance("byteps")),
+        )
 
     # -- base-vs-head: can each arm's interpreter run the roles? ---------------
     def preflight(self, arms: "Sequence[Arm | None]", spec: RunSpec) -> "dict[str, dict]":
@@ -336,7 +400,8 @@ class PerfSession:
         by_node: "dict[str, tuple[Node, set]]" = {}
         for role in plan.roles:
             by_node.setdefault(role.node.node_id, (role.node, set()))[1].update(
-                role_needs(backend, role.role, settings))
+                role_needs(backend, role.role, settings)
+            )
         workers = {r.node.node_id for r in plan.roles if r.role == "worker"}
         data = settings.data if settings.data != "synthetic" else None
         task: Any = ray.remote(num_cpus=0, max_retries=0)(check_interpreter)  # Ray's stubs type no keywords
@@ -349,12 +414,21 @@ class PerfSession:
             planned = self.shipping.plan_settings(settings, arm)  # a shipped entry point imports from what Ray unpacked
             for node_id, (node, needs) in by_node.items():
                 strategy = NodeAffinitySchedulingStrategy(node_id=node.node_id, soft=False)
-                asked.append((arm, node, task.options(scheduling_strategy=strategy, **options).remote(
-                    arm.python if arm else None, list(arm.paths) if arm else [],
-                    None if (arm is None or self.shipping.ships_trees) else arm.tree, sorted(needs),
-                    entry=settings.entry.spec if settings.entry else None,
-                    entry_path=arm.entry_path if arm else (planned.entry.path if planned.entry else None),
-                    data=data if node_id in workers else None)))
+                asked.append(
+                    (
+                        arm,
+                        node,
+                        task.options(scheduling_strategy=strategy, **options).remote(
+                            arm.python if arm else None,
+                            list(arm.paths) if arm else [],
+                            None if (arm is None or self.shipping.ships_trees) else arm.tree,
+                            sorted(needs),
+                            entry=settings.entry.spec if settings.entry else None,
+                            entry_path=arm.entry_path if arm else (planned.entry.path if planned.entry else None),
+                            data=data if node_id in workers else None,
+                        ),
+                    )
+                )
         found: "dict[str, dict]" = {}
         for arm, node, ref in asked:  # all nodes check at once; the first problem is the error
             try:
@@ -365,4 +439,3 @@ class PerfSession:
                 raise PreflightError(f"{who} {node.name}: {cause}") from None
             found.setdefault(arm.name if arm is not None else "", facts)
         return found
-

@@ -54,11 +54,11 @@ class TreeShipping:
             except ImportError as exc:  # pragma: no cover - other Ray versions
                 raise ClusterError(f"this Ray cannot ship the {arm.name} arm's tree to the nodes: {exc}") from None
             try:
-                env = upload_working_dir_if_needed({"working_dir": arm.tree}, include_gitignore=True,
-                                                   scratch_dir=tempfile.gettempdir())
+                env = upload_working_dir_if_needed(
+                    {"working_dir": arm.tree}, include_gitignore=True, scratch_dir=tempfile.gettempdir()
+                )
             except Exception as exc:  # noqa: BLE001 - Ray raises many kinds (too large, unreadable)
-                raise ClusterError(f"cannot ship the {arm.name} arm's tree {arm.tree} to the cluster: {exc}") \
-                    from None
+                raise ClusterError(f"cannot ship the {arm.name} arm's tree {arm.tree} to the cluster: {exc}") from None
             self._shipped[arm.name] = {"working_dir": env["working_dir"]}
         return dict(self._shipped[arm.name])
 
@@ -82,11 +82,13 @@ class TreeShipping:
             import inspect
 
             # .gitignore honoured where this Ray can (older ones have no such parameter)
-            ignore: "dict[str, Any]" = ({"include_gitignore": True}
-                      if "include_gitignore" in inspect.signature(upload_py_modules_if_needed).parameters else {})
+            ignore: "dict[str, Any]" = (
+                {"include_gitignore": True}
+                if "include_gitignore" in inspect.signature(upload_py_modules_if_needed).parameters
+                else {}
+            )
             try:
-                env = upload_py_modules_if_needed({"py_modules": [path]}, scratch_dir=tempfile.gettempdir(),
-                                                  **ignore)
+                env = upload_py_modules_if_needed({"py_modules": [path]}, scratch_dir=tempfile.gettempdir(), **ignore)
             except Exception as exc:  # noqa: BLE001 - Ray raises many kinds (too large, unreadable)
                 raise ClusterError(f"cannot ship the entry point's module {path} to the cluster: {exc}") from None
             self._modules[path] = env["py_modules"][0]
@@ -105,13 +107,24 @@ class TreeShipping:
         """
         extra = []
         if arm is not None and self.ships_trees:
-            extra.append(Layer(PLUGIN, f"the plugin, which ships the {arm.name} arm's tree as the role actors' "
-                                       "working_dir", self.shipped(arm) or {}))
+            extra.append(
+                Layer(
+                    PLUGIN,
+                    f"the plugin, which ships the {arm.name} arm's tree as the role actors' working_dir",
+                    self.shipped(arm) or {},
+                )
+            )
         module = self.entry_module(settings, arm)
         if module is not None:
             origin = settings.origins.get("entry", "?")
-            extra.append(Layer(PLUGIN, f"the plugin, which ships the module of entry point {settings.entry} "
-                                       f"(setting 'entry' from {origin})", {"py_modules": [module]}))
+            extra.append(
+                Layer(
+                    PLUGIN,
+                    f"the plugin, which ships the module of entry point {settings.entry} "
+                    f"(setting 'entry' from {origin})",
+                    {"py_modules": [module]},
+                )
+            )
         if not extra:
             return None
         import ray
@@ -129,8 +142,11 @@ class TreeShipping:
         """``layer`` with its local py_modules uploaded (an actor's runtime_env takes URIs only)."""
         if "py_modules" not in layer.env:
             return layer
-        return Layer(layer.kind, layer.origin,
-                     {**layer.env, "py_modules": [self._upload_module(m) for m in layer.env["py_modules"]]})
+        return Layer(
+            layer.kind,
+            layer.origin,
+            {**layer.env, "py_modules": [self._upload_module(m) for m in layer.env["py_modules"]]},
+        )
 
     def plan_settings(self, settings: Settings, arm: "Arm | None") -> Settings:
         """``settings`` as the plan gets them: with the entry point shipped, no ``--entry-path`` (the

@@ -64,8 +64,10 @@ class StallWatch:
         """The limit and where it came from, for messages."""
         if self.setting > 0:
             return f"{self.setting:g}s, setting 'stall_timeout' from {self.origin}"
-        return (f"{self.limit():.0f}s, setting 'stall_timeout' auto: {STEP_FACTOR:g} x the slowest recent step, "
-                f"at least {FLOOR_S:g}s")
+        return (
+            f"{self.limit():.0f}s, setting 'stall_timeout' auto: {STEP_FACTOR:g} x the slowest recent step, "
+            f"at least {FLOOR_S:g}s"
+        )
 
     def check(self, status: "Mapping[str, dict]", workers: "list[str]", now: float) -> "Stall | None":
         """Update with one poll's answers (role -> status dict) at driver time ``now``; the stall, if any."""
@@ -106,7 +108,7 @@ class StallWatch:
                 parts.append(f"{name} made no new step for {seen:.0f}s (last step {st.get('last_step', 'none')})")
             else:
                 parts.append(f"{name} (process state {st.get('state', '?')})")
-        message = (f"stalled: {'; '.join(parts)} [{why}] (stall limit {self.describe_limit()})")
+        message = f"stalled: {'; '.join(parts)} [{why}] (stall limit {self.describe_limit()})"
         return Stall(tuple(culprits), message)
 
 

@@ -33,8 +33,9 @@ from ..runs.plan import Node, Placement, PlanError
 class PlacementStrategy(Protocol):
     """Turns nodes and topology settings into a :class:`Placement`."""
 
-    def place(self, nodes: Sequence[Node], settings: Settings, backend: Backend, *,
-              with_workers: bool = True) -> Placement:
+    def place(
+        self, nodes: Sequence[Node], settings: Settings, backend: Backend, *, with_workers: bool = True
+    ) -> Placement:
         """Place one run; raise :class:`PlanError` naming what is missing when it cannot."""
 
 
@@ -47,8 +48,9 @@ def is_head(node: Node) -> bool:
     return node.resources.get(HEAD_RESOURCE, 0) > 0
 
 
-def server_candidates(nodes: Sequence[Node], marker: str, busy: "set[str] | frozenset[str]" = frozenset()) \
-        -> "tuple[list[Node], str]":
+def server_candidates(
+    nodes: Sequence[Node], marker: str, busy: "set[str] | frozenset[str]" = frozenset()
+) -> "tuple[list[Node], str]":
     """(the nodes that may host servers, in the order they are taken; what kind they are).
 
     The nodes with the custom resource ``marker`` when any node has it; else the CPU-only nodes with
@@ -68,8 +70,9 @@ def _listing(nodes: Sequence[Node]) -> str:
 class NodeKindPlacement:
     """Workers on GPU nodes, servers and the scheduler on server nodes (see the module docstring)."""
 
-    def place(self, nodes: Sequence[Node], settings: Settings, backend: Backend, *,
-              with_workers: bool = True) -> Placement:
+    def place(
+        self, nodes: Sequence[Node], settings: Settings, backend: Backend, *, with_workers: bool = True
+    ) -> Placement:
         usable = [n for n in nodes if n.cpus > 0 or n.gpus > 0]
         if not usable:
             raise PlanError("the Ray cluster has no alive nodes with CPUs or GPUs: " + _listing(nodes))

@@ -82,7 +82,8 @@ def hold_cpus(roles: "Sequence[RolePlan]", settings: Settings, gpu_workers: bool
                 f"settings 'cpus_per_worker' ({format_cpus(settings.cpus_per_worker)}, from "
                 f"{o.get('cpus_per_worker')}) and 'cpus_per_server' ({format_cpus(settings.cpus_per_server)}, from "
                 f"{o.get('cpus_per_server')}) hold {held:g} CPUs for the run's roles on node {node.describe()}: "
-                f"{', '.join(r.name for r in on_node)}; expected at most its {node.cpus:g}")
+                f"{', '.join(r.name for r in on_node)}; expected at most its {node.cpus:g}"
+            )
         rest = [r for r in on_node if r.role != "scheduler" and not fixed.get(r.role)]
         each = (_share(node, on_node, gpu_workers) - held) / max(1, sum(r.processes for r in rest))
         for r in on_node:
@@ -105,8 +106,9 @@ def _bundles(where: Placement, roles: "Sequence[RolePlan]") -> "list[Bundle]":
     nodes = list(where.workers) + list(where.servers)
     out = []
     for index, node in enumerate(nodes):
-        resources = {"GPU": float(where.gpus_per_worker)} if index < len(where.workers) and where.gpus_per_worker \
-            else {}
+        resources = (
+            {"GPU": float(where.gpus_per_worker)} if index < len(where.workers) and where.gpus_per_worker else {}
+        )
         held = sum(r.cpus for r in roles if r.bundle == index)
         if held or not resources:
             resources["CPU"] = _amount(held)
@@ -204,25 +206,43 @@ class _RoleEnv:
         return env
 
 
-def _server_roles(settings: Settings, backend: Backend, where: Placement, servers_per_node: int,
-                  env: _RoleEnv) -> "list[RolePlan]":
+def _server_roles(
+    settings: Settings, backend: Backend, where: Placement, servers_per_node: int, env: _RoleEnv
+) -> "list[RolePlan]":
     """The scheduler, then ``servers_per_node`` servers on each server node (their bundles after the workers')."""
     first_server_bundle = len(where.workers)
     server_command = tuple(backend.server_command())
-    roles = [RolePlan("scheduler", "scheduler", where.scheduler, env.for_role("scheduler", where.scheduler, {}),
-                      server_command, bundle=first_server_bundle)]
+    roles = [
+        RolePlan(
+            "scheduler",
+            "scheduler",
+            where.scheduler,
+            env.for_role("scheduler", where.scheduler, {}),
+            server_command,
+            bundle=first_server_bundle,
+        )
+    ]
     server_extra = backend.server_env(settings)
     index = 0
     for k, node in enumerate(where.servers):
         for _ in range(servers_per_node):
-            roles.append(RolePlan(f"server-{index}", "server", node, env.for_role("server", node, server_extra),
-                                  server_command, bundle=first_server_bundle + k))
+            roles.append(
+                RolePlan(
+                    f"server-{index}",
+                    "server",
+                    node,
+                    env.for_role("server", node, server_extra),
+                    server_command,
+                    bundle=first_server_bundle + k,
+                )
+            )
             index += 1
     return roles
 
 
-def _worker_roles(settings: Settings, backend: Backend, where: Placement, env: _RoleEnv,
-                  gpu_ids: "Mapping[int, Sequence[int]] | None") -> "tuple[list[RolePlan], int]":
+def _worker_roles(
+    settings: Settings, backend: Backend, where: Placement, env: _RoleEnv, gpu_ids: "Mapping[int, Sequence[int]] | None"
+) -> "tuple[list[RolePlan], int]":
     """The worker processes of every worker node, ranked in order; and how many training processes they run."""
     worker_command = tuple(backend.worker_command(settings))
     roles = []
@@ -230,9 +250,19 @@ def _worker_roles(settings: Settings, backend: Backend, where: Placement, env: _
     for wid, node in enumerate(where.workers):
         ids = list(gpu_ids[wid]) if gpu_ids and wid in gpu_ids else list(range(where.gpus_per_worker))
         for process in backend.worker_processes(settings, wid, node, ids):
-            roles.append(RolePlan(f"worker-{wid}{process.suffix}", "worker", node,
-                                  env.for_role("worker", node, process.env), worker_command, worker_rank=rank,
-                                  bundle=wid, gpus=process.gpus, worker_node=wid))
+            roles.append(
+                RolePlan(
+                    f"worker-{wid}{process.suffix}",
+                    "worker",
+                    node,
+                    env.for_role("worker", node, process.env),
+                    worker_command,
+                    worker_rank=rank,
+                    bundle=wid,
+                    gpus=process.gpus,
+                    worker_node=wid,
+                )
+            )
             rank += process.processes
     return roles, rank
 
@@ -259,16 +289,34 @@ def for_arm(plan: Plan, arm: "Arm", *, runtime_env: "Mapping[str, object] | None
     """
     from ..remote.roles import SHIPPED_TREE
 
-    roles = tuple(replace(r, command=arm_command(r.command, arm.python, arm.entry_path),
-                          env={**r.env, IMPORT_PATH: os.pathsep.join(arm.paths), "BPSPERF_ARM": arm.name})
-                  for r in plan.roles)
-    return replace(plan, roles=roles, arm=arm.name, tree=SHIPPED_TREE if runtime_env else arm.tree,
-                   runtime_env=dict(runtime_env) if runtime_env else None)
+    roles = tuple(
+        replace(
+            r,
+            command=arm_command(r.command, arm.python, arm.entry_path),
+            env={**r.env, IMPORT_PATH: os.pathsep.join(arm.paths), "BPSPERF_ARM": arm.name},
+        )
+        for r in plan.roles
+    )
+    return replace(
+        plan,
+        roles=roles,
+        arm=arm.name,
+        tree=SHIPPED_TREE if runtime_env else arm.tree,
+        runtime_env=dict(runtime_env) if runtime_env else None,
+    )
 
 
-def reference_plan(settings: Settings, trick: Trick, node: Node, *, backend: Backend, run_id: str,
-                   gpus: int = 0, one_gpu: bool = False,
-                   gpu_ids: "Mapping[int, Sequence[int]] | None" = None) -> Plan:
+def reference_plan(
+    settings: Settings,
+    trick: Trick,
+    node: Node,
+    *,
+    backend: Backend,
+    run_id: str,
+    gpus: int = 0,
+    one_gpu: bool = False,
+    gpu_ids: "Mapping[int, Sequence[int]] | None" = None,
+) -> Plan:
     """The scaling reference as a plan the launcher runs: one worker node alone, no parameter server.
 
     The BytePS report's reference is one worker node with all its GPUs under the
@@ -280,38 +328,117 @@ def reference_plan(settings: Settings, trick: Trick, node: Node, *, backend: Bac
     process, so the node reference is one process training without a kvstore.
     Every process gets the trick's worker variables and the run's OpenMP threads.
     """
-    impl = backend
-    env = {**base_env(settings), **trick.env_for("worker"), "BPSPERF_RUN_ID": run_id, "DMLC_ROLE": "worker",
-           "DMLC_NODE_HOST": node.ip}
+    env = _reference_env(settings, trick, node, run_id)
+    if not backend.needs_gpu_workers or not gpus or one_gpu:
+        device = "gpu" if backend.needs_gpu_workers and gpus else "cpu"
+        return _single_process_plan(settings, trick, node, backend, env, device, gpu_ids)
+    return _node_plan(settings, trick, node, backend, env, gpus, gpu_ids)
+
+
+def _reference_env(settings: Settings, trick: Trick, node: Node, run_id: str) -> "dict[str, str]":
+    """What every process of a scaling reference gets: the run's base, the trick's worker variables."""
+    env = {
+        **base_env(settings),
+        **trick.env_for("worker"),
+        "BPSPERF_RUN_ID": run_id,
+        "DMLC_ROLE": "worker",
+        "DMLC_NODE_HOST": node.ip,
+    }
     chosen = sorted(set(trick.env_for("worker")))
     if chosen:
         env[CHOSEN_VARS] = ",".join(chosen)
-    if not impl.needs_gpu_workers or not gpus or one_gpu:
-        device = "gpu" if impl.needs_gpu_workers and gpus else "cpu"
-        if device == "gpu":
-            # the one GPU Ray reserved (the role actor drops Ray's own variable): the process's
-            # mx.gpu(0) is that GPU, not physical GPU 0
-            gpu = str((list(gpu_ids[0]) if gpu_ids and 0 in gpu_ids and gpu_ids[0] else [0])[0])
-            env.update({"CUDA_VISIBLE_DEVICES": gpu, "NVIDIA_VISIBLE_DEVICES": gpu})
-        role = RolePlan("single", "worker", node, env, local_command(settings, device), worker_rank=0, bundle=0,
-                        gpus=1 if device == "gpu" else 0, worker_node=0)
-        (role,) = hold_cpus([role], settings, device == "gpu")
-        bundle = Bundle(node, {**({"GPU": 1.0} if device == "gpu" else {}), **({"CPU": role.cpus} if role.cpus else {})}
-                        or {"CPU": _PRESENCE})
-        return Plan(backend=impl.name, trick=trick, roles=(role,), bundles=(bundle,), num_workers=1, num_servers=0,
-                    worker_processes=1, server_nodes=0, servers_per_node=0)
+    return env
+
+
+def _single_process_plan(
+    settings: Settings,
+    trick: Trick,
+    node: Node,
+    backend: Backend,
+    env: "dict[str, str]",
+    device: str,
+    gpu_ids: "Mapping[int, Sequence[int]] | None",
+) -> Plan:
+    """One process alone on ``node`` (on one GPU with ``device`` gpu), training without a kvstore."""
+    if device == "gpu":
+        # the one GPU Ray reserved (the role actor drops Ray's own variable): the process's
+        # mx.gpu(0) is that GPU, not physical GPU 0
+        gpu = str((list(gpu_ids[0]) if gpu_ids and 0 in gpu_ids and gpu_ids[0] else [0])[0])
+        env = {**env, "CUDA_VISIBLE_DEVICES": gpu, "NVIDIA_VISIBLE_DEVICES": gpu}
+    role = RolePlan(
+        "single",
+        "worker",
+        node,
+        env,
+        local_command(settings, device),
+        worker_rank=0,
+        bundle=0,
+        gpus=1 if device == "gpu" else 0,
+        worker_node=0,
+    )
+    (role,) = hold_cpus([role], settings, device == "gpu")
+    bundle = Bundle(
+        node,
+        {**({"GPU": 1.0} if device == "gpu" else {}), **({"CPU": role.cpus} if role.cpus else {})}
+        or {"CPU": _PRESENCE},
+    )
+    return Plan(
+        backend=backend.name,
+        trick=trick,
+        roles=(role,),
+        bundles=(bundle,),
+        num_workers=1,
+        num_servers=0,
+        worker_processes=1,
+        server_nodes=0,
+        servers_per_node=0,
+    )
+
+
+def _node_plan(
+    settings: Settings,
+    trick: Trick,
+    node: Node,
+    backend: Backend,
+    env: "dict[str, str]",
+    gpus: int,
+    gpu_ids: "Mapping[int, Sequence[int]] | None",
+) -> Plan:
+    """Every GPU of ``node`` as one BytePS worker node alone: no servers, BytePS reduces on the node."""
     alone = settings.with_values(workers=1)
     ids = list(gpu_ids[0]) if gpu_ids and 0 in gpu_ids else list(range(gpus))
     roles: "list[RolePlan]" = []
-    for process in impl.worker_processes(alone, 0, node, ids):
-        penv = {**env, **{k: v for k, v in process.env.items() if k != "BYTEPS_FORCE_DISTRIBUTED"},
-                "DMLC_NUM_WORKER": "1", "DMLC_NUM_SERVER": "0"}
-        roles.append(RolePlan(f"node{process.suffix}", "worker", node, penv, tuple(impl.worker_command(alone)),
-                              worker_rank=len(roles), bundle=0, gpus=process.gpus, worker_node=0))
+    for process in backend.worker_processes(alone, 0, node, ids):
+        penv = {
+            **env,
+            **{k: v for k, v in process.env.items() if k != "BYTEPS_FORCE_DISTRIBUTED"},
+            "DMLC_NUM_WORKER": "1",
+            "DMLC_NUM_SERVER": "0",
+        }
+        roles.append(
+            RolePlan(
+                f"node{process.suffix}",
+                "worker",
+                node,
+                penv,
+                tuple(backend.worker_command(alone)),
+                worker_rank=len(roles),
+                bundle=0,
+                gpus=process.gpus,
+                worker_node=0,
+            )
+        )
     roles = hold_cpus(roles, settings, True)
     held = sum(r.cpus for r in roles)
     bundle = Bundle(node, {"GPU": float(gpus), **({"CPU": _amount(held)} if held else {})})
-    return Plan(backend=impl.name, trick=trick, roles=tuple(roles), bundles=(bundle,),
-                num_workers=1, num_servers=0, worker_processes=len(ids), server_nodes=0, servers_per_node=0)
-
-
+    return Plan(
+        backend=backend.name,
+        trick=trick,
+        roles=tuple(roles),
+        bundles=(bundle,),
+        num_workers=1,
+        num_servers=0,
+        worker_processes=len(ids),
+        server_nodes=0,
+        servers_per_node=0,
+    )

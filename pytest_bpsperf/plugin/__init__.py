@@ -65,8 +65,10 @@ def _show_settings(config: pytest.Config, session: pytest.Session) -> int:
     settings = config.stash[settings_key]
     for line in _header(config):
         write(line)
-    write("bpsperf settings: value, and where it came from (marker > command line > environment > ini > "
-          "default; a test's marker or bpsperf_train arguments win over these)")
+    write(
+        "bpsperf settings: value, and where it came from (marker > command line > environment > ini > "
+        "default; a test's marker or bpsperf_train arguments win over these)"
+    )
     for line in settings.describe():
         write(line)
     return 0
@@ -150,16 +152,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         profile = gate.profile()  # while Ray is up: the cluster is part of the profile
         said = config.stash.get(header_profile_key, None)
         if said is not None and profile.id != said:
-            gate.ledger.note(f"the runs' profile is {profile.id}, not {said} as the header said before Ray was up "
-                             "(Ray counted this machine's cores or GPUs otherwise)")
+            gate.ledger.note(
+                f"the runs' profile is {profile.id}, not {said} as the header said before Ray was up "
+                "(Ray counted this machine's cores or GPUs otherwise)"
+            )
     config.stash[runner_key].close()  # before the summary, so that Ray's stop time is reported
     # Each file on its own: an I/O error names its file and loses neither the summary nor the others.
     gate.write_baselines(interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
     if under_xdist(config):
         asked = [o.flag for o in REPORT_OPTIONS if config.getoption(o.dest)]
         if asked:
-            gate.ledger.note(f"no report files under pytest-xdist ({', '.join(asked)}): no process saw every "
-                              "run; run perf tests with -p no:xdist")
+            gate.ledger.note(
+                f"no report files under pytest-xdist ({', '.join(asked)}): no process saw every "
+                "run; run perf tests with -p no:xdist"
+            )
     else:
         reports.write_reports()
     if (gate.update_failed or reports.write_failed) and session.exitstatus in (0, pytest.ExitCode.NO_TESTS_COLLECTED):
@@ -214,8 +220,13 @@ def bpsperf_train(request: pytest.FixtureRequest, bpsperf_trick: Trick) -> Itera
     config = request.config
 
     def train(**overrides: object) -> RunResult:
-        spec = spec_of(request.node, config.stash[settings_key], config.stash[runner_key].base_log_dir(),
-                       bpsperf_trick, **overrides)
+        spec = spec_of(
+            request.node,
+            config.stash[settings_key],
+            config.stash[runner_key].base_log_dir(),
+            bpsperf_trick,
+            **overrides,
+        )
         return config.stash[gate_key].train(spec)
 
     yield train

@@ -31,8 +31,9 @@ if TYPE_CHECKING:  # pragma: no cover
 class BaselineGate:
     """Gives every run its job, turns verdicts into test outcomes, records baselines at the end."""
 
-    def __init__(self, config: pytest.Config, settings: "SettingsPlugin", runner: "RunnerPlugin",
-                 ledger: Ledger) -> None:
+    def __init__(
+        self, config: pytest.Config, settings: "SettingsPlugin", runner: "RunnerPlugin", ledger: Ledger
+    ) -> None:
         self.config = config
         self.settings_plugin = settings
         self.runner = runner
@@ -98,15 +99,25 @@ class BaselineGate:
         path = self.shown(data.path)
         if not data.entries:
             others = [p for p in store.profiles() if p != profile.id]
-            held = (f"; {self.shown(store.directory)} holds {len(others)} other profile(s): {', '.join(others[:3])}"
-                    + (", ..." if len(others) > 3 else "")) if others else ""
+            held = (
+                (
+                    f"; {self.shown(store.directory)} holds {len(others)} other profile(s): {', '.join(others[:3])}"
+                    + (", ..." if len(others) > 3 else "")
+                )
+                if others
+                else ""
+            )
             hint = self.profile_hint(profile)
-            return (f"none for this profile: no {'entry in' if data.exists else 'file'} {path}{held} "
-                    "(pytest -m perf --bpsperf-update-baselines records them)" + (f"; {hint}" if hint else ""))
+            return (
+                f"none for this profile: no {'entry in' if data.exists else 'file'} {path}{held} "
+                "(pytest -m perf --bpsperf-update-baselines records them)" + (f"; {hint}" if hint else "")
+            )
         sessions, latest = recorded_sessions(data.entries)
         n = len(data.entries)
-        return (f"{path}: {n} entr{'y' if n == 1 else 'ies'}, {sessions} session{'' if sessions == 1 else 's'}, "
-                f"latest {latest or 'undated'}")
+        return (
+            f"{path}: {n} entr{'y' if n == 1 else 'ies'}, {sessions} session{'' if sessions == 1 else 's'}, "
+            f"latest {latest or 'undated'}"
+        )
 
     def profile_hint(self, profile: Profile) -> str:
         """For a profile without baselines: the older file of this machine (moved with ``bpsperf baselines
@@ -120,17 +131,24 @@ class BaselineGate:
         recorded = {p: f for p, f in store.recorded_profiles().items() if p != profile.id}
         old = legacy_id(profile.facts) if profile.override is None else None
         if old in recorded and is_legacy(recorded[old]):
-            hint = (f"{self.shown(store.path_for(old))} holds this machine's baselines under the older profile id "
-                    f"{old}, which named CPUs by their model name alone (cloud VMs show one name for CPUs about "
-                    f"3x apart), so they are not used: if they were recorded on a CPU like this one "
-                    f"({cpu_text(profile.facts)}), move them with "
-                    f"`bpsperf baselines adopt {old} --baselines-dir {self.shown(store.directory)}`; otherwise "
-                    f"record new ones with `pytest -m perf --bpsperf-update-baselines --bpsperf-repeats 3`")
+            hint = (
+                f"{self.shown(store.path_for(old))} holds this machine's baselines under the older profile id "
+                f"{old}, which named CPUs by their model name alone (cloud VMs show one name for CPUs about "
+                f"3x apart), so they are not used: if they were recorded on a CPU like this one "
+                f"({cpu_text(profile.facts)}), move them with "
+                f"`bpsperf baselines adopt {old} --baselines-dir {self.shown(store.directory)}`; otherwise "
+                f"record new ones with `pytest -m perf --bpsperf-update-baselines --bpsperf-repeats 3`"
+            )
         else:
             found = nearest(profile.facts, recorded)
-            hint = "" if found is None else (
-                f"nearest recorded profile: {found[0]} ({'; '.join(found[1]) or 'no fact differs but the id'}), "
-                "for information: nothing is compared with it")
+            hint = (
+                ""
+                if found is None
+                else (
+                    f"nearest recorded profile: {found[0]} ({'; '.join(found[1]) or 'no fact differs but the id'}), "
+                    "for information: nothing is compared with it"
+                )
+            )
         self._hints[profile.id] = hint
         return hint
 
@@ -141,8 +159,11 @@ class BaselineGate:
 
     def store(self) -> BaselineStore:
         """The baseline store (--bpsperf-baselines-dir, else baselines/ under the rootdir)."""
-        return BaselineStore(baselines_directory(self.settings.baselines_dir, str(self.config.rootpath)),
-                             lock_timeout=self.settings.lock_timeout, say=self._say)
+        return BaselineStore(
+            baselines_directory(self.settings.baselines_dir, str(self.config.rootpath)),
+            lock_timeout=self.settings.lock_timeout,
+            say=self._say,
+        )
 
     def _say(self, message: str) -> None:
         """A line on the terminal now (waiting for the baselines lock), not only in the summary."""
@@ -230,8 +251,11 @@ class BaselineGate:
         junit.record(item, "bpsperf_adaptive_runs", job.adaptive_runs)
         text = verdict.message(
             update_command=self.update_command(run.spec.test),
-            bisect=bisect_hint(latest_session(verdict.baseline).get("commit"), current_commit(str(self.config.rootpath)),
-                               ["-m", "perf", "--bpsperf-tricks", run.spec.trick.name, run.spec.test]),
+            bisect=bisect_hint(
+                latest_session(verdict.baseline).get("commit"),
+                current_commit(str(self.config.rootpath)),
+                ["-m", "perf", "--bpsperf-tricks", run.spec.trick.name, run.spec.test],
+            ),
         )
         if self.updating:
             return  # recording: the session's end writes the entry; nothing fails here
@@ -281,16 +305,28 @@ class BaselineGate:
                 continue
             problem = check_baseline_quality(job.samples, max_rel_spread=settings.max_spread)
             if problem and not force:
-                refused.append(f"{first.spec.test} [{first.trick}]: {problem} "
-                               "(--bpsperf-force-update records it anyway)")
+                refused.append(
+                    f"{first.spec.test} [{first.trick}]: {problem} (--bpsperf-force-update records it anyway)"
+                )
                 continue
-            head = {"test": first.spec.test, "trick": first.trick, "topology": settings.topology(),
-                    "workload": settings.workload(first.backend)}
-            sessions[key] = (head, make_session(
-                samples=job.samples, commit=commit, date=date, versions=versions,
-                single_img_per_sec=job.single_img_per_sec, dirty=dirty,
-                extra=_extra(settings.steps, job.runs),
-            ))
+            head = {
+                "test": first.spec.test,
+                "trick": first.trick,
+                "topology": settings.topology(),
+                "workload": settings.workload(first.backend),
+            }
+            sessions[key] = (
+                head,
+                make_session(
+                    samples=job.samples,
+                    commit=commit,
+                    date=date,
+                    versions=versions,
+                    single_img_per_sec=job.single_img_per_sec,
+                    dirty=dirty,
+                    extra=_extra(settings.steps, job.runs),
+                ),
+            )
         profile = self.profile()
         if sessions:
             try:
@@ -301,14 +337,18 @@ class BaselineGate:
                 self.update_failed = True
                 return
             n = len(sessions)
-            self.ledger.note(f"recorded a session in {n} baseline entr{'y' if n == 1 else 'ies'} in {path} "
-                              f"(each keeps its last {window} sessions)")
+            self.ledger.note(
+                f"recorded a session in {n} baseline entr{'y' if n == 1 else 'ies'} in {path} "
+                f"(each keeps its last {window} sessions)"
+            )
         for line in refused:
             self.ledger.note("refused: " + line)
         if refused:
             self.update_failed = True
-            self.ledger.note(f"baseline update incomplete: {len(refused)} entr{'y' if len(refused) == 1 else 'ies'} "
-                              "refused, so the session fails")
+            self.ledger.note(
+                f"baseline update incomplete: {len(refused)} entr{'y' if len(refused) == 1 else 'ies'} "
+                "refused, so the session fails"
+            )
 
 
 def _extra(steps: int, runs: "list[RunResult]") -> dict:

@@ -84,10 +84,14 @@ class SessionGuard:
             path = self.config.getoption(option.dest)
             problem = path and unwritable(path, directory=option.directory)
             if problem:
-                expected = "a writable directory, or one that can be made" if option.directory else \
-                    "a file path in a writable directory"
-                raise pytest.UsageError(f"bpsperf: cannot write the report {option.flag}={path}: {problem}; "
-                                        f"expected {expected}")
+                expected = (
+                    "a writable directory, or one that can be made"
+                    if option.directory
+                    else "a file path in a writable directory"
+                )
+                raise pytest.UsageError(
+                    f"bpsperf: cannot write the report {option.flag}={path}: {problem}; expected {expected}"
+                )
 
     @staticmethod
     def check_baselines_dir(baselines_dir: str, updating: bool) -> None:
@@ -95,9 +99,11 @@ class SessionGuard:
         tests are selected, before anything runs."""
         problem = updating and unwritable(baselines_dir, directory=True)
         if problem:
-            raise pytest.UsageError(f"bpsperf: --bpsperf-update-baselines cannot write the baselines directory "
-                                    f"{baselines_dir}: {problem}; expected a writable directory (setting "
-                                    "'baselines_dir')")
+            raise pytest.UsageError(
+                f"bpsperf: --bpsperf-update-baselines cannot write the baselines directory "
+                f"{baselines_dir}: {problem}; expected a writable directory (setting "
+                "'baselines_dir')"
+            )
 
     def _on_sigterm(self, signum: int, frame: object) -> None:
         # One shot: a second signal during teardown must not interrupt the teardown itself.
@@ -141,7 +147,8 @@ class SessionGuard:
             pytest.fail(
                 "bpsperf: usage: perf tests cannot run under pytest-xdist (they measure alone, in one process): "
                 "run them with -p no:xdist (or -n 0), and the other tests with -m 'not perf' -n auto",
-                pytrace=False)
+                pytrace=False,
+            )
 
 
 def _perf_items(items: Iterable[pytest.Item]) -> list:

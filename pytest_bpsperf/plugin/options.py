@@ -52,8 +52,10 @@ def _help(text: str, default: str) -> str:
 def add_options(parser: pytest.Parser) -> None:
     """Every setting as ``--bpsperf-NAME`` and ini key ``bpsperf_NAME``, plus the command-line-only flags,
     in ``--help`` groups (workload, topology, gate, cluster, reports); each help ends with its default."""
-    groups = {name: parser.getgroup(f"bpsperf-{name}", f"bpsperf {name}: {title}")
-              for name, title, _names in OPTION_GROUPS + (REPORTS_GROUP + ((),),)}
+    groups = {
+        name: parser.getgroup(f"bpsperf-{name}", f"bpsperf {name}: {title}")
+        for name, title, _names in OPTION_GROUPS + (REPORTS_GROUP + ((),),)
+    }
     for name, _title, names in OPTION_GROUPS:
         for opt in (OPTIONS_BY_NAME[n] for n in names):
             _add_setting(groups[name], opt)
@@ -63,25 +65,44 @@ def add_options(parser: pytest.Parser) -> None:
         TRICK_DEFS_INI,
         type="linelist",
         default=[],
-        help="bpsperf: user-defined tricks, one per line: 'NAME: ROLES:VAR=VALUE ... [extra_servers=N] [-- DESCRIPTION]'",
+        help="bpsperf: user-defined tricks, one per line: "
+        "'NAME: ROLES:VAR=VALUE ... [extra_servers=N] [-- DESCRIPTION]'",
     )
     reports = groups[REPORTS_GROUP[0]]
     for report in REPORT_OPTIONS:
-        reports.addoption(report.flag, dest=report.dest, metavar=report.metavar, default=None,
-                          help=_help(report.help, report.default))
-    groups["gate"].addoption("--bpsperf-update-baselines", action="store_true", default=False,
-                             help=_help("record baselines for this hardware profile from what runs (entries of tests "
-                                        "that do not run are kept)", "off"))
-    groups["gate"].addoption("--bpsperf-force-update", action="store_true", default=False,
-                             help=_help("with --bpsperf-update-baselines: also record entries whose spread exceeds "
-                                        "max_spread", "off"))
-    groups["cluster"].addoption("--bpsperf-ps-verbose", action="store_true", default=False,
-                                help=_help("PS_VERBOSE=1 for every role (ps-lite connection logs)", "off"))
-    groups["workload"].addoption("--bpsperf-list-tricks", action="store_true", default=False,
-                                 help=_help("show the known tricks and exit", "off"))
-    reports.addoption("--bpsperf-show-settings", action="store_true", default=False,
-                      help=_help("show every setting of the session with its value and where it came from, "
-                                 "and exit", "off"))
+        reports.addoption(
+            report.flag, dest=report.dest, metavar=report.metavar, default=None, help=_help(report.help, report.default)
+        )
+    groups["gate"].addoption(
+        "--bpsperf-update-baselines",
+        action="store_true",
+        default=False,
+        help=_help(
+            "record baselines for this hardware profile from what runs (entries of tests that do not run are kept)",
+            "off",
+        ),
+    )
+    groups["gate"].addoption(
+        "--bpsperf-force-update",
+        action="store_true",
+        default=False,
+        help=_help("with --bpsperf-update-baselines: also record entries whose spread exceeds max_spread", "off"),
+    )
+    groups["cluster"].addoption(
+        "--bpsperf-ps-verbose",
+        action="store_true",
+        default=False,
+        help=_help("PS_VERBOSE=1 for every role (ps-lite connection logs)", "off"),
+    )
+    groups["workload"].addoption(
+        "--bpsperf-list-tricks", action="store_true", default=False, help=_help("show the known tricks and exit", "off")
+    )
+    reports.addoption(
+        "--bpsperf-show-settings",
+        action="store_true",
+        default=False,
+        help=_help("show every setting of the session with its value and where it came from, and exit", "off"),
+    )
 
 
 def _add_setting(group: "pytest.OptionGroup", opt: Option) -> None:
@@ -89,13 +110,30 @@ def _add_setting(group: "pytest.OptionGroup", opt: Option) -> None:
     if opt.switch:
         # A flag takes no value (pytest's convention): `--bpsperf-strict perf_tests` keeps
         # perf_tests as a path to test. Environment and ini take on/off.
-        group.addoption(flag(opt.name), dest=ini_key(opt.name), action="store_const", const=True,
-                        default=None, help=_help(f"{opt.help} {where}", default_text(opt)))
-        group.addoption(no_flag(opt.name), dest=ini_key(opt.name), action="store_const", const=False,
-                        default=None, help=_help(f"turn {opt.name} off (see {flag(opt.name)})", default_text(opt)))
+        group.addoption(
+            flag(opt.name),
+            dest=ini_key(opt.name),
+            action="store_const",
+            const=True,
+            default=None,
+            help=_help(f"{opt.help} {where}", default_text(opt)),
+        )
+        group.addoption(
+            no_flag(opt.name),
+            dest=ini_key(opt.name),
+            action="store_const",
+            const=False,
+            default=None,
+            help=_help(f"turn {opt.name} off (see {flag(opt.name)})", default_text(opt)),
+        )
     else:
-        group.addoption(flag(opt.name), dest=ini_key(opt.name), default=None, metavar="VALUE",
-                        help=_help(f"{opt.help}; {opt.accepted} {where}", default_text(opt)))
+        group.addoption(
+            flag(opt.name),
+            dest=ini_key(opt.name),
+            default=None,
+            metavar="VALUE",
+            help=_help(f"{opt.help}; {opt.accepted} {where}", default_text(opt)),
+        )
 
 
 def add_markers(config: pytest.Config) -> None:
@@ -138,8 +176,9 @@ def _marker_source(item_name: str, marker: "pytest.Mark | None") -> "Source | No
     return Source("marker", f"@pytest.mark.{SETTINGS_MARKER}(...) on {item_name}", values)
 
 
-def trick_names(item_name: str, marker: "pytest.Mark | None", setting: "tuple | None",
-                origin: str) -> "tuple[list[str], str]":
+def trick_names(
+    item_name: str, marker: "pytest.Mark | None", setting: "tuple | None", origin: str
+) -> "tuple[list[str], str]":
     """Trick names for a test and where they came from: --bpsperf-tricks/env override > marker > ini >
     the reference trick (``setting`` is the ``tricks`` setting, ``origin`` where it came from)."""
     if setting is not None and not origin.startswith("ini"):
@@ -220,8 +259,10 @@ class SettingsPlugin:
             settings = self._resolve(self.sources)
             self._settings = settings
             try:
-                self._check_runtime({role: {var: value} for role, var, value in settings.role_env or ()},
-                                    f"setting 'role_env' from {settings.origins.get('role_env')}")
+                self._check_runtime(
+                    {role: {var: value} for role, var, value in settings.role_env or ()},
+                    f"setting 'role_env' from {settings.origins.get('role_env')}",
+                )
                 # Names from the command line, environment or ini are known now: a typo is one
                 # usage error for the session rather than one per perf test.
                 for name in settings.tricks or ():
@@ -283,8 +324,9 @@ class SettingsPlugin:
 
     def _defaults_for(self, backend: str, device: str):
         """Workload sizes of ``backend`` on ``device``; ``auto`` as resolved (a fallback trains on CPUs)."""
-        return backends.workload_defaults(self.auto_backend if backend == "auto" and self.auto_backend else backend,
-                                          device)
+        return backends.workload_defaults(
+            self.auto_backend if backend == "auto" and self.auto_backend else backend, device
+        )
 
     def use_hardware(self, hardware: Hardware) -> None:
         """The settings of tests resolved from now on follow ``hardware`` (an existing cluster's nodes)."""
@@ -338,7 +380,8 @@ class SettingsPlugin:
                 f"bpsperf: {settings.workers} worker(s) (from {o.get('workers')}) and {settings.server_nodes} x "
                 f"{settings.servers_per_node} server(s) (from {o.get('server_nodes')}) make {processes} role "
                 f"processes on this machine's {self.hardware.cores} core(s) (embedded Ray); expected at most "
-                f"{limit}, or a cluster with --bpsperf-ray-address")
+                f"{limit}, or a cluster with --bpsperf-ray-address"
+            )
 
     def _build_registry(self) -> TrickRegistry:
         registry = TrickRegistry()
@@ -377,13 +420,20 @@ class SettingsPlugin:
                 continue
             for name, raw in source.values.items():
                 origin = settings.origins.get(name, "")
-                if name in self._overridden or origin == source.describe(name) or origin.startswith(
-                        ("command line", "environment")):
+                if (
+                    name in self._overridden
+                    or origin == source.describe(name)
+                    or origin.startswith(("command line", "environment"))
+                ):
                     continue
                 self._overridden.add(name)
-                warnings.warn(pytest.PytestWarning(
-                    f"bpsperf: {source.describe(name)}={raw} is overridden by {origin} "
-                    f"(value {getattr(settings, name)!r}); a test's own marker or arguments win"), stacklevel=2)
+                warnings.warn(
+                    pytest.PytestWarning(
+                        f"bpsperf: {source.describe(name)}={raw} is overridden by {origin} "
+                        f"(value {getattr(settings, name)!r}); a test's own marker or arguments win"
+                    ),
+                    stacklevel=2,
+                )
 
     def _check_runtime(self, env: dict, where: str) -> None:
         """On the embedded Ray (roles run here): variables that would break the roles' runtime are errors."""
@@ -393,7 +443,8 @@ class SettingsPlugin:
         if problems:
             raise pytest.UsageError(
                 f"bpsperf: {where} would break the roles' runtime: {'; '.join(problems)} (the loader only warns "
-                "and the run would measure something else); expected paths of existing shared objects")
+                "and the run would measure something else); expected paths of existing shared objects"
+            )
 
     def tricks_for(self, item_name: str, marker: "pytest.Mark | None", settings: Settings) -> "list[str]":
         """Trick names for a test, each known and none twice (see :func:`trick_names`)."""
@@ -431,8 +482,12 @@ class SettingsPlugin:
             tricks = resolve_value(OPTIONS_BY_NAME["tricks"], sources)
         except SettingsError as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
-        names, _where = trick_names(definition.nodeid, definition.get_closest_marker(TRICKS_MARKER),
-                                    tricks[0] if tricks else None, tricks[1] if tricks else "default")
+        names, _where = trick_names(
+            definition.nodeid,
+            definition.get_closest_marker(TRICKS_MARKER),
+            tricks[0] if tricks else None,
+            tricks[1] if tricks else "default",
+        )
         return (repeats[0] if repeats else OPTIONS_BY_NAME["repeats"].default), names
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:

@@ -43,8 +43,9 @@ if TYPE_CHECKING:  # pragma: no cover
 class PairGate(BaselineGate):
     """The base-vs-head gate: runs pairs, decides each job from them, never records baselines."""
 
-    def __init__(self, config: pytest.Config, settings: "SettingsPlugin", runner: "RunnerPlugin",
-                 ledger: "Ledger") -> None:
+    def __init__(
+        self, config: pytest.Config, settings: "SettingsPlugin", runner: "RunnerPlugin", ledger: "Ledger"
+    ) -> None:
         super().__init__(config, settings, runner, ledger)
         s = self.settings
         origin = s.origins.get("base", "?")
@@ -52,17 +53,20 @@ class PairGate(BaselineGate):
             raise pytest.UsageError(
                 f"bpsperf: --bpsperf-update-baselines cannot be used with setting 'base' ({s.base}, from {origin}): "
                 "baselines are recorded from one checkout (main, nightly, new hardware), never from the head arm "
-                "of a base-vs-head run; drop one of the two")
+                "of a base-vs-head run; drop one of the two"
+            )
         if s.head and not s.base:
             raise pytest.UsageError(
                 f"bpsperf: setting 'head' ({s.head}, from {s.origins.get('head', '?')}) needs setting 'base': the "
-                "head arm is measured against a base in pairs; add --bpsperf-base=REV (or leave 'head' unset)")
+                "head arm is measured against a base in pairs; add --bpsperf-base=REV (or leave 'head' unset)"
+            )
         rootdir = str(config.rootpath)
         try:
             self.source = resolve_base(str(s.base), origin, rootdir)
             #: what ``head`` named (None: the working tree, as without it)
-            self.head_source = resolve_base(str(s.head), s.origins.get("head", "?"), rootdir, setting=HEAD) \
-                if s.head else None
+            self.head_source = (
+                resolve_base(str(s.head), s.origins.get("head", "?"), rootdir, setting=HEAD) if s.head else None
+            )
         except ArmError as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
         self.head_tree = git_toplevel(rootdir) or os.path.realpath(rootdir)
@@ -72,7 +76,8 @@ class PairGate(BaselineGate):
                 raise pytest.UsageError(
                     f"bpsperf: invalid value {s.base_python!r} for setting 'base_python' from "
                     f"{s.origins.get('base_python')}: {problem}; expected the path of a Python interpreter "
-                    "(a venv's bin/python)")
+                    "(a venv's bin/python)"
+                )
         self.seed = s.seed if s.seed is not None else random.SystemRandom().randrange(1 << 31)
         self.worktree: "Worktree | None" = None
         self.head_worktree: "Worktree | None" = None
@@ -109,8 +114,15 @@ class PairGate(BaselineGate):
             base_tree, base_commit, base_dirty = self.source.repository, self.source.commit, self.source.dirty
         search = list(sys.path) + [str(self.config.rootpath)]
         head = self._head_arm(search)
-        base = Arm(BASE, base_tree, arm_import_paths(base_tree, self.head_tree, search), s.base_python,
-                   base_commit, base_dirty, self.source.value if self.source.is_revision else "directory")
+        base = Arm(
+            BASE,
+            base_tree,
+            arm_import_paths(base_tree, self.head_tree, search),
+            s.base_python,
+            base_commit,
+            base_dirty,
+            self.source.value if self.source.is_revision else "directory",
+        )
         self.arms = {BASE: base, HEAD: head}
         self.aa = same_code(base, head)
         self._preflight(items)
@@ -121,8 +133,15 @@ class PairGate(BaselineGate):
         src = self.head_source
         if src is None:
             state = git_state(self.head_tree)
-            return Arm(HEAD, self.head_tree, arm_import_paths(self.head_tree, self.head_tree, search), None,
-                       state.commit, state.dirty, "working tree")
+            return Arm(
+                HEAD,
+                self.head_tree,
+                arm_import_paths(self.head_tree, self.head_tree, search),
+                None,
+                state.commit,
+                state.dirty,
+                "working tree",
+            )
         if src.is_revision:
             self.head_worktree = Worktree(src.repository, str(src.commit), arm=HEAD)
             tree, commit, dirty, ref = self.head_worktree.create(), src.commit, False, src.value
@@ -154,15 +173,18 @@ class PairGate(BaselineGate):
                         try:
                             found[name] = self._local_preflight(self.arm_for(name, spec), spec)
                         except PreflightError as exc:
-                            raise PreflightError(f"{name} arm ({self.arms[name].tree}) on this machine: {exc}") \
-                                from None
+                            raise PreflightError(
+                                f"{name} arm ({self.arms[name].tree}) on this machine: {exc}"
+                            ) from None
                 for name, f in found.items():
                     facts.setdefault(name, f)
         except PreflightError as exc:
-            raise ArmError(f"{exc} (setting 'base' {self.source.describe()}"
-                           + (f", 'head' {self.head_source.describe()}" if self.head_source is not None else "")
-                           + (f", 'base_python' {self.settings.base_python}" if self.settings.base_python else "")
-                           + ")") from None
+            raise ArmError(
+                f"{exc} (setting 'base' {self.source.describe()}"
+                + (f", 'head' {self.head_source.describe()}" if self.head_source is not None else "")
+                + (f", 'base_python' {self.settings.base_python}" if self.settings.base_python else "")
+                + ")"
+            ) from None
         except RuntimeEnvError as exc:  # what an arm ships against the runtime_env of the job or the setting
             raise ArmError(str(exc)) from None
         self.arms = {name: replace(arm, facts=facts.get(name, {})) for name, arm in self.arms.items()}
@@ -185,14 +207,22 @@ class PairGate(BaselineGate):
             needs: "list[str]" = []
         else:
             needs = arm_needs(spec.settings, self.settings_plugin.auto_backend, self.settings_plugin.hardware.gpus)
-        return check_interpreter(arm.python, arm.paths, arm.tree, needs, entry=entry, entry_path=arm.entry_path,
-                                 harness_dir=str(self.runner.base_log_dir()))
+        return check_interpreter(
+            arm.python,
+            arm.paths,
+            arm.tree,
+            needs,
+            entry=entry,
+            entry_path=arm.entry_path,
+            harness_dir=str(self.runner.base_log_dir()),
+        )
 
     def _spec_of(self, item: pytest.Item, settings) -> RunSpec:
         return replace(spec_of(item, self.settings_plugin, self.runner.base_log_dir()), settings=settings)
 
     def arm_for(self, name: str, spec: RunSpec) -> Arm:
-        """Arm ``name`` for ``spec``: its entry point's directory inside the arm's tree (when it is the repository's)."""
+        """Arm ``name`` for ``spec``: its entry point's directory inside the arm's tree (when it is the
+        repository's)."""
         arm = self.arms[name]
         entry = spec.settings.entry
         if entry is None or not entry.path:
@@ -219,7 +249,9 @@ class PairGate(BaselineGate):
         for name in (BASE, HEAD):
             arm = self.arms[name]
             versions = arm.facts.get("versions") or {}
-            v = ", ".join(f"{k} {versions[k]}" for k in ("python", "mxnet", "byteps", "gluoncv", "ray") if k in versions)
+            v = ", ".join(
+                f"{k} {versions[k]}" for k in ("python", "mxnet", "byteps", "gluoncv", "ray") if k in versions
+            )
             lines.append(f"{arm.describe()}" + (f" ({v})" if v else ""))
         if self.aa:
             lines.append("A/A run: both arms are the same commit and interpreter (what the verdicts show is noise)")
@@ -235,8 +267,7 @@ class PairGate(BaselineGate):
             if v is None or getattr(v, "kind", "") != "pairs":
                 continue
             jobs.append({**v.as_dict(), "nodeid": v.nodeid, "test": v.test, "trick": v.trick})
-        return {"seed": self.seed, "aa": self.aa, "arms": {n: a.as_dict() for n, a in self.arms.items()},
-                "jobs": jobs}
+        return {"seed": self.seed, "aa": self.aa, "arms": {n: a.as_dict() for n, a in self.arms.items()}, "jobs": jobs}
 
     def close(self) -> None:
         """Remove the worktrees (idempotent); called at the end of the session, whatever ended it."""
@@ -256,10 +287,19 @@ class PairGate(BaselineGate):
 
     def _job(self, spec: RunSpec) -> PairedJob:
         key = run_key(spec, spec.settings.backend)
-        return self.ledger.job(key, lambda: PairedJob(  # type: ignore[return-value,arg-type]
-            key, profile_id="", seed=self.seed, run_pair=self.run_pair,
-            arms={n: a.as_dict() for n, a in self.arms.items()}, aa=self.aa, on_verdict=self._on_pair_verdict,
-            say=self.runner.say))
+        return self.ledger.job(
+            key,
+            lambda: PairedJob(  # type: ignore[return-value,arg-type]
+                key,
+                profile_id="",
+                seed=self.seed,
+                run_pair=self.run_pair,
+                arms={n: a.as_dict() for n, a in self.arms.items()},
+                aa=self.aa,
+                on_verdict=self._on_pair_verdict,
+                say=self.runner.say,
+            ),
+        )
 
     def run_pair(self, spec: RunSpec, index: int, first: str) -> Pair:
         """Run pair ``index`` of ``spec``'s job, ``first`` arm first; a failure of head alone fails the test."""
@@ -269,8 +309,12 @@ class PairGate(BaselineGate):
         pair = Pair(index, first)
         failed: "dict[str, RunFailure]" = {}
         for name in pair.order:
-            arm_spec = replace(spec, arm=self.arm_for(name, spec), pair=index,
-                               log_dir=os.path.join(spec.log_dir, f"pair{index + 1}-{name}"))
+            arm_spec = replace(
+                spec,
+                arm=self.arm_for(name, spec),
+                pair=index,
+                log_dir=os.path.join(spec.log_dir, f"pair{index + 1}-{name}"),
+            )
             outcome = self.runner.attempt(arm_spec)
             if isinstance(outcome, RunFailure):
                 failed[name] = outcome
@@ -283,11 +327,17 @@ class PairGate(BaselineGate):
             pair.dropped = f"base run failed: {failed[BASE].reason.splitlines()[0]}"
         job.add(pair, foreign_limit=spec.settings.foreign_load)
         if HEAD in failed and BASE not in failed:
-            pytest.fail(f"{failed[HEAD].reason}\n(a failure of head only: the base run of the same pair passed, "
-                        "so this is not a measurement but a failure of the code under test)", pytrace=False)
+            pytest.fail(
+                f"{failed[HEAD].reason}\n(a failure of head only: the base run of the same pair passed, "
+                "so this is not a measurement but a failure of the code under test)",
+                pytrace=False,
+            )
         if pair.head is None:
-            pytest.fail(f"{failed[HEAD].reason}\n(both arms failed in pair {index + 1}: see the base's failure "
-                        "too; nothing to compare)", pytrace=False)
+            pytest.fail(
+                f"{failed[HEAD].reason}\n(both arms failed in pair {index + 1}: see the base's failure "
+                "too; nothing to compare)",
+                pytrace=False,
+            )
         if pair.head.key != job.key and job.valid_pairs <= 1:
             job.key = pair.head.key  # the backend that ran (auto resolved)
         return pair
@@ -295,8 +345,11 @@ class PairGate(BaselineGate):
     def _on_pair_verdict(self, job: PairedJob, run: "RunResult | None", verdict: "PairedVerdict | None") -> None:
         item = self._item
         if verdict is None:
-            junit.record(item, "bpsperf_verdict", f"pending: pair {len(job.pairs)} of {run.spec.settings.repeats}"
-                         if run is not None else "pending")
+            junit.record(
+                item,
+                "bpsperf_verdict",
+                f"pending: pair {len(job.pairs)} of {run.spec.settings.repeats}" if run is not None else "pending",
+            )
             return
         for name, value in verdict.as_dict().items():
             if name not in ("comparison", "pair_table", "key", "note", "breakdown"):

@@ -34,8 +34,7 @@ class ReportPlugin:
         self.test_lines: "dict[str, int]" = {}
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.test_lines = {item.nodeid: item.location[1] + 1 for item in session.items
-                           if item.location[1] is not None}
+        self.test_lines = {item.nodeid: item.location[1] + 1 for item in session.items if item.location[1] is not None}
 
     def header_lines(self) -> "list[str]":
         """The profile and its facts, where Ray ran, the backend."""
@@ -92,10 +91,19 @@ class ReportPlugin:
         root = str(self.config.rootpath)
         profile = self.gate.known_profile
         document = report.json_document(
-            ledger.runs, ledger.failures, header, self.runner.session_info(), profile=profile,
-            commit=current_commit(root), dirty=working_tree_dirty(root), host=platform.node(),
-            branch=current_branch(root), date=utc_now_iso(),
-            versions=software_versions(), base_vs_head=self.gate.results_section(), verdicts=ledger.verdicts,
+            ledger.runs,
+            ledger.failures,
+            header,
+            self.runner.session_info(),
+            profile=profile,
+            commit=current_commit(root),
+            dirty=working_tree_dirty(root),
+            host=platform.node(),
+            branch=current_branch(root),
+            date=utc_now_iso(),
+            versions=software_versions(),
+            base_vs_head=self.gate.results_section(),
+            verdicts=ledger.verdicts,
         )
         json_path = self.config.getoption("bpsperf_json")
         if json_path:
@@ -105,18 +113,25 @@ class ReportPlugin:
         pictures = self._draw(document, found, md_path)
         # The Markdown is rendered from the results document, as `bpsperf report` renders the file.
         if md_path:
-            page = pages.session_page(document, trends=found, pictures=pictures,
-                                      relative_to=os.path.dirname(os.path.abspath(md_path)))
+            page = pages.session_page(
+                document, trends=found, pictures=pictures, relative_to=os.path.dirname(os.path.abspath(md_path))
+            )
             self._write(md_path, lambda: report.write_text(md_path, blocks.markdown(page)))
         bench_path = self.config.getoption("bpsperf_benchmark_json")
         if bench_path:
-            self._write(bench_path, lambda: report.write_json(bench_path, report.benchmark_document(ledger.runs, profile)))
-        for option, make in (("bpsperf_bmf", exports.bmf_export), ("bpsperf_github_benchmark",
-                                                                    exports.github_benchmark_export)):
+            self._write(
+                bench_path, lambda: report.write_json(bench_path, report.benchmark_document(ledger.runs, profile))
+            )
+        for option, make in (
+            ("bpsperf_bmf", exports.bmf_export),
+            ("bpsperf_github_benchmark", exports.github_benchmark_export),
+        ):
             path = self.config.getoption(option)
             if path:
+
                 def export(path: str = path, make: "Callable[..., Any]" = make) -> None:
                     report.write_json(path, make(document))
+
                 self._write(path, export)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if os.environ.get("GITHUB_ACTIONS") == "true" and summary and ledger.runs:
@@ -142,13 +157,22 @@ class ReportPlugin:
             if not base.get("commit") or base.get("dirty"):
                 self.ledger.note("history not saved: the base arm is not a commit")
                 return []
-            document = {**document, "tests": [{**r, "arm": None, "pair": None} for r in document["tests"]
-                                              if r.get("arm") == "base"],
-                        "commit": base["commit"], "branch": None,
-                        "versions": {**(document.get("versions") or {}), **(base.get("versions") or {})}}
+            document = {
+                **document,
+                "tests": [{**r, "arm": None, "pair": None} for r in document["tests"] if r.get("arm") == "base"],
+                "commit": base["commit"],
+                "branch": None,
+                "versions": {**(document.get("versions") or {}), **(base.get("versions") or {})},
+            }
         try:
-            record = make_record(document, profile=profile.as_dict(), commit=document["commit"],
-                                 branch=document["branch"], date=document["date"], versions=document["versions"])
+            record = make_record(
+                document,
+                profile=profile.as_dict(),
+                commit=document["commit"],
+                branch=document["branch"],
+                date=document["date"],
+                versions=document["versions"],
+            )
             self.written.append(str(store.save(record)))
             keys = {r.key for r in self.ledger.runs}
             return [t for t in trends(store.load(profile.id), profile_id=profile.id) if t.key in keys]
@@ -171,8 +195,9 @@ class ReportPlugin:
                 pass  # the verdicts already said so; the band is left out
         tolerances = {r.key: r.spec.settings.tolerance for r in self.ledger.runs}
         try:
-            pictures = plots.session_pictures(document, directory, trends=found, baselines=baselines,
-                                              tolerances=tolerances)
+            pictures = plots.session_pictures(
+                document, directory, trends=found, baselines=baselines, tolerances=tolerances
+            )
         except (ImportError, OSError, ValueError) as exc:
             self.ledger.note(f"pictures NOT drawn: {exc}")
             return []

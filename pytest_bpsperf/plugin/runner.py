@@ -126,8 +126,9 @@ class RunnerPlugin:
             try:
                 self.settings_plugin.use_hardware(self.session.hardware(self.settings.server_resource))
             except ClusterError as exc:
-                raise pytest.UsageError(f"bpsperf: {exc} (setting 'ray_address' from "
-                                        f"{self.settings.origins.get('ray_address')})") from None
+                raise pytest.UsageError(
+                    f"bpsperf: {exc} (setting 'ray_address' from {self.settings.origins.get('ray_address')})"
+                ) from None
         if self.settings_plugin.hardware.gpus == 0:
             return  # auto is mxnet; a GPU backend that was set fails planning with what the nodes have
         setting = self.settings.backend
@@ -137,15 +138,19 @@ class RunnerPlugin:
             else:
                 choice = self.session.choose_backend_here(setting)
         except PlanError as exc:
-            raise pytest.UsageError(f"bpsperf: {exc} (setting 'backend' from "
-                                    f"{self.settings.origins.get('backend')}); install BytePS's MXNet plugin "
-                                    "there, or use backend mxnet") from None
+            raise pytest.UsageError(
+                f"bpsperf: {exc} (setting 'backend' from "
+                f"{self.settings.origins.get('backend')}); install BytePS's MXNet plugin "
+                "there, or use backend mxnet"
+            ) from None
         if setting == "auto":
             self.settings_plugin.resolved_auto(choice)
             fallback = self.session.backend_fallback
             if fallback is not None:
-                self.notice(f"backend auto fell back to mxnet on a cluster with GPUs: BytePS will not run "
-                            f"({fallback['reason']}); the workers train on their nodes' CPUs at CPU sizes")
+                self.notice(
+                    f"backend auto fell back to mxnet on a cluster with GPUs: BytePS will not run "
+                    f"({fallback['reason']}); the workers train on their nodes' CPUs at CPU sizes"
+                )
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -175,15 +180,20 @@ class RunnerPlugin:
         try:
             if self.settings.ray_address:
                 self.session.preflight([None], spec)
-            backend = self.session.backend(spec.settings.backend) if (
-                self.settings.ray_address or self.settings_plugin.hardware.gpus) else AUTO["cpu"]
+            backend = (
+                self.session.backend(spec.settings.backend)
+                if (self.settings.ray_address or self.settings_plugin.hardware.gpus)
+                else AUTO["cpu"]
+            )
             if backend == "byteps":
                 self.session.push_pull_check(spec)
         except PreflightError as exc:
             raise pytest.UsageError(f"bpsperf: the cluster cannot run the roles: {exc}") from None
         except RoleFailed as exc:
-            raise pytest.UsageError(f"bpsperf: BytePS's preflight (one push_pull through a real scheduler and "
-                                    f"server) failed, so no run could train: {exc}") from None
+            raise pytest.UsageError(
+                f"bpsperf: BytePS's preflight (one push_pull through a real scheduler and "
+                f"server) failed, so no run could train: {exc}"
+            ) from None
         except (PlanError, ClusterError, RuntimeEnvError) as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
 
@@ -212,8 +222,10 @@ class RunnerPlugin:
         session_error = self._session.start_error if self._session is not None else None
         if session_error is not None:
             # reported in full by the first test that tried; the others only point at it
-            pytest.fail(f"bpsperf: not run: Ray is unavailable for this session ({str(session_error).splitlines()[0]})",
-                        pytrace=False)
+            pytest.fail(
+                f"bpsperf: not run: Ray is unavailable for this session ({str(session_error).splitlines()[0]})",
+                pytrace=False,
+            )
         try:
             output = self.config.hook.pytest_bpsperf_run(config=self.config, spec=spec)
             measurement = measure(output)
@@ -228,7 +240,9 @@ class RunnerPlugin:
         except Exception as exc:  # noqa: BLE001 - a Ray failure outside the watched run is still a run failure
             if not type(exc).__module__.startswith("ray"):
                 raise
-            failure = f"bpsperf run failed: Ray raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            failure = (
+                f"bpsperf run failed: Ray raised {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            )
         if failure is not None:
             if spec.arm is not None:
                 failure = f"{spec.arm.name} arm, pair {(spec.pair or 0) + 1}: {failure}"
@@ -239,7 +253,8 @@ class RunnerPlugin:
         return RunResult(spec=spec, output=output, measurement=measurement)
 
     def profile_facts(self) -> dict:
-        """The facts of this session's hardware profile (:meth:`pytest_bpsperf.launch.session.PerfSession.profile_facts`);
+        """The facts of this session's hardware profile
+        (:meth:`pytest_bpsperf.launch.session.PerfSession.profile_facts`);
         of this machine alone while no run started Ray (never starts it)."""
         if self._session is None:
             from ..remote.hardware import collect_facts
@@ -274,14 +289,21 @@ class RunnerPlugin:
         c = self._session.cluster
         return {
             "run_id": self._session.run_id,
-            "ray": {"embedded": c.owned, "address": c.address, "startup_s": c.startup_s, "shutdown_s": c.shutdown_s,
-                    "job": c.job.submission_id if c.job is not None else None},
+            "ray": {
+                "embedded": c.owned,
+                "address": c.address,
+                "startup_s": c.startup_s,
+                "shutdown_s": c.shutdown_s,
+                "job": c.job.submission_id if c.job is not None else None,
+            },
             # seconds the session waited for another session's measurement on this machine (never timed)
             "lock_waited_s": round(c.lock_waited_s, 1),
             "backend_choice": self._session.backend_choice[1] if self._session.backend_choice else None,
             "backend_fallback": self._session.backend_fallback,
-            "nodes": [{"name": n.name, "node_id": n.node_id, "ip": n.ip, "cpus": n.cpus, "gpus": n.gpus}
-                      for n in self._session.known_nodes()],
+            "nodes": [
+                {"name": n.name, "node_id": n.node_id, "ip": n.ip, "cpus": n.cpus, "gpus": n.gpus}
+                for n in self._session.known_nodes()
+            ],
         }
 
     def header_lines(self) -> "list[str]":
@@ -291,18 +313,21 @@ class RunnerPlugin:
         c = self._session.cluster
         from ..config.ray_env import ray_notices
 
-        lines = [f"Ray: {'embedded on 127.0.0.1' if c.owned else c.address}; start {c.startup_s:.1f}s"
-                 + (f", stop {c.shutdown_s:.1f}s" if c.shutdown_s else "")]
+        lines = [
+            f"Ray: {'embedded on 127.0.0.1' if c.owned else c.address}; start {c.startup_s:.1f}s"
+            + (f", stop {c.shutdown_s:.1f}s" if c.shutdown_s else "")
+        ]
         lines += ray_notices(os.environ, self.settings)
         if self._session.backend_choice:
             lines.append(f"backend: {self._session.backend_choice[1]}")
         fallback = self._session.backend_fallback
         if fallback is not None:
-            lines.append(f"BytePS never ran: auto fell back to mxnet on a cluster with GPUs (on node {fallback['node']}: "
-                         f"{fallback['reason']}); set --bpsperf-backend=mxnet to choose this, or make byteps.mxnet "
-                         "import on the GPU nodes")
+            lines.append(
+                f"BytePS never ran: auto fell back to mxnet on a cluster with GPUs (on node {fallback['node']}: "
+                f"{fallback['reason']}); set --bpsperf-backend=mxnet to choose this, or make byteps.mxnet "
+                "import on the GPU nodes"
+            )
         return lines
-
 
 
 def report_header(s: "Settings", profile: "Profile | None", baselines: str, *, updating: bool) -> "list[str]":
@@ -316,22 +341,34 @@ def report_header(s: "Settings", profile: "Profile | None", baselines: str, *, u
         what = "profile of the nodes that host roles (known after the first run)"
     else:
         what = f"profile {profile.id} " + (f"(from {s.origins.get('profile')})" if s.profile else "(this machine)")
-    ray = (f"existing cluster at {s.ray_address}" if s.ray_address
-           else "embedded on 127.0.0.1 (started by the first run)")
-    rules = [f"{name} {format_value(OPTIONS_BY_NAME[name], getattr(s, name))}"
-             for name in ("tolerance", "confidence", "strict")]
+    ray = (
+        f"existing cluster at {s.ray_address}" if s.ray_address else "embedded on 127.0.0.1 (started by the first run)"
+    )
+    rules = [
+        f"{name} {format_value(OPTIONS_BY_NAME[name], getattr(s, name))}"
+        for name in ("tolerance", "confidence", "strict")
+    ]
     if s.base:
         rules.append(f"base {s.base}")
     if s.head:
         rules.append(f"head {s.head}")
     if updating:
         rules.append("recording baselines (--bpsperf-update-baselines)")
-    return [f"bpsperf: {__version__}, {what}", f"bpsperf baselines: {baselines}",
-            f"bpsperf Ray: {ray}", f"bpsperf gate: {', '.join(rules)}"]
+    return [
+        f"bpsperf: {__version__}, {what}",
+        f"bpsperf baselines: {baselines}",
+        f"bpsperf Ray: {ray}",
+        f"bpsperf gate: {', '.join(rules)}",
+    ]
 
 
-def spec_of(item: pytest.Item, settings_plugin: "SettingsPlugin", base_log_dir: "Path | str",
-            trick: "Trick | None" = None, **overrides: object) -> RunSpec:
+def spec_of(
+    item: pytest.Item,
+    settings_plugin: "SettingsPlugin",
+    base_log_dir: "Path | str",
+    trick: "Trick | None" = None,
+    **overrides: object,
+) -> RunSpec:
     """The spec of a run of perf item ``item``: the one builder, for the ``bpsperf_train`` fixture (its
     ``trick`` and ``overrides``) and for the checks made before anything runs.
 
@@ -345,7 +382,11 @@ def spec_of(item: pytest.Item, settings_plugin: "SettingsPlugin", base_log_dir: 
     case = settings_plugin.case_of(item)
     if trick is None:
         trick = settings_plugin.registry.get(case.trick if case is not None else "default")
-    return RunSpec(nodeid=item.nodeid, test=item.nodeid.split("[")[0], trick=trick,
-                   repeat=case.repeat if case is not None else 0,
-                   settings=settings_plugin.settings_for(item, **overrides),
-                   log_dir=os.path.join(str(base_log_dir), job_dir_name(item.nodeid)))
+    return RunSpec(
+        nodeid=item.nodeid,
+        test=item.nodeid.split("[")[0],
+        trick=trick,
+        repeat=case.repeat if case is not None else 0,
+        settings=settings_plugin.settings_for(item, **overrides),
+        log_dir=os.path.join(str(base_log_dir), job_dir_name(item.nodeid)),
+    )

@@ -88,12 +88,17 @@ def split_within(allowed: "set[int]", numa: "dict[int, list[int]]", ranks: int) 
     each = len(order) // ranks if ranks > 0 else 0
     if each < 1:
         return None
-    chunks = [order[i * each:(i + 1) * each] for i in range(ranks - 1)] + [order[(ranks - 1) * each:]]
+    chunks = [order[i * each : (i + 1) * each] for i in range(ranks - 1)] + [order[(ranks - 1) * each :]]
     return ":".join(_ranges(sorted(c)) for c in chunks)
 
 
-def pinning(environ: "dict[str, str]", *, numa_dir: str = NUMA_DIR, numactl: "bool | None" = None,
-            allowed: "set[int] | None" = None) -> "tuple[dict[str, str], str]":
+def pinning(
+    environ: "dict[str, str]",
+    *,
+    numa_dir: str = NUMA_DIR,
+    numactl: "bool | None" = None,
+    allowed: "set[int] | None" = None,
+) -> "tuple[dict[str, str], str]":
     """(variables to set, what happens) for bpslaunch's CPU pinning on this node.
 
     bpslaunch pins each rank with numactl unless ``BYTEPS_NUMA_ON=0``; without
@@ -105,15 +110,18 @@ def pinning(environ: "dict[str, str]", *, numa_dir: str = NUMA_DIR, numactl: "bo
     if environ.get("BYTEPS_NUMA_ON", "1") != "1":
         return {}, "unpinned (BYTEPS_NUMA_ON=0)"
     if not (has_numactl() if numactl is None else numactl):
-        return {"BYTEPS_NUMA_ON": "0"}, ("unpinned: numactl is not installed on this node (bpslaunch pins "
-                                         "through it: apt-get install numactl)")
+        return {"BYTEPS_NUMA_ON": "0"}, (
+            "unpinned: numactl is not installed on this node (bpslaunch pins through it: apt-get install numactl)"
+        )
     override = environ.get("BYTEPS_VISIBLE_CPU_CORES", "").strip()
     if override:
         return {}, f"pinned by numactl to BYTEPS_VISIBLE_CPU_CORES={override}"
     nodes = [n for n in os.listdir(numa_dir) if n.startswith("node")] if os.path.isdir(numa_dir) else []
     if not nodes:
-        return {"BYTEPS_NUMA_ON": "0"}, (f"unpinned: no NUMA information on this node ({numa_dir} has no node*), "
-                                         "where bpslaunch's own split would raise")
+        return {"BYTEPS_NUMA_ON": "0"}, (
+            f"unpinned: no NUMA information on this node ({numa_dir} has no node*), "
+            "where bpslaunch's own split would raise"
+        )
     numa = node_cpus(numa_dir)
     every = {c for cpus in numa.values() for c in cpus}
     if allowed is None:
@@ -128,8 +136,10 @@ def pinning(environ: "dict[str, str]", *, numa_dir: str = NUMA_DIR, numactl: "bo
     where = f"this process may use {len(allowed)} of the node's {len(every)} CPUs ({_ranges(sorted(allowed))})"
     if cores is None:
         return {"BYTEPS_NUMA_ON": "0"}, f"unpinned: {where}, fewer than its {ranks} local ranks"
-    return {"BYTEPS_VISIBLE_CPU_CORES": cores}, (f"pinned by numactl to BYTEPS_VISIBLE_CPU_CORES={cores}: {where}, "
-                                                 "and bpslaunch's own split would take CPUs outside them")
+    return {"BYTEPS_VISIBLE_CPU_CORES": cores}, (
+        f"pinned by numactl to BYTEPS_VISIBLE_CPU_CORES={cores}: {where}, "
+        "and bpslaunch's own split would take CPUs outside them"
+    )
 
 
 def find_bpslaunch() -> "str | None":
@@ -146,8 +156,9 @@ def main(argv: "Sequence[str] | None" = None) -> int:
         return 2
     launcher = find_bpslaunch()
     if launcher is None:
-        sys.stderr.write("bpsperf: setting launch=bpslaunch, but bpslaunch is not installed on this node "
-                         "(it comes with BytePS)\n")
+        sys.stderr.write(
+            "bpsperf: setting launch=bpslaunch, but bpslaunch is not installed on this node (it comes with BytePS)\n"
+        )
         return 2
     updates, message = pinning(dict(os.environ))
     os.environ.update(updates)

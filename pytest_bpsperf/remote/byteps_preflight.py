@@ -71,7 +71,8 @@ def shm_problems(directory: str = SHM_DIR, need: int = SHM_NEED_BYTES) -> "tuple
             f"{directory} has {free / 2**20:.0f} MiB free (of {stat.f_blocks * stat.f_frsize / 2**20:.0f} MiB); "
             f"BytePS needs at least {need / 2**20:.0f} MiB there for its buffers (one per gradient and parameter, "
             "byteps/common/operations.cc:351): give the container --shm-size=32768m, as BytePS's own tutorial "
-            "does (docs/step-by-step-tutorial.md:56)")
+            "does (docs/step-by-step-tutorial.md:56)"
+        )
     ours = sorted(n for n in os.listdir(directory) if n.startswith(SHM_PREFIXES))
     if ours:
         users = mapped_by(directory)
@@ -81,10 +82,13 @@ def shm_problems(directory: str = SHM_DIR, need: int = SHM_NEED_BYTES) -> "tuple
                 f"another BytePS job runs on this node: its buffers in {directory} ({ours[0]}, ...) are mapped by "
                 f"{pids}. BytePS 0.2.5 names them with a fixed prefix (byteps/common/operations.cc:351), so two "
                 "jobs on one node write into each other's buffers: wait until it ends, or run each job in a "
-                "container of its own IPC namespace (no --ipc=host)")
+                "container of its own IPC namespace (no --ipc=host)"
+            )
         else:
-            notes.append(f"{len(ours)} BytePS buffer(s) a killed job left in {directory} ({ours[0]}, ...), mapped by "
-                         "no process: BytePS reuses them by name")
+            notes.append(
+                f"{len(ours)} BytePS buffer(s) a killed job left in {directory} ({ours[0]}, ...), mapped by "
+                "no process: BytePS reuses them by name"
+            )
     return problems, notes
 
 

@@ -96,5 +96,11 @@ def cpu_snapshot(pid: "int | None") -> dict:
     hz = float(_ticks_per_second())
     busy, steal = node_busy_ticks()
     ticks, alive = tree_ticks(pid) if pid else (0, False)
-    return {"time": time.monotonic(), "busy_s": busy / hz, "steal_s": steal / hz, "role_s": ticks / hz,
-            "alive": alive, "cpus": os.cpu_count() or 1}
+    return {
+        "time": time.monotonic(),
+        "busy_s": busy / hz,
+        "steal_s": steal / hz,
+        "role_s": ticks / hz,
+        "alive": alive,
+        "cpus": os.cpu_count() or 1,
+    }

@@ -46,8 +46,9 @@ def synthetic(batch_size: int, image_size: int, classes: int, device: Any, dtype
     return Batches(lambda: (data, label))
 
 
-def records(path: str, *, batch_size: int, image_size: int, threads: int, rank: int, parts: int,
-            device: Any, dtype: str) -> Batches:
+def records(
+    path: str, *, batch_size: int, image_size: int, threads: int, rank: int, parts: int, device: Any, dtype: str
+) -> Batches:
     """Batches decoded from the ``.rec`` at ``path`` (its ``.idx`` beside it), shard ``rank`` of ``parts``."""
     import mxnet as mx
 
@@ -69,13 +70,21 @@ def records(path: str, *, batch_size: int, image_size: int, threads: int, rank: 
         path_imgidx=idx,
         data_shape=(3, image_size, image_size),
         batch_size=batch_size,
-        mean_r=123.68, mean_g=116.779, mean_b=103.939,
-        std_r=58.393, std_g=57.12, std_b=57.375,
+        mean_r=123.68,
+        mean_g=116.779,
+        mean_b=103.939,
+        std_r=58.393,
+        std_g=57.12,
+        std_b=57.375,
         rand_mirror=True,
         random_resized_crop=True,
-        max_aspect_ratio=4.0 / 3.0, min_aspect_ratio=3.0 / 4.0,
-        max_random_area=1.0, min_random_area=0.08,
-        brightness=jitter, saturation=jitter, contrast=jitter,
+        max_aspect_ratio=4.0 / 3.0,
+        min_aspect_ratio=3.0 / 4.0,
+        max_random_area=1.0,
+        min_random_area=0.08,
+        brightness=jitter,
+        saturation=jitter,
+        contrast=jitter,
         pca_noise=lighting,
         shuffle=True,
         preprocess_threads=threads,

@@ -89,8 +89,9 @@ def load(spec: str, path: "str | None" = None) -> Callable[[TrainContext], Calla
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
-        raise EntryError(f"entry point {spec}: module {module_name!r} does not import: "
-                         f"{type(exc).__name__}: {exc}") from exc
+        raise EntryError(
+            f"entry point {spec}: module {module_name!r} does not import: {type(exc).__name__}: {exc}"
+        ) from exc
     fn = getattr(module, function, None)
     if not callable(fn):
         raise EntryError(f"entry point {spec}: module {module_name!r} has no function {function!r}")

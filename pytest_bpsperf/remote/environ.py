@@ -36,8 +36,17 @@ SIMULATION = "BPSPERF_SIMULATION"
 #: actor's environment; OpenMP reads these once, when it loads): it gets exactly
 #: the values its plan sets.
 CONFIG_PREFIXES = (
-    "OMP_", "KMP_", "GOMP_", "DMLC_", "BYTEPS_", "PS_", "MXNET_",
-    "NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+    "OMP_",
+    "KMP_",
+    "GOMP_",
+    "DMLC_",
+    "BYTEPS_",
+    "PS_",
+    "MXNET_",
+    "NVIDIA_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
 )
 #: What records and reports show of a role's environment: its configuration and
 #: the harness's own variables.
@@ -49,9 +58,20 @@ REPORTED_PREFIXES = CONFIG_PREFIXES + ("BPSPERF_",)
 #: ``DMLC_*``/``BYTEPS_*`` variables, such as DMLC_INTERFACE, DMLC_ENABLE_RDMA or
 #: BYTEPS_SERVER_ENGINE_THREAD, are the user's to set.)
 PLANNER_OWNED = (
-    "DMLC_ROLE", "DMLC_NUM_WORKER", "DMLC_NUM_SERVER", "DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NODE_HOST",
-    "DMLC_WORKER_ID", "BYTEPS_LOCAL_RANK", "BYTEPS_LOCAL_SIZE", "BYTEPS_TRACE_*", "NVIDIA_VISIBLE_DEVICES",
-    "CUDA_VISIBLE_DEVICES", "BPSPERF_RUN_ID", "BYTEPS_SOCKET_PATH",
+    "DMLC_ROLE",
+    "DMLC_NUM_WORKER",
+    "DMLC_NUM_SERVER",
+    "DMLC_PS_ROOT_URI",
+    "DMLC_PS_ROOT_PORT",
+    "DMLC_NODE_HOST",
+    "DMLC_WORKER_ID",
+    "BYTEPS_LOCAL_RANK",
+    "BYTEPS_LOCAL_SIZE",
+    "BYTEPS_TRACE_*",
+    "NVIDIA_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "BPSPERF_RUN_ID",
+    "BYTEPS_SOCKET_PATH",
 )
 
 
@@ -96,8 +116,7 @@ def reported(environ: Mapping[str, str], extra: "tuple[str, ...]" = ()) -> "dict
 HIDDEN = "***"
 #: Parts of a name that make it look secret, anywhere in it and in any case: GITHUB_TOKEN,
 #: BPSPERF_PR_TOKEN, AWS_SECRET_ACCESS_KEY, PGPASSWORD, WANDB_API_KEY, NPM_AUTH, SSH_PRIVATE...
-SECRET_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "AUTH", "KEY", "PRIVATE",
-                "COOKIE")
+SECRET_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "AUTH", "KEY", "PRIVATE", "COOKIE")
 #: Words that make a name look secret only as a whole ``_``-separated word (as parts they hit
 #: PASSIVE, PATH, ...): DB_PASS, MYSQL_PWD, GH_PAT.
 SECRET_WORDS = ("PASS", "PWD", "PAT")
@@ -141,8 +160,14 @@ def hide_in_text(text: str) -> str:
     """``text`` with the value of each ``NAME=VALUE`` (or ``"NAME": "VALUE"``) whose name looks secret,
     and each password of a URL, replaced by :data:`HIDDEN`: for a setting's raw value in a message."""
     text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{HIDDEN}@", str(text))
-    text = _KEY_VALUE.sub(lambda m: (f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{m.group(4)}{HIDDEN}{m.group(4)}"
-                                     if looks_secret(m.group(2)) else m.group(0)), text)
+    text = _KEY_VALUE.sub(
+        lambda m: (
+            f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{m.group(4)}{HIDDEN}{m.group(4)}"
+            if looks_secret(m.group(2))
+            else m.group(0)
+        ),
+        text,
+    )
     return _ASSIGNMENT.sub(lambda m: f"{m.group(1)}={HIDDEN}" if looks_secret(m.group(1)) else m.group(0), text)
 
 

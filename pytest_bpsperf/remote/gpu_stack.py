@@ -16,21 +16,27 @@ from __future__ import annotations
 
 import re
 import subprocess
-from typing import Sequence
+from typing import Callable, Sequence
 
 #: (CUDA version, the newest compute capability it compiles for), oldest first.
 CUDA_NEWEST_GPU: "tuple[tuple[tuple[int, int], float], ...]" = (
-    ((11, 0), 8.0),   # Ampere A100
-    ((11, 1), 8.6),   # Ampere GA10x
-    ((11, 8), 9.0),   # Ada 8.9 and Hopper 9.0
+    ((11, 0), 8.0),  # Ampere A100
+    ((11, 1), 8.6),  # Ampere GA10x
+    ((11, 8), 9.0),  # Ada 8.9 and Hopper 9.0
     ((12, 8), 12.0),  # Blackwell 10.0 and 12.0
 )
 #: The oldest compute capability the MXNet 1.9 CUDA builds on PyPI carry code for (Maxwell).
 OLDEST_GPU = 5.0
 #: The generations by compute capability, for messages.
 GENERATIONS: "tuple[tuple[float, str], ...]" = (
-    (5.0, "Maxwell"), (6.0, "Pascal"), (7.0, "Volta"), (7.5, "Turing"), (8.0, "Ampere"), (8.9, "Ada"),
-    (9.0, "Hopper"), (10.0, "Blackwell"),
+    (5.0, "Maxwell"),
+    (6.0, "Pascal"),
+    (7.0, "Volta"),
+    (7.5, "Turing"),
+    (8.0, "Ampere"),
+    (8.9, "Ada"),
+    (9.0, "Hopper"),
+    (10.0, "Blackwell"),
 )
 
 
@@ -71,12 +77,15 @@ def mxnet_cuda(distributions: "Sequence[str] | None" = None) -> "tuple[tuple[int
     return None
 
 
-def node_gpus(run: "object | None" = None) -> "list[tuple[int, str, float]]":
+def node_gpus(run: "Callable[[list[str]], str] | None" = None) -> "list[tuple[int, str, float]]":
     """(index, name, compute capability) of this node's GPUs, from ``nvidia-smi``; empty where it cannot tell."""
     argv = ["nvidia-smi", "--query-gpu=index,name,compute_cap", "--format=csv,noheader"]
     try:
-        out = run(argv) if run is not None else subprocess.run(  # type: ignore[operator]
-            argv, capture_output=True, text=True, timeout=60, check=True).stdout
+        out = (
+            run(argv)
+            if run is not None
+            else subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
+        )
     except (OSError, subprocess.SubprocessError):
         return []
     gpus = []
@@ -89,8 +98,9 @@ def node_gpus(run: "object | None" = None) -> "list[tuple[int, str, float]]":
     return gpus
 
 
-def stack_problem(gpus: "Sequence[tuple[int, str, float]] | None" = None,
-                  cuda: "tuple[tuple[int, int], str] | None" = None) -> "str | None":
+def stack_problem(
+    gpus: "Sequence[tuple[int, str, float]] | None" = None, cuda: "tuple[tuple[int, int], str] | None" = None
+) -> "str | None":
     """Why this node's MXNet build cannot run on its GPUs (None: it can, or it cannot be told).
 
     ``gpus`` defaults to :func:`node_gpus`, ``cuda`` to :func:`mxnet_cuda`.
@@ -106,14 +116,18 @@ def stack_problem(gpus: "Sequence[tuple[int, str, float]] | None" = None,
     if too_new and newest is not None:
         index, name, capability = too_new[0]
         needed = cuda_needed(capability)
-        return (f"GPU {index} ({name}) is compute capability {capability:.1f} ({generation(capability)}), and this "
-                f"node's MXNet is {build} (CUDA {major}.{minor}), which runs up to compute capability {newest:.1f} "
-                f"({generation(newest)}): {generation(capability)} needs CUDA "
-                + (f">= {needed[0]}.{needed[1]}" if needed else "newer than this plugin knows")
-                + ", for which PyPI has no MXNet 1.9 build (its last is mxnet-cu112): use GPUs up to Ampere, or "
-                "build MXNet and BytePS from source against a newer CUDA")
+        return (
+            f"GPU {index} ({name}) is compute capability {capability:.1f} ({generation(capability)}), and this "
+            f"node's MXNet is {build} (CUDA {major}.{minor}), which runs up to compute capability {newest:.1f} "
+            f"({generation(newest)}): {generation(capability)} needs CUDA "
+            + (f">= {needed[0]}.{needed[1]}" if needed else "newer than this plugin knows")
+            + ", for which PyPI has no MXNet 1.9 build (its last is mxnet-cu112): use GPUs up to Ampere, or "
+            "build MXNet and BytePS from source against a newer CUDA"
+        )
     if too_old:
         index, name, capability = too_old[0]
-        return (f"GPU {index} ({name}) is compute capability {capability:.1f}, older than the {OLDEST_GPU:.1f} "
-                f"({generation(OLDEST_GPU)}) that MXNet's CUDA builds carry code for")
+        return (
+            f"GPU {index} ({name}) is compute capability {capability:.1f}, older than the {OLDEST_GPU:.1f} "
+            f"({generation(OLDEST_GPU)}) that MXNet's CUDA builds carry code for"
+        )
     return None

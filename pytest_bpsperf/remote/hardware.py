@@ -16,8 +16,19 @@ import subprocess
 from functools import lru_cache
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-__all__ = ["CPU_KEYS", "HOST_KEYS", "PROFILE_SCHEME", "VECTOR_FLAGS", "as_count", "collect_facts", "core_count", "host_facts", "list_gpus",
-           "local_gpus", "memory_class_gib"]
+__all__ = [
+    "CPU_KEYS",
+    "HOST_KEYS",
+    "PROFILE_SCHEME",
+    "VECTOR_FLAGS",
+    "as_count",
+    "collect_facts",
+    "core_count",
+    "host_facts",
+    "list_gpus",
+    "local_gpus",
+    "memory_class_gib",
+]
 
 
 GpuLister = Callable[[], Sequence[str]]
@@ -56,10 +67,37 @@ PROFILE_SCHEME = 2
 #: The CPU flags the math libraries pick kernels by (oneDNN/MKL-DNN and OpenBLAS dispatch on these),
 #: as /proc/cpuinfo spells them: x86 ``flags``, ARM ``Features``.
 VECTOR_FLAGS = (
-    "sse4_2", "avx", "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512dq", "avx512cd", "avx512bw",
-    "avx512vl", "avx512ifma", "avx512vbmi", "avx512_vbmi2", "avx512_vnni", "avx512_bitalg", "avx512_vpopcntdq",
-    "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8", "amx_fp16",
-    "asimd", "asimdhp", "asimddp", "sve", "sve2", "bf16", "i8mm", "sme",
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx_vnni",
+    "avx512f",
+    "avx512dq",
+    "avx512cd",
+    "avx512bw",
+    "avx512vl",
+    "avx512ifma",
+    "avx512vbmi",
+    "avx512_vbmi2",
+    "avx512_vnni",
+    "avx512_bitalg",
+    "avx512_vpopcntdq",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "amx_fp16",
+    "asimd",
+    "asimdhp",
+    "asimddp",
+    "sve",
+    "sve2",
+    "bf16",
+    "i8mm",
+    "sme",
 )
 
 

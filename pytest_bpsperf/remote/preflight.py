@@ -70,8 +70,9 @@ def distributions_providing(package: str, path: "Sequence[str] | None" = None) -
     import importlib.metadata
 
     found: "dict[str, tuple[str, str, str]]" = {}
-    dists = importlib.metadata.distributions(path=list(path)) if path is not None else (
-        importlib.metadata.distributions())
+    dists = (
+        importlib.metadata.distributions(path=list(path)) if path is not None else (importlib.metadata.distributions())
+    )
     for dist in dists:
         name = dist.metadata["Name"] or ""
         if not name or _canonical(name) in found or package not in _top_level(dist):
@@ -86,10 +87,12 @@ def mxnet_conflict(path: "Sequence[str] | None" = None) -> "str | None":
     if len(dists) < 2:
         return None
     listed = ", ".join(f"{name} {version} (in {where})" for name, version, where in dists)
-    return (f"{len(dists)} MXNet distributions are installed, each providing the mxnet package: {listed}; "
-            "they install their files over each other, so which build the roles would run is unknown. Keep "
-            "one: pip uninstall the others (on GPU nodes, keep the CUDA build and install pytest-bpsperf "
-            "without the [mxnet] extra)")
+    return (
+        f"{len(dists)} MXNet distributions are installed, each providing the mxnet package: {listed}; "
+        "they install their files over each other, so which build the roles would run is unknown. Keep "
+        "one: pip uninstall the others (on GPU nodes, keep the CUDA build and install pytest-bpsperf "
+        "without the [mxnet] extra)"
+    )
 
 
 def _check_need(need: str) -> "str | None":
@@ -133,20 +136,28 @@ def facts(needs: Sequence[str], entry: "str | None", entry_path: "str | None", d
         try:
             module = importlib.import_module(module_name)
         except Exception as exc:  # noqa: BLE001
-            problems.append(f"entry point {entry}: module {module_name!r} does not import from "
-                            f"{entry_path or 'sys.path'}: {type(exc).__name__}: {exc}")
+            problems.append(
+                f"entry point {entry}: module {module_name!r} does not import from "
+                f"{entry_path or 'sys.path'}: {type(exc).__name__}: {exc}"
+            )
         else:
             entry_file = getattr(module, "__file__", None)
             if not callable(getattr(module, function, None)):
-                problems.append(f"entry point {entry}: module {module_name!r} ({entry_file}) has no function "
-                                f"{function!r}")
+                problems.append(
+                    f"entry point {entry}: module {module_name!r} ({entry_file}) has no function {function!r}"
+                )
     if data:
         idx = data[: -len(".rec")] + ".idx" if data.endswith(".rec") else data + ".idx"
         missing = [p for p in (data, idx) if not os.path.isfile(p)]
         if missing:
             problems.append(f"the data the workers read is not on this node: {', '.join(missing)} (setting 'data')")
-    return {"executable": sys.executable, "python": platform.python_version(), "versions": software_versions(),
-            "entry_file": entry_file, "problems": problems}
+    return {
+        "executable": sys.executable,
+        "python": platform.python_version(),
+        "versions": software_versions(),
+        "entry_file": entry_file,
+        "problems": problems,
+    }
 
 
 def main(argv: "Sequence[str] | None" = None) -> int:
@@ -176,9 +187,18 @@ class PreflightError(RuntimeError):
     """The interpreter cannot run the roles; the message names it, the node and what failed."""
 
 
-def check_interpreter(python: "str | None", import_paths: Sequence[str], tree: "str | None", needs: Sequence[str],
-                      *, entry: "str | None" = None, entry_path: "str | None" = None,
-                      harness_dir: "str | None" = None, data: "str | None" = None, timeout: float = 300.0) -> dict:
+def check_interpreter(
+    python: "str | None",
+    import_paths: Sequence[str],
+    tree: "str | None",
+    needs: Sequence[str],
+    *,
+    entry: "str | None" = None,
+    entry_path: "str | None" = None,
+    harness_dir: "str | None" = None,
+    data: "str | None" = None,
+    timeout: float = 300.0,
+) -> dict:
     """Run the preflight under ``python`` (None: this one) with a role's import path; its facts.
 
     ``import_paths`` and ``entry_path`` may use ``TREE`` for ``tree`` (None: where
@@ -189,17 +209,36 @@ def check_interpreter(python: "str | None", import_paths: Sequence[str], tree: "
 
     root = tree if tree is not None else os.getcwd()
     # a directory of its own for the harness link, removed afterwards (on a node: under its temp dir)
-    work = tempfile.mkdtemp(prefix="bpsperf-preflight-", dir=harness_dir if harness_dir and os.path.isdir(
-        harness_dir) else None)
+    work = tempfile.mkdtemp(
+        prefix="bpsperf-preflight-", dir=harness_dir if harness_dir and os.path.isdir(harness_dir) else None
+    )
     try:
-        return _check(python, [harness_root(work)] + [p.replace(TREE, root) for p in import_paths], root, needs,
-                      entry, entry_path, data, work, timeout)
+        return _check(
+            python,
+            [harness_root(work)] + [p.replace(TREE, root) for p in import_paths],
+            root,
+            needs,
+            entry,
+            entry_path,
+            data,
+            work,
+            timeout,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _check(python: "str | None", paths: "list[str]", root: str, needs: Sequence[str], entry: "str | None",
-           entry_path: "str | None", data: "str | None", work: str, timeout: float) -> dict:
+def _check(
+    python: "str | None",
+    paths: "list[str]",
+    root: str,
+    needs: Sequence[str],
+    entry: "str | None",
+    entry_path: "str | None",
+    data: "str | None",
+    work: str,
+    timeout: float,
+) -> dict:
     env = scrub(os.environ)
     env["PYTHONPATH"] = pythonpath(paths, env)
     argv = [python or sys.executable, "-m", "pytest_bpsperf.remote.preflight", "--needs", ",".join(needs)]
@@ -219,8 +258,9 @@ def _check(python: "str | None", paths: "list[str]", root: str, needs: Sequence[
         raise PreflightError(f"interpreter {argv[0]} cannot run the harness (exit {proc.returncode}): {tail}")
     found = json.loads(lines[-1])
     if found.get("problems"):
-        raise PreflightError(f"interpreter {found.get('executable') or argv[0]} cannot run the roles: "
-                             + "; ".join(found["problems"]))
+        raise PreflightError(
+            f"interpreter {found.get('executable') or argv[0]} cannot run the roles: " + "; ".join(found["problems"])
+        )
     return found
 
 
@@ -231,8 +271,16 @@ def _run_in_own_group(argv: "list[str]", env: dict, cwd: str, timeout: float) ->
     terminal itself, so this is what ends it."""
     from .roles import kill_group
 
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:
@@ -241,7 +289,6 @@ def _run_in_own_group(argv: "list[str]", env: dict, cwd: str, timeout: float) ->
         raise
     kill_group(proc.pid, grace=1.0)  # what it left behind after it exited
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
-
 
 
 def server_library() -> "str | None":

@@ -31,9 +31,22 @@ def _distribution_version(names: Tuple[str, ...]) -> str:
 # mxnet-mkl, ...); listed here so that no package gets imported to find out.
 _PACKAGES: Dict[str, Tuple[str, ...]] = {
     "mxnet": (
-        "mxnet", "mxnet-mkl", "mxnet-native", "mxnet-cu123", "mxnet-cu122", "mxnet-cu121",
-        "mxnet-cu120", "mxnet-cu118", "mxnet-cu117", "mxnet-cu116", "mxnet-cu113",
-        "mxnet-cu112", "mxnet-cu111", "mxnet-cu110", "mxnet-cu102", "mxnet-cu101",
+        "mxnet",
+        "mxnet-mkl",
+        "mxnet-native",
+        "mxnet-cu123",
+        "mxnet-cu122",
+        "mxnet-cu121",
+        "mxnet-cu120",
+        "mxnet-cu118",
+        "mxnet-cu117",
+        "mxnet-cu116",
+        "mxnet-cu113",
+        "mxnet-cu112",
+        "mxnet-cu111",
+        "mxnet-cu110",
+        "mxnet-cu102",
+        "mxnet-cu101",
         "mxnet-cu100",
     ),
     "byteps": ("byteps",),
@@ -58,9 +71,14 @@ def working_tree_dirty(cwd: Union[str, os.PathLike, None] = None) -> Optional[bo
     """Whether tracked files differ from ``HEAD`` in ``cwd`` (``git status --porcelain``, untracked files
     left out); None outside a repository, without git, or on timeout."""
     try:
-        proc = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                              cwd=None if cwd is None else str(cwd), capture_output=True, text=True, timeout=5,
-                              check=False)
+        proc = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=None if cwd is None else str(cwd),
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return bool(proc.stdout.strip()) if proc.returncode == 0 else None

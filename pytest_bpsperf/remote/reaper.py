@@ -113,7 +113,14 @@ def spawn(watch_pid: int, pids: Sequence[int], log_dir: "str | None" = None) -> 
     log = open(os.path.join(log_dir, "reaper.log"), "ab") if log_dir else subprocess.DEVNULL
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest_bpsperf.remote.reaper", "--watch", f"{watch_pid}:{start_time(watch_pid)}", *targets],
+            [
+                sys.executable,
+                "-m",
+                "pytest_bpsperf.remote.reaper",
+                "--watch",
+                f"{watch_pid}:{start_time(watch_pid)}",
+                *targets,
+            ],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

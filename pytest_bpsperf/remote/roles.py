@@ -233,12 +233,21 @@ class RoleProcess:
             import ray
 
             context = ray.get_runtime_context()
-            return {"node_id": context.get_node_id(), "ip": ray.util.get_node_ip_address(),
-                    "hostname": socket.gethostname(), "gpu_ids": [int(g) for g in ray.get_gpu_ids()],
-                    "pid": os.getpid()}
+            return {
+                "node_id": context.get_node_id(),
+                "ip": ray.util.get_node_ip_address(),
+                "hostname": socket.gethostname(),
+                "gpu_ids": [int(g) for g in ray.get_gpu_ids()],
+                "pid": os.getpid(),
+            }
         except Exception:  # noqa: BLE001 - outside Ray: this machine on loopback
-            return {"node_id": "", "ip": "127.0.0.1", "hostname": socket.gethostname(), "gpu_ids": [],
-                    "pid": os.getpid()}
+            return {
+                "node_id": "",
+                "ip": "127.0.0.1",
+                "hostname": socket.gethostname(),
+                "gpu_ids": [],
+                "pid": os.getpid(),
+            }
 
     def pick_port(self, host: str) -> int:
         """Choose the scheduler's port here, on the scheduler's own node, and hold it (:func:`hold_port`)
@@ -270,8 +279,10 @@ class RoleProcess:
         if self.proc is not None:
             raise RuntimeError(f"role {self.name} already started")
         tree = self.tree or ""
-        argv = [sys.executable if a == PYTHON else a.replace(RECORDS, self.records_path).replace(TREE, tree)
-                for a in command]
+        argv = [
+            sys.executable if a == PYTHON else a.replace(RECORDS, self.records_path).replace(TREE, tree)
+            for a in command
+        ]
         if _SETPRIV:
             argv = [_SETPRIV, "--pdeathsig", "KILL", "--", *argv]
         full_env = scrub(os.environ)
@@ -294,9 +305,11 @@ class RoleProcess:
         self.pdeathsig = bool(_SETPRIV)
         with open(self.log_path, "ab") as log:
             if not self.pdeathsig:
-                log.write(f"# bpsperf: setpriv not found: {self.name} does not die with its actor (no "
-                          "PR_SET_PDEATHSIG); a killed driver or actor may leave it running: install util-linux "
-                          "on this node\n".encode())
+                log.write(
+                    f"# bpsperf: setpriv not found: {self.name} does not die with its actor (no "
+                    "PR_SET_PDEATHSIG); a killed driver or actor may leave it running: install util-linux "
+                    "on this node\n".encode()
+                )
             log.write(f"# bpsperf: starting {self.name}: {hide_in_text(' '.join(argv))}\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
@@ -349,16 +362,14 @@ class RoleProcess:
                 chunk = b""
             complete = chunk[: chunk.rfind(b"\n") + 1]
             self._offsets[path] = self._offsets.get(path, 0) + len(complete)
-            progress = self._progress.setdefault(path, {"steps": 0, "last_step": None, "step_s": None,
-                                                        "ended": False})
+            progress = self._progress.setdefault(path, {"steps": 0, "last_step": None, "step_s": None, "ended": False})
             for line in complete.splitlines():
                 try:
                     rec = json.loads(line)
                 except ValueError:
                     continue
                 if rec.get("event") == "step":
-                    progress.update(steps=progress["steps"] + 1, last_step=rec.get("step"),
-                                    step_s=rec.get("total_s"))
+                    progress.update(steps=progress["steps"] + 1, last_step=rec.get("step"), step_s=rec.get("total_s"))
                 elif rec.get("event") == "diagnostic":  # progress too (after the timed steps), not a step
                     progress.update(steps=progress["steps"] + 1)
                 elif rec.get("event") == "end":

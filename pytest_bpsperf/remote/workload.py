@@ -69,8 +69,12 @@ def parse_args(argv: "Sequence[str] | None" = None) -> argparse.Namespace:
     """Command line of the workload (what the role plan puts after ``-m``)."""
     p = argparse.ArgumentParser(prog="python -m pytest_bpsperf.remote.workload", description=__doc__.split("\n")[0])
     p.add_argument("--backend", choices=("mxnet", "byteps", "local"), required=True)
-    p.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
-                   help="backend local: where the one process trains (the worker's device)")
+    p.add_argument(
+        "--device",
+        choices=("cpu", "gpu"),
+        default="cpu",
+        help="backend local: where the one process trains (the worker's device)",
+    )
     p.add_argument("--model", default="resnet50_v2")
     p.add_argument("--entry", default=None, help="module:function returning a step callable (instead of --model)")
     p.add_argument("--entry-path", default=None, help="directory to import the entry point's module from")
@@ -84,13 +88,24 @@ def parse_args(argv: "Sequence[str] | None" = None) -> argparse.Namespace:
     p.add_argument("--data", default="synthetic", help="'synthetic' or the path of a .rec (its .idx beside it)")
     p.add_argument("--data-threads", type=int, default=4)
     p.add_argument("--records", required=True, help="JSON-lines file for per-step records")
-    p.add_argument("--sync-every", type=int, default=1,
-                   help="wait for the device every K steps and record one window of K steps (overlapped timing)")
-    p.add_argument("--diagnostic-steps", type=int, default=0,
-                   help="after the timed steps, this many steps synced between input, compute and push/pull "
-                        "(records 'diagnostic', never throughput)")
-    p.add_argument("--records-per-rank", action="store_true",
-                   help="write to the records file of BYTEPS_LOCAL_RANK (processes spawned by bpslaunch)")
+    p.add_argument(
+        "--sync-every",
+        type=int,
+        default=1,
+        help="wait for the device every K steps and record one window of K steps (overlapped timing)",
+    )
+    p.add_argument(
+        "--diagnostic-steps",
+        type=int,
+        default=0,
+        help="after the timed steps, this many steps synced between input, compute and push/pull "
+        "(records 'diagnostic', never throughput)",
+    )
+    p.add_argument(
+        "--records-per-rank",
+        action="store_true",
+        help="write to the records file of BYTEPS_LOCAL_RANK (processes spawned by bpslaunch)",
+    )
     args = p.parse_args(argv)
     if args.steps < 1 or args.batch_size < 1 or args.image_size < 8 or args.data_threads < 1 or args.sync_every < 1:
         p.error("--steps, --batch-size, --data-threads and --sync-every must be >= 1 and --image-size >= 8")
@@ -113,8 +128,9 @@ def _fault(backend: str) -> tuple:
         if kind == "dist-slowdown" and backend == "local":
             return None, 0.0
         return None, float(value) / 100.0
-    raise WorkloadError(f"{FAULT_ENV}={spec!r} is not understood; accepted: crash-at-step:N, slowdown:PERCENT, "
-                        "dist-slowdown:PERCENT")
+    raise WorkloadError(
+        f"{FAULT_ENV}={spec!r} is not understood; accepted: crash-at-step:N, slowdown:PERCENT, dist-slowdown:PERCENT"
+    )
 
 
 class Recorder:
@@ -269,20 +285,41 @@ def _build(args: argparse.Namespace, timer: Timer, probe: "list[InputProbe]") ->
     if args.data == "synthetic":
         data: Batches = synthetic(args.batch_size, args.image_size, args.classes, device, args.dtype)
     else:
-        data = records(args.data, batch_size=args.batch_size, image_size=args.image_size, threads=args.data_threads,
-                       rank=rank, parts=num_workers, device=device, dtype=args.dtype)
+        data = records(
+            args.data,
+            batch_size=args.batch_size,
+            image_size=args.image_size,
+            threads=args.data_threads,
+            rank=rank,
+            parts=num_workers,
+            device=device,
+            dtype=args.dtype,
+        )
     probe.append(InputProbe(data))
     data = probe[0].batches
-    ctx = TrainContext(backend=args.backend, device=device, rank=rank, num_workers=num_workers,
-                       batch_size=args.batch_size, image_size=args.image_size, dtype=args.dtype,
-                       classes=args.classes, model=args.model, lr=args.lr, step_scale=scale, data=data,
-                       make_trainer=make_trainer, split=timer.split)
+    ctx = TrainContext(
+        backend=args.backend,
+        device=device,
+        rank=rank,
+        num_workers=num_workers,
+        batch_size=args.batch_size,
+        image_size=args.image_size,
+        dtype=args.dtype,
+        classes=args.classes,
+        model=args.model,
+        lr=args.lr,
+        step_scale=scale,
+        data=data,
+        make_trainer=make_trainer,
+        split=timer.split,
+    )
     if args.entry:
         build = load(args.entry, args.entry_path)
         step = _guarded(build, args.entry, "build(ctx)")(ctx)
         if not callable(step):
-            raise EntryError(f"entry point {args.entry}: build(ctx) returned {type(step).__name__}, "
-                             "not a step callable")
+            raise EntryError(
+                f"entry point {args.entry}: build(ctx) returned {type(step).__name__}, not a step callable"
+            )
         step = _guarded(step, args.entry, "step()")
     else:
         try:
@@ -292,8 +329,16 @@ def _build(args: argparse.Namespace, timer: Timer, probe: "list[InputProbe]") ->
         if args.model.lower() not in get_model_list():
             raise WorkloadError(f"model {args.model!r} is not in gluoncv's model zoo")
         step = build_zoo_model(ctx)
-    info = {"backend": args.backend, "rank": rank, "num_workers": num_workers, "ctx": str(device),
-            "data": data.kind, "python": sys.executable, **cpu_placement(), **facts}
+    info = {
+        "backend": args.backend,
+        "rank": rank,
+        "num_workers": num_workers,
+        "ctx": str(device),
+        "data": data.kind,
+        "python": sys.executable,
+        **cpu_placement(),
+        **facts,
+    }
     if args.entry:
         # where the code under test came from (base-vs-head: the arm's tree)
         info["entry_file"] = getattr(sys.modules.get(args.entry.partition(":")[0]), "__file__", None)
@@ -337,6 +382,7 @@ def _cpu_list(text: str) -> "set[int]":
 
 def _guarded(fn: Callable, spec: str, what: str) -> Callable:
     """``fn`` with its exceptions turned into an :class:`EntryError` naming the entry point."""
+
     def call(*a: Any) -> Any:
         try:
             return fn(*a)
@@ -400,8 +446,7 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
         recorder.write("step", step=window, total_s=total, images=args.batch_size * n, **window_fields, **split)
         window += 1
     if args.diagnostic_steps:
-        diagnose(step, timer, probes[0], args.diagnostic_steps, recorder, slowdown=slowdown,
-                 images=args.batch_size)
+        diagnose(step, timer, probes[0], args.diagnostic_steps, recorder, slowdown=slowdown, images=args.batch_size)
     recorder.write("end", steps=args.steps)
 
 
@@ -413,8 +458,16 @@ def _burn(seconds: float) -> None:
         pass
 
 
-def diagnose(step: Callable[[], Any], timer: Timer, probe: InputProbe, count: int, recorder: Recorder, *,
-             slowdown: float = 0.0, images: int = 0) -> None:
+def diagnose(
+    step: Callable[[], Any],
+    timer: Timer,
+    probe: InputProbe,
+    count: int,
+    recorder: Recorder,
+    *,
+    slowdown: float = 0.0,
+    images: int = 0,
+) -> None:
     """``count`` diagnostic steps after the timed ones: each synced between input, compute and push/pull.
 
     Every phase is waited for before the next begins (the previous step ended
@@ -477,7 +530,9 @@ def main(argv: "Sequence[str] | None" = None) -> int:
     except EntryError as exc:
         import traceback
 
-        traceback.print_exception(type(exc.__cause__ or exc), exc.__cause__ or exc, (exc.__cause__ or exc).__traceback__)
+        traceback.print_exception(
+            type(exc.__cause__ or exc), exc.__cause__ or exc, (exc.__cause__ or exc).__traceback__
+        )
         sys.stderr.write(f"bpsperf workload: {exc}\n")
         return 3
     except Exception as exc:  # noqa: BLE001 - any failure must end in a clear message and non-zero exit

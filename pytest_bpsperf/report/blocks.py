@@ -14,8 +14,24 @@ from dataclasses import dataclass
 from typing import Sequence, Tuple, Union
 from urllib.parse import quote
 
-__all__ = ["Block", "Bullets", "Code", "Folded", "Heading", "Image", "Paragraph", "Status", "Strong", "Table",
-           "code_md", "html_page", "markdown", "markdown_lines", "plain_md", "text_lines"]
+__all__ = [
+    "Block",
+    "Bullets",
+    "Code",
+    "Folded",
+    "Heading",
+    "Image",
+    "Paragraph",
+    "Status",
+    "Strong",
+    "Table",
+    "code_md",
+    "html_page",
+    "markdown",
+    "markdown_lines",
+    "plain_md",
+    "text_lines",
+]
 
 
 @dataclass(frozen=True)
@@ -39,8 +55,13 @@ class Status:
     status: str
 
     #: the marks of the statuses a verdict can have
-    MARKS = {"ok": "✅ ok", "regression": "❌ regression", "improvement": "🚀 improvement",
-             "no-baseline": "⚪ no baseline", "inconclusive": "❔ inconclusive"}
+    MARKS = {
+        "ok": "✅ ok",
+        "regression": "❌ regression",
+        "improvement": "🚀 improvement",
+        "no-baseline": "⚪ no baseline",
+        "inconclusive": "❔ inconclusive",
+    }
 
     @property
     def marked(self) -> str:
@@ -170,8 +191,7 @@ _BLOCK_START = re.compile(r"^(?:([#+=-])|(\d+)([.)]))")
 def _line_md(text: Text) -> str:
     """Inline text that starts a line (a paragraph, a list item): a leading ``#``, ``-``, ``1.`` escaped too."""
     md = _inline_md(text)
-    return _BLOCK_START.sub(lambda m: "\\" + m.group(1) if m.group(1) else m.group(2) + "\\" + m.group(3), md,
-                            count=1)
+    return _BLOCK_START.sub(lambda m: "\\" + m.group(1) if m.group(1) else m.group(2) + "\\" + m.group(3), md, count=1)
 
 
 def _inline_html(text: Text) -> str:
@@ -197,8 +217,10 @@ def _block_md(block: Block) -> str:
     if isinstance(block, Bullets):
         return ("\n\n" if block.loose else "\n").join("- " + _line_md(item) for item in block.items)
     if isinstance(block, Table):
-        lines = ["| " + " | ".join(plain_md(h) for h in block.header) + " |",
-                 "|" + "|".join("---:" if r else "---" for r in block.right) + "|"]
+        lines = [
+            "| " + " | ".join(plain_md(h) for h in block.header) + " |",
+            "|" + "|".join("---:" if r else "---" for r in block.right) + "|",
+        ]
         lines += ["| " + " | ".join(_inline_md(c, cell=True) for c in row) + " |" for row in block.rows]
         return "\n".join(lines)
     if isinstance(block, Folded):
@@ -237,8 +259,9 @@ def _table_text(table: Table) -> "list[str]":
     widths = [max(len(r[k]) for r in rows) for k in range(len(table.header))]
 
     def line(cells: "tuple[str, ...]") -> str:
-        return "  ".join(c.rjust(w) if right else c.ljust(w)
-                         for c, w, right in zip(cells, widths, table.right)).rstrip()
+        return "  ".join(
+            c.rjust(w) if right else c.ljust(w) for c, w, right in zip(cells, widths, table.right)
+        ).rstrip()
 
     return [line(rows[0])] + [line(r) for r in rows[1:]]
 
@@ -275,24 +298,31 @@ def _block_html(block: Block) -> str:
         # numbers right-aligned, as the Markdown's ---: columns are
         cls = [' class="num"' if i < len(block.right) and block.right[i] else "" for i in range(len(block.header))]
         head = "".join(f"<th{a}>{html.escape(h)}</th>" for h, a in zip(block.header, cls))
-        body = "".join("<tr>" + "".join(f"<td{a}>{_inline_html(c)}</td>" for c, a in zip(row, cls)) + "</tr>"
-                       for row in block.rows)
+        body = "".join(
+            "<tr>" + "".join(f"<td{a}>{_inline_html(c)}</td>" for c, a in zip(row, cls)) + "</tr>" for row in block.rows
+        )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     if isinstance(block, Folded):
         inner = "\n".join(_block_html(b) for b in block.blocks)
         return f"<details><summary>{_inline_html(block.summary)}</summary>\n{inner}\n</details>"
-    return (f'<figure><img src="{html.escape(block.src)}" alt="{html.escape(block.title)}">'
-            f"<figcaption>{html.escape(block.title)}</figcaption></figure>")
+    return (
+        f'<figure><img src="{html.escape(block.src)}" alt="{html.escape(block.title)}">'
+        f"<figcaption>{html.escape(block.title)}</figcaption></figure>"
+    )
 
 
 # figure's margin is the page's: the browser's 40px on each side shrank a 900px picture (blurred text)
-_STYLE = ("body{font-family:sans-serif;max-width:60em;margin:auto;padding:0 1em}table{border-collapse:collapse}"
-          "td,th{border:1px solid #ccc;padding:2px 6px}th{text-align:left}.num{text-align:right}"
-          "figure{margin:1.5em 0}figcaption{color:#555;font-size:90%}img{max-width:100%}")
+_STYLE = (
+    "body{font-family:sans-serif;max-width:60em;margin:auto;padding:0 1em}table{border-collapse:collapse}"
+    "td,th{border:1px solid #ccc;padding:2px 6px}th{text-align:left}.num{text-align:right}"
+    "figure{margin:1.5em 0}figcaption{color:#555;font-size:90%}img{max-width:100%}"
+)
 
 
 def html_page(blocks: Sequence[Block], title: str) -> str:
     """The pieces as one self-contained HTML page (pictures stay files, linked by their addresses)."""
     body = "\n".join(_block_html(b) for b in blocks)
-    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{_STYLE}</style></head><body>\n{body}\n</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{_STYLE}</style></head><body>\n{body}\n</body></html>\n"
+    )

@@ -32,16 +32,20 @@ LINK = re.compile(r"https?://[^\s()<>\[\]`\\]+")
 def check_marker(marker: str) -> str:
     """``marker`` when it may name a comment (letters, digits, ``._-``), else ValueError naming it."""
     if not MARKER.fullmatch(marker or ""):
-        raise ValueError(f"--marker {marker!r}: expected letters, digits, '.', '_' and '-' (it names the comment "
-                         "in an HTML comment and its summary line), such as the runner kind: cpu")
+        raise ValueError(
+            f"--marker {marker!r}: expected letters, digits, '.', '_' and '-' (it names the comment "
+            "in an HTML comment and its summary line), such as the runner kind: cpu"
+        )
     return marker
 
 
 def check_link(link: str) -> str:
     """``link`` when it is an http(s) address that a Markdown link can hold, else ValueError naming it."""
     if not LINK.fullmatch(link or ""):
-        raise ValueError(f"--link {link!r}: expected an http:// or https:// address without spaces, "
-                         "parentheses, brackets, backticks or angle brackets (the run's artifacts page)")
+        raise ValueError(
+            f"--link {link!r}: expected an http:// or https:// address without spaces, "
+            "parentheses, brackets, backticks or angle brackets (the run's artifacts page)"
+        )
     return link
 
 
@@ -73,8 +77,14 @@ def summary_line(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {status}" for status, n in counts.items()) if counts else "no verdict"
 
 
-def comment_body(document: Mapping[str, Any], markdown: str, *, marker: str, link: "str | None" = None,
-                 limit: int = GITHUB_COMMENT_LIMIT) -> str:
+def comment_body(
+    document: Mapping[str, Any],
+    markdown: str,
+    *,
+    marker: str,
+    link: "str | None" = None,
+    limit: int = GITHUB_COMMENT_LIMIT,
+) -> str:
     """The comment: ``<!-- bpsperf:MARKER -->``, the summary, then ``markdown`` in a collapsed block.
 
     Pictures of the report are files of the runner, which a comment cannot show:
@@ -93,8 +103,9 @@ def comment_body(document: Mapping[str, Any], markdown: str, *, marker: str, lin
     body = head + opening + report + closing
     if len(body) <= limit:
         return body
-    note = (f"\n\n*The report is cut here, below GitHub's limit of {GITHUB_COMMENT_LIMIT:,} characters"
-            + (f": the whole report is in the [artifacts]({link}).*" if link else ".*"))
+    note = f"\n\n*The report is cut here, below GitHub's limit of {GITHUB_COMMENT_LIMIT:,} characters" + (
+        f": the whole report is in the [artifacts]({link}).*" if link else ".*"
+    )
     room = limit - len(head) - len(opening) - len(closing) - len(note)
     if room <= 0:
         raise ValueError(f"a comment limit of {limit} characters leaves no room for the report")

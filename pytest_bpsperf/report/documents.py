@@ -29,11 +29,19 @@ def verdict_entry(verdict: "Union[Verdict, PairedVerdict]") -> dict:
 
 
 def json_document(
-    results: Sequence[RunResult], failures: Sequence[RunFailure], header: Sequence[str],
-    info: "Mapping[str, object] | None" = None, *, profile: "Profile | None" = None,
-    commit: "str | None" = None, branch: "str | None" = None, date: "str | None" = None,
-    versions: "Mapping[str, str] | None" = None, base_vs_head: "Mapping[str, object] | None" = None,
-    verdicts: "Sequence[Union[Verdict, PairedVerdict]]" = (), dirty: "bool | None" = None,
+    results: Sequence[RunResult],
+    failures: Sequence[RunFailure],
+    header: Sequence[str],
+    info: "Mapping[str, object] | None" = None,
+    *,
+    profile: "Profile | None" = None,
+    commit: "str | None" = None,
+    branch: "str | None" = None,
+    date: "str | None" = None,
+    versions: "Mapping[str, str] | None" = None,
+    base_vs_head: "Mapping[str, object] | None" = None,
+    verdicts: "Sequence[Union[Verdict, PairedVerdict]]" = (),
+    dirty: "bool | None" = None,
     host: "str | None" = None,
 ) -> dict:
     """The ``--bpsperf-json`` document (schema ``pytest_bpsperf/schemas/results.schema.json``).

@@ -59,12 +59,23 @@ def commit_info() -> "dict[str, Any]":
     project = parts[-1] if parts else os.path.basename(os.getcwd())
     commit = current_commit()
     if commit is None:
-        return {"id": "unversioned", "time": None, "author_time": None, "dirty": False, "project": project,
-                "branch": "(unknown)"}
+        return {
+            "id": "unversioned",
+            "time": None,
+            "author_time": None,
+            "dirty": False,
+            "project": project,
+            "branch": "(unknown)",
+        }
     branch = _git("rev-parse", "--abbrev-ref", "HEAD")
-    return {"id": commit, "time": _git("show", "-s", "--format=%cI", commit),
-            "author_time": _git("show", "-s", "--format=%aI", commit), "dirty": bool(working_tree_dirty()),
-            "project": project, "branch": "(detached head)" if branch == "HEAD" else branch or "(unknown)"}
+    return {
+        "id": commit,
+        "time": _git("show", "-s", "--format=%cI", commit),
+        "author_time": _git("show", "-s", "--format=%aI", commit),
+        "dirty": bool(working_tree_dirty()),
+        "project": project,
+        "branch": "(detached head)" if branch == "HEAD" else branch or "(unknown)",
+    }
 
 
 def _rounds(run: Mapping[str, Any]) -> "list[float]":
@@ -94,22 +105,44 @@ def benchmark_export(results: Mapping[str, Any], profile_id: Optional[str] = Non
         name = run["nodeid"].split("::")[-1]
         if run.get("repeat"):
             name += f"-run{run['repeat'] + 1}"
-        extra = {"img_per_sec": run["img_per_sec"], "per_worker_img_per_sec": run.get("per_worker_img_per_sec", {}),
-                 "backend": run.get("backend"), "warmup_steps": run.get("warmup_steps", {})}
+        extra = {
+            "img_per_sec": run["img_per_sec"],
+            "per_worker_img_per_sec": run.get("per_worker_img_per_sec", {}),
+            "backend": run.get("backend"),
+            "warmup_steps": run.get("warmup_steps", {}),
+        }
         if run.get("verdict"):
             extra["verdict"] = run["verdict"].get("status")
-        benchmarks.append({
-            "group": run["test"], "name": name, "fullname": run["nodeid"],
-            "params": {"trick": run["trick"]}, "param": run["trick"], "extra_info": extra,
-            "options": {"disable_gc": False, "timer": "perf_counter", "min_rounds": len(rounds),
-                        "max_time": run.get("wall_s", 0.0), "min_time": 0.0, "warmup": True},
-            "stats": {**round_stats(rounds), "iterations": 1},
-        })
+        benchmarks.append(
+            {
+                "group": run["test"],
+                "name": name,
+                "fullname": run["nodeid"],
+                "params": {"trick": run["trick"]},
+                "param": run["trick"],
+                "extra_info": extra,
+                "options": {
+                    "disable_gc": False,
+                    "timer": "perf_counter",
+                    "min_rounds": len(rounds),
+                    "max_time": run.get("wall_s", 0.0),
+                    "min_time": 0.0,
+                    "warmup": True,
+                },
+                "stats": {**round_stats(rounds), "iterations": 1},
+            }
+        )
     return {
-        "machine_info": {"node": platform.node(), "machine": platform.machine(), "processor": platform.processor(),
-                         "python_version": platform.python_version(), "system": platform.system(),
-                         "release": platform.release(), "python_implementation": platform.python_implementation(),
-                         "bpsperf_profile": profile_id},
+        "machine_info": {
+            "node": platform.node(),
+            "machine": platform.machine(),
+            "processor": platform.processor(),
+            "python_version": platform.python_version(),
+            "system": platform.system(),
+            "release": platform.release(),
+            "python_implementation": platform.python_implementation(),
+            "bpsperf_profile": profile_id,
+        },
         "commit_info": commit_info(),
         "benchmarks": benchmarks,
         "datetime": datetime.datetime.now(datetime.timezone.utc).isoformat(),
@@ -147,8 +180,13 @@ def bmf_export(results: Mapping[str, Any]) -> "dict[str, Any]":
     for job, name in zip(jobs, names):
         if names.count(name) > 1:
             name = f"{name} {job.key.split('|', 2)[2]}"
-        out[name] = {"throughput": {"value": _geomean(job.samples), "lower_value": min(job.samples),
-                                    "upper_value": max(job.samples)}}
+        out[name] = {
+            "throughput": {
+                "value": _geomean(job.samples),
+                "lower_value": min(job.samples),
+                "upper_value": max(job.samples),
+            }
+        }
     return out
 
 
@@ -162,9 +200,16 @@ def github_benchmark_export(results: Mapping[str, Any]) -> "list[dict[str, Any]]
             name = f"{name} {job.key.split('|', 2)[2]}"
         spread = statistics.stdev(job.samples) if len(job.samples) > 1 else 0.0
         w = job.workload
-        out.append({
-            "name": name, "unit": "img/s", "value": _geomean(job.samples), "range": f"± {spread:.3g}",
-            "extra": (f"runs: {len(job.samples)}\ntrick: {job.trick}\nbackend: {w.get('backend')}, "
-                      f"{w.get('model')}, batch {w.get('batch_size')}, {w.get('steps')} steps"),
-        })
+        out.append(
+            {
+                "name": name,
+                "unit": "img/s",
+                "value": _geomean(job.samples),
+                "range": f"± {spread:.3g}",
+                "extra": (
+                    f"runs: {len(job.samples)}\ntrick: {job.trick}\nbackend: {w.get('backend')}, "
+                    f"{w.get('model')}, batch {w.get('batch_size')}, {w.get('steps')} steps"
+                ),
+            }
+        )
     return out

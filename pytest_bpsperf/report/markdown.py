@@ -35,9 +35,19 @@ from .blocks import (
 from .documents import json_document, verdict_entry
 from .matrix import HEADER, MatrixTable, row_cells
 
-__all__ = ["breakdown_pieces", "format_matrix_markdown", "markdown_document", "matrix_pieces", "pairs_markdown", "seconds_cell",
-           "session_pieces", "verdict_markdown", "verdict_pieces", "verdict_text", "verdicts_of"]
-
+__all__ = [
+    "breakdown_pieces",
+    "format_matrix_markdown",
+    "markdown_document",
+    "matrix_pieces",
+    "pairs_markdown",
+    "seconds_cell",
+    "session_pieces",
+    "verdict_markdown",
+    "verdict_pieces",
+    "verdict_text",
+    "verdicts_of",
+]
 
 
 def _pct(ratio: float) -> str:
@@ -78,7 +88,11 @@ def verdicts_of(document: Mapping[str, Any]) -> "list[dict]":
         verdict = run.get("verdict")
         if verdict and not _paired(verdict) and verdict.get("status"):
             by_job[verdict.get("key") or run.get("key") or run["nodeid"]] = {
-                **verdict, "nodeid": run["nodeid"], "test": run["test"], "trick": run["trick"]}
+                **verdict,
+                "nodeid": run["nodeid"],
+                "test": run["test"],
+                "trick": run["trick"],
+            }
     # a base-vs-head job of schema 2 names its test by its key only
     return [{"nodeid": j.get("key"), **j} for j in paired] + list(by_job.values())
 
@@ -87,8 +101,14 @@ def _arm_line(name: str, arm: Mapping[str, Any]) -> tuple:
     versions = arm.get("versions") or {}
     v = ", ".join(f"{k} {versions[k]}" for k in ("python", "mxnet", "byteps", "gluoncv", "ray") if k in versions)
     commit = str(arm.get("commit") or "-")[:12] + (" + uncommitted changes" if arm.get("dirty") else "")
-    return (Strong(name), f": {arm.get('ref') or '-'} ", Code(commit), ", python ",
-            Code(str(arm.get("python") or "as head")), f" ({v})" if v else "")
+    return (
+        Strong(name),
+        f": {arm.get('ref') or '-'} ",
+        Code(commit),
+        ", python ",
+        Code(str(arm.get("python") or "as head")),
+        f" ({v})" if v else "",
+    )
 
 
 def _cores(value: "float | None") -> str:
@@ -98,10 +118,23 @@ def _cores(value: "float | None") -> str:
 def _pair_rows(entry: Mapping[str, Any]) -> tuple:
     rows = []
     for p in entry.get("pair_table") or ():
-        ratio = ("dropped: " + str(p["dropped"]) if p.get("dropped")
-                 else "-" if p.get("ratio") is None else f"{float(p['ratio']):.3f}")
-        rows.append((str(p["pair"]), p["order"], _img(p.get("base_img_per_sec")), _img(p.get("head_img_per_sec")),
-                     ratio, f"{_cores(p.get('base_foreign_cores'))}, {_cores(p.get('head_foreign_cores'))}"))
+        ratio = (
+            "dropped: " + str(p["dropped"])
+            if p.get("dropped")
+            else "-"
+            if p.get("ratio") is None
+            else f"{float(p['ratio']):.3f}"
+        )
+        rows.append(
+            (
+                str(p["pair"]),
+                p["order"],
+                _img(p.get("base_img_per_sec")),
+                _img(p.get("head_img_per_sec")),
+                ratio,
+                f"{_cores(p.get('base_foreign_cores'))}, {_cores(p.get('head_foreign_cores'))}",
+            )
+        )
     return tuple(rows)
 
 
@@ -114,25 +147,60 @@ def pairs_pieces(entries: Sequence[Mapping[str, Any]], arms: Mapping[str, Any]) 
         # what the schema does not require may be missing: a dash, as for a figure not computed
         first_look = (v.get("comparison") or {}).get("first_look", 0)
         pairs = v.get("pairs")
-        interval = ("-" if v.get("ci_low") is None or v.get("ci_high") is None or (pairs or 0) < first_look
-                    else f"{_pct(v['ci_low'])} to {_pct(v['ci_high'])}")
-        rows.append((Code(v["nodeid"]), Status(v["status"]), _img(v.get("base_img_per_sec")),
-                     _img(v.get("measured_img_per_sec")), _change_cells(v)[0], interval,
-                     _tolerance(v), str(pairs if pairs is not None else "-"),
-                     str(v.get("looks", "-"))))
+        interval = (
+            "-"
+            if v.get("ci_low") is None or v.get("ci_high") is None or (pairs or 0) < first_look
+            else f"{_pct(v['ci_low'])} to {_pct(v['ci_high'])}"
+        )
+        rows.append(
+            (
+                Code(v["nodeid"]),
+                Status(v["status"]),
+                _img(v.get("base_img_per_sec")),
+                _img(v.get("measured_img_per_sec")),
+                _change_cells(v)[0],
+                interval,
+                _tolerance(v),
+                str(pairs if pairs is not None else "-"),
+                str(v.get("looks", "-")),
+            )
+        )
     out: "list[Block]" = [
         Heading(3, "Base vs head"),
-        Table(("test", "verdict", "base img/s", "head img/s", "head vs base", "interval (all looks)", "tolerance",
-               "pairs", "looks"), tuple(rows), (False, False, True, True, True, False, True, True, True)),
+        Table(
+            (
+                "test",
+                "verdict",
+                "base img/s",
+                "head img/s",
+                "head vs base",
+                "interval (all looks)",
+                "tolerance",
+                "pairs",
+                "looks",
+            ),
+            tuple(rows),
+            (False, False, True, True, True, False, True, True, True),
+        ),
         Bullets(tuple(_arm_line(name, arms.get(name) or {}) for name in ("base", "head")), loose=True),
     ]
     if any(v.get("aa") for v in entries):
-        out.append(Paragraph("A/A run: both arms are the same commit and interpreter; any difference is noise.",
-                             note=True))
+        out.append(
+            Paragraph("A/A run: both arms are the same commit and interpreter; any difference is noise.", note=True)
+        )
     for v in entries:
-        out.append(Folded(("pairs of ", Code(v["nodeid"])), (
-            Table(("pair", "order", "base img/s", "head img/s", "head/base", "foreign load, cores (base, head)"),
-                  _pair_rows(v), (True, False, True, True, True, True)),)))
+        out.append(
+            Folded(
+                ("pairs of ", Code(v["nodeid"])),
+                (
+                    Table(
+                        ("pair", "order", "base img/s", "head img/s", "head/base", "foreign load, cores (base, head)"),
+                        _pair_rows(v),
+                        (True, False, True, True, True, True),
+                    ),
+                ),
+            )
+        )
     out.append(Paragraph("Method: " + str((entries[0].get("comparison") or {}).get("method", "")), note=True))
     return out
 
@@ -152,16 +220,45 @@ def gate_pieces(entries: Sequence[Mapping[str, Any]]) -> "list[Block]":
     rows = []
     for v in entries:
         change, margin, mdc = _change_cells(v)
-        rows.append((Code(v["nodeid"]), Status(v["status"]), _img(v.get("measured_img_per_sec")),
-                     _img(v.get("baseline_img_per_sec")), change, _tolerance(v), margin, mdc))
+        rows.append(
+            (
+                Code(v["nodeid"]),
+                Status(v["status"]),
+                _img(v.get("measured_img_per_sec")),
+                _img(v.get("baseline_img_per_sec")),
+                change,
+                _tolerance(v),
+                margin,
+                mdc,
+            )
+        )
     out: "list[Block]" = [
         Heading(3, "Verdicts"),
-        Table(("test", "verdict", "measured img/s", "baseline img/s", "change", "tolerance", "noise margin",
-               "smallest detectable drop"), tuple(rows), (False, False) + (True,) * 6),
+        Table(
+            (
+                "test",
+                "verdict",
+                "measured img/s",
+                "baseline img/s",
+                "change",
+                "tolerance",
+                "noise margin",
+                "smallest detectable drop",
+            ),
+            tuple(rows),
+            (False, False) + (True,) * 6,
+        ),
     ]
     if any(v["status"] == "improvement" for v in entries):
-        out.append(Paragraph(("Faster than the baseline beyond noise: consider recording new baselines with ",
-                              Code("pytest -m perf --bpsperf-update-baselines"), ".")))
+        out.append(
+            Paragraph(
+                (
+                    "Faster than the baseline beyond noise: consider recording new baselines with ",
+                    Code("pytest -m perf --bpsperf-update-baselines"),
+                    ".",
+                )
+            )
+        )
     methods = {v["method"] for v in entries if v.get("method")}
     if methods:
         out.append(Paragraph("Method: " + "; ".join(sorted(methods)), note=True))
@@ -183,26 +280,44 @@ def breakdown_pieces(entries: Sequence[Mapping[str, Any]]) -> "list[Block]":
             continue
         reference = "base" if _paired(v) else "baseline"
         for name, before, after, pct in change.rows():
-            rows.append((Code(v["nodeid"]), LABELS[name], _seconds(before), _seconds(after),
-                         "-" if pct is None else f"{pct:+.0f}%"))
+            rows.append(
+                (
+                    Code(v["nodeid"]),
+                    LABELS[name],
+                    _seconds(before),
+                    _seconds(after),
+                    "-" if pct is None else f"{pct:+.0f}%",
+                )
+            )
         if v["status"] == "regression":
             lines.append((Code(v["nodeid"]), f" ({reference} to head): ", change.phrase(v.get("change_pct"))))
     if not rows:
         return []
-    return [Heading(3, "Where the time went"),
-            Table(("test", "part", "base or baseline /step", "head /step", "change"), tuple(rows),
-                  (False, False, True, True, True)),
-            *([Bullets(tuple(lines))] if lines else []),
-            Paragraph("Diagnostic steps after the timed ones (setting breakdown_steps), each waiting between input, "
-                      "compute and push/pull: the share of each part, not the throughput (the timed steps overlap "
-                      "them, as users train); medians over the runs of each side.", note=True)]
+    return [
+        Heading(3, "Where the time went"),
+        Table(
+            ("test", "part", "base or baseline /step", "head /step", "change"),
+            tuple(rows),
+            (False, False, True, True, True),
+        ),
+        *([Bullets(tuple(lines))] if lines else []),
+        Paragraph(
+            "Diagnostic steps after the timed ones (setting breakdown_steps), each waiting between input, "
+            "compute and push/pull: the share of each part, not the throughput (the timed steps overlap "
+            "them, as users train); medians over the runs of each side.",
+            note=True,
+        ),
+    ]
 
 
 def verdict_pieces(entries: Sequence[Mapping[str, Any]], arms: Mapping[str, Any]) -> "list[Block]":
     """The verdict tables: base-vs-head verdicts first, then those against the stored baselines, then where
     the step time went."""
-    return (pairs_pieces([v for v in entries if _paired(v)], arms)
-            + gate_pieces([v for v in entries if not _paired(v)]) + breakdown_pieces(entries))
+    return (
+        pairs_pieces([v for v in entries if _paired(v)], arms)
+        + gate_pieces([v for v in entries if not _paired(v)])
+        + breakdown_pieces(entries)
+    )
 
 
 def _runs_pieces(runs: Sequence[Mapping[str, Any]]) -> "list[Block]":
@@ -211,11 +326,23 @@ def _runs_pieces(runs: Sequence[Mapping[str, Any]]) -> "list[Block]":
         arm = f" ({r['arm']}, pair {(r.get('pair') or 0) + 1})" if r.get("arm") is not None else ""
         seconds = ["-" if r.get(k) is None else f"{r[k]:.1f}s" for k in ("bringup_s", "teardown_s")]
         # compute/sync are null in timing=overlapped (the default): only breakdown splits a step
-        rows.append(((Code(r["nodeid"]), arm), _img(r["img_per_sec"]), seconds_cell(r.get("compute_s_per_step")),
-                     seconds_cell(r.get("sync_s_per_step")), *seconds,
-                     _cores((r.get("foreign_load") or {}).get("cores"))))
-    return [Table(("test", "img/s", "compute/step", "sync/step", "bring-up", "teardown", "foreign load, cores"),
-                  tuple(rows), (False,) + (True,) * 6)]
+        rows.append(
+            (
+                (Code(r["nodeid"]), arm),
+                _img(r["img_per_sec"]),
+                seconds_cell(r.get("compute_s_per_step")),
+                seconds_cell(r.get("sync_s_per_step")),
+                *seconds,
+                _cores((r.get("foreign_load") or {}).get("cores")),
+            )
+        )
+    return [
+        Table(
+            ("test", "img/s", "compute/step", "sync/step", "bring-up", "teardown", "foreign load, cores"),
+            tuple(rows),
+            (False,) + (True,) * 6,
+        )
+    ]
 
 
 def matrix_pieces(table: MatrixTable) -> "list[Block]":
@@ -224,8 +351,12 @@ def matrix_pieces(table: MatrixTable) -> "list[Block]":
     for r in table.rows:
         cells = list(row_cells(r))
         rows.append(tuple([Code(cells[0])] + cells[1:]))
-    return [Heading(4, Code(table.test)), Paragraph(table.description),
-            Table(HEADER, tuple(rows), (False,) + (True,) * (len(HEADER) - 1)), Paragraph(table.method, note=True)]
+    return [
+        Heading(4, Code(table.test)),
+        Paragraph(table.description),
+        Table(HEADER, tuple(rows), (False,) + (True,) * (len(HEADER) - 1)),
+        Paragraph(table.method, note=True),
+    ]
 
 
 def session_pieces(document: Mapping[str, Any]) -> "list[Block]":
@@ -234,8 +365,14 @@ def session_pieces(document: Mapping[str, Any]) -> "list[Block]":
     verdicts = verdicts_of(document)
     out: "list[Block]" = [Heading(2, "bpsperf results")]
     if document.get("simulation"):
-        out.append(Paragraph(Strong(f"SIMULATION, not a measurement of BytePS: {document['simulation']}. "
-                                    "Its figures never become baselines.")))
+        out.append(
+            Paragraph(
+                Strong(
+                    f"SIMULATION, not a measurement of BytePS: {document['simulation']}. "
+                    "Its figures never become baselines."
+                )
+            )
+        )
     if verdicts:
         counts = {st: sum(v["status"] == st for v in verdicts) for st in dict.fromkeys(v["status"] for v in verdicts)}
         out.append(Paragraph(Strong(", ".join(f"{n} {st}" for st, n in counts.items()))))

@@ -67,11 +67,18 @@ class MatrixRow:
     def from_dict(cls, row: Mapping[str, Any]) -> "MatrixRow":
         """The row again from its :meth:`as_dict` (a results document's ``matrix``)."""
         sig = row.get("significance")
-        return cls(trick=row["trick"], runs=int(row["runs"]), median=float(row["img_per_sec_median"]),
-                   spread_pct=float(row["spread_pct"]), change_pct=row.get(f"change_vs_{REFERENCE_TRICK}_pct"),
-                   significance=Significance(**sig) if sig else None, compute_s=row.get("compute_s_per_step"),
-                   sync_s=row.get("sync_s_per_step"), scaling=row.get("scaling_efficiency"),
-                   scaling_per_process=row.get("scaling_efficiency_per_gpu"))
+        return cls(
+            trick=row["trick"],
+            runs=int(row["runs"]),
+            median=float(row["img_per_sec_median"]),
+            spread_pct=float(row["spread_pct"]),
+            change_pct=row.get(f"change_vs_{REFERENCE_TRICK}_pct"),
+            significance=Significance(**sig) if sig else None,
+            compute_s=row.get("compute_s_per_step"),
+            sync_s=row.get("sync_s_per_step"),
+            scaling=row.get("scaling_efficiency"),
+            scaling_per_process=row.get("scaling_efficiency_per_gpu"),
+        )
 
 
 @dataclass(frozen=True)
@@ -94,8 +101,12 @@ class MatrixTable:
     @classmethod
     def from_dict(cls, table: Mapping[str, Any]) -> "MatrixTable":
         """The table again from its :meth:`as_dict` (a results document's ``matrix``)."""
-        return cls(test=table["test"], description=table["description"],
-                   rows=tuple(MatrixRow.from_dict(r) for r in table["rows"]), method=table["method"])
+        return cls(
+            test=table["test"],
+            description=table["description"],
+            rows=tuple(MatrixRow.from_dict(r) for r in table["rows"]),
+            method=table["method"],
+        )
 
 
 def _describe(result: RunResult) -> str:
@@ -147,10 +158,11 @@ def matrix_tables(results: Iterable[RunResult], *, alpha: float = 0.05) -> "list
                 if len(runs) > 1 and len(ref) > 1:
                     sig = significance(ref_samples, samples, alpha=alpha, sample_kind="runs")
                 else:
-                    sig = significance(step_samples(ref[0]), step_samples(runs[0]), alpha=alpha,
-                                       sample_kind="steps")
-                methods.add(sig.method.split(" (")[0] + (" (per-step samples of one run each)"
-                                                         if sig.n_a and len(runs) == 1 else " (runs)"))
+                    sig = significance(step_samples(ref[0]), step_samples(runs[0]), alpha=alpha, sample_kind="steps")
+                methods.add(
+                    sig.method.split(" (")[0]
+                    + (" (per-step samples of one run each)" if sig.n_a and len(runs) == 1 else " (runs)")
+                )
             scaling, per_gpu = _scaling(runs, med)
             rows.append(
                 MatrixRow(
@@ -209,8 +221,7 @@ def _fmt_scaling(row: MatrixRow) -> str:
 
 def _scaling(runs: "list[RunResult]", median: float) -> "tuple[float | None, float | None]":
     """(per worker node, per GPU) scaling efficiency of a trick's runs, from their references."""
-    nodes_ref = [float(ref) for r in runs for ref in [r.output.node_img_per_sec or r.output.single_img_per_sec]
-                 if ref]
+    nodes_ref = [float(ref) for r in runs for ref in [r.output.node_img_per_sec or r.output.single_img_per_sec] if ref]
     if not nodes_ref:
         return None, None
     topology = runs[0].output.topology
@@ -223,8 +234,18 @@ def _scaling(runs: "list[RunResult]", median: float) -> "tuple[float | None, flo
     return per_node, scaling_efficiency(median, processes, statistics.median(singles))
 
 
-HEADER = ("trick", "runs", "img/s", "spread", f"vs {REFERENCE_TRICK}", "beyond noise", "compute/step",
-          "sync/step", "sync", "scaling")
+HEADER = (
+    "trick",
+    "runs",
+    "img/s",
+    "spread",
+    f"vs {REFERENCE_TRICK}",
+    "beyond noise",
+    "compute/step",
+    "sync/step",
+    "sync",
+    "scaling",
+)
 
 
 def row_cells(row: MatrixRow) -> tuple:
@@ -252,5 +273,3 @@ def format_matrix_text(table: MatrixTable) -> list:
         lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
     lines.append(table.method)
     return lines
-
-

@@ -16,8 +16,15 @@ from .blocks import Block, Bullets, Code, Heading, Image, Paragraph, Table
 from .markdown import session_pieces
 from .plots import Picture
 
-__all__ = ["PICTURES_DIR", "history_page", "picture_names", "picture_pieces", "session_page", "trend_lines",
-           "trend_pieces"]
+__all__ = [
+    "PICTURES_DIR",
+    "history_page",
+    "picture_names",
+    "picture_pieces",
+    "session_page",
+    "trend_lines",
+    "trend_pieces",
+]
 
 #: The folder of a report's pictures, next to the report (the plugin's Markdown and ``bpsperf report`` alike).
 PICTURES_DIR = "bpsperf-img"
@@ -31,8 +38,15 @@ def _steps_text(trend: Trend) -> str:
 
 def _trend_cells(trend: Trend) -> "tuple[str, ...]":
     first, last = trend.points[0], trend.points[-1]
-    return (trend.test.split("::")[-1], trend.trick, str(len(trend.points)), f"{first.geomean:.1f}",
-            f"{last.geomean:.1f}", f"{100 * (last.geomean / first.geomean - 1):+.1f}%", _steps_text(trend))
+    return (
+        trend.test.split("::")[-1],
+        trend.trick,
+        str(len(trend.points)),
+        f"{first.geomean:.1f}",
+        f"{last.geomean:.1f}",
+        f"{100 * (last.geomean / first.geomean - 1):+.1f}%",
+        _steps_text(trend),
+    )
 
 
 _TREND_HEADER = ("test", "trick", "commits", "first img/s", "latest img/s", "change", "change points")
@@ -59,10 +73,15 @@ def trend_pieces(trends: Sequence[Trend]) -> "list[Block]":
     for t in trends:
         cells = _trend_cells(t)
         rows.append((t.profile_id, Code(cells[0])) + cells[1:])
-    return [Heading(3, "History"),
-            Table(("profile",) + _TREND_HEADER, tuple(rows), (False, False, False, True, True, True, True, False)),
-            Paragraph("Change points: an exact penalised piecewise-constant fit of mean log img/s per commit "
-                      "(pytest_bpsperf.stats.changepoint).", note=True)]
+    return [
+        Heading(3, "History"),
+        Table(("profile",) + _TREND_HEADER, tuple(rows), (False, False, False, True, True, True, True, False)),
+        Paragraph(
+            "Change points: an exact penalised piecewise-constant fit of mean log img/s per commit "
+            "(pytest_bpsperf.stats.changepoint).",
+            note=True,
+        ),
+    ]
 
 
 def picture_pieces(pictures: Sequence[Picture], relative_to: "str | os.PathLike") -> "list[Block]":
@@ -70,26 +89,35 @@ def picture_pieces(pictures: Sequence[Picture], relative_to: "str | os.PathLike"
     if not pictures:
         return []
     out: "list[Block]" = [Heading(3, "Pictures")]
-    return out + [Image(p.title, os.path.relpath(p.path, os.fspath(relative_to)).replace(os.sep, "/"))
-                  for p in pictures]
+    return out + [
+        Image(p.title, os.path.relpath(p.path, os.fspath(relative_to)).replace(os.sep, "/")) for p in pictures
+    ]
 
 
 def picture_names(pictures: Sequence[Picture]) -> "list[Block]":
     """The pictures named, not linked: for the GitHub job summary, which cannot show the runner's files."""
     if not pictures:
         return []
-    return [Paragraph("Pictures (in the job's artifacts):"),
-            Bullets(tuple((Code(os.path.basename(p.path)), f": {p.title}") for p in pictures))]
+    return [
+        Paragraph("Pictures (in the job's artifacts):"),
+        Bullets(tuple((Code(os.path.basename(p.path)), f": {p.title}") for p in pictures)),
+    ]
 
 
-def session_page(document: Mapping[str, Any], *, trends: Sequence[Trend] = (), pictures: Sequence[Picture] = (),
-                 relative_to: "str | os.PathLike" = ".") -> "list[Block]":
+def session_page(
+    document: Mapping[str, Any],
+    *,
+    trends: Sequence[Trend] = (),
+    pictures: Sequence[Picture] = (),
+    relative_to: "str | os.PathLike" = ".",
+) -> "list[Block]":
     """A session's report: its results document, the trend of its jobs, its pictures."""
     return session_pieces(document) + trend_pieces(trends) + picture_pieces(pictures, relative_to)
 
 
-def history_page(header: Sequence[str], trends: Sequence[Trend], pictures: Sequence[Picture],
-                 relative_to: "str | os.PathLike") -> "list[Block]":
+def history_page(
+    header: Sequence[str], trends: Sequence[Trend], pictures: Sequence[Picture], relative_to: "str | os.PathLike"
+) -> "list[Block]":
     """A report of the history alone (no results file): what it is of, the trends, their pictures."""
     out: "list[Block]" = [Heading(2, "bpsperf history")]
     if header:

@@ -33,8 +33,17 @@ from ..store.entries import entry_samples
 from ..store.history import Trend
 from ..store.results import step_img_per_sec
 
-__all__ = ["Picture", "bisect_picture", "breakdown_picture", "history_picture", "matrix_picture", "pairs_picture",
-           "session_pictures", "split_picture", "steps_picture"]
+__all__ = [
+    "Picture",
+    "bisect_picture",
+    "breakdown_picture",
+    "history_picture",
+    "matrix_picture",
+    "pairs_picture",
+    "session_pictures",
+    "split_picture",
+    "steps_picture",
+]
 
 
 @dataclass(frozen=True)
@@ -118,12 +127,26 @@ def steps_picture(test: str, runs: Sequence[Mapping[str, Any]], out_dir: "str | 
             continue
         series = data[label]
         # One colour per trick, one line style per repeat.
-        (line,) = ax.plot(series["steps"], series["img_per_sec"], marker="o", markersize=3, label=label,
-                          color=f"C{tricks.index(run['trick']) % 10}", linestyle=("-", "--", ":", "-.")[run["repeat"] % 4])
+        (line,) = ax.plot(
+            series["steps"],
+            series["img_per_sec"],
+            marker="o",
+            markersize=3,
+            label=label,
+            color=f"C{tricks.index(run['trick']) % 10}",
+            linestyle=("-", "--", ":", "-.")[run["repeat"] % 4],
+        )
         warm = series["warmup_steps"]
         if warm:
-            ax.plot(warm, [series["img_per_sec"][i] for i in warm], linestyle="none", marker="o", markersize=8,
-                    markerfacecolor="none", markeredgecolor=line.get_color())
+            ax.plot(
+                warm,
+                [series["img_per_sec"][i] for i in warm],
+                linestyle="none",
+                marker="o",
+                markersize=8,
+                markerfacecolor="none",
+                markeredgecolor=line.get_color(),
+            )
     ax.set_xlabel("training step (hollow circles: warm-up, left out)")
     ax.set_ylabel("img/s (sum over workers)")
     title = f"per-step throughput: {test.split('::')[-1]}"
@@ -167,8 +190,13 @@ def matrix_picture(test: str, runs: Sequence[Mapping[str, Any]], out_dir: "str |
             # One run: its img/s, with the relative interval of its steady steps.
             gm, low, high = _interval(steps)
             scale = samples[0] / gm
-            data[trick] = {"value": samples[0], "low": low * scale, "high": high * scale, "n": len(steps),
-                           "basis": "steps"}
+            data[trick] = {
+                "value": samples[0],
+                "low": low * scale,
+                "high": high * scale,
+                "n": len(steps),
+                "basis": "steps",
+            }
         else:
             value, low, high = _interval(samples)
             data[trick] = {"value": value, "low": low, "high": high, "n": len(samples), "basis": "runs"}
@@ -197,8 +225,10 @@ def split_picture(test: str, runs: Sequence[Mapping[str, Any]], out_dir: "str | 
     data: "dict[str, Any]" = {}
     for trick in _tricks_in_order(runs):
         mine = [r for r in runs if r["trick"] == trick]
-        data[trick] = {"compute_s": math.fsum(r.get("compute_s_per_step", 0.0) for r in mine) / len(mine),
-                       "sync_s": math.fsum(r.get("sync_s_per_step", 0.0) for r in mine) / len(mine)}
+        data[trick] = {
+            "compute_s": math.fsum(r.get("compute_s_per_step", 0.0) for r in mine) / len(mine),
+            "sync_s": math.fsum(r.get("sync_s_per_step", 0.0) for r in mine) / len(mine),
+        }
     fig = _figure()
     ax = fig.add_subplot(1, 1, 1)
     names = list(data)
@@ -217,8 +247,13 @@ def split_picture(test: str, runs: Sequence[Mapping[str, Any]], out_dir: "str | 
     return Picture(str(path), "split", title, data)
 
 
-def history_picture(trend: Trend, out_dir: "str | os.PathLike", *, baseline: Optional[Mapping[str, Any]] = None,
-                    tolerance: Optional[float] = None) -> Picture:
+def history_picture(
+    trend: Trend,
+    out_dir: "str | os.PathLike",
+    *,
+    baseline: Optional[Mapping[str, Any]] = None,
+    tolerance: Optional[float] = None,
+) -> Picture:
     """A job across commits: every run, the per-commit level, the fitted segments and change points.
 
     The baseline band spans the baseline's samples (all recorded sessions); the dashed line is where
@@ -230,8 +265,9 @@ def history_picture(trend: Trend, out_dir: "str | os.PathLike", *, baseline: Opt
         "geomean": [p.geomean for p in points],
         "samples": [list(p.samples) for p in points],
         "fitted": [math.exp(trend.fit.level_at(i)) for i in range(len(points))],
-        "change_points": [{"index": s.index, "commit": points[s.index].label, "change_pct": s.change_pct}
-                          for s in trend.fit.steps],
+        "change_points": [
+            {"index": s.index, "commit": points[s.index].label, "change_pct": s.change_pct} for s in trend.fit.steps
+        ],
     }
     samples = entry_samples(baseline)  # every recorded session's runs (either schema)
     if samples:
@@ -247,16 +283,27 @@ def history_picture(trend: Trend, out_dir: "str | os.PathLike", *, baseline: Opt
     if "baseline_band" in data:
         ax.axhspan(*data["baseline_band"], color="#9ecae9", alpha=0.4, label="baseline samples")
     if "regression_below" in data:
-        ax.axhline(data["regression_below"], color="#d62728", linestyle="--", linewidth=1,
-                   label=f"baseline -{100 * (tolerance or 0):.0f}%")
+        ax.axhline(
+            data["regression_below"],
+            color="#d62728",
+            linestyle="--",
+            linewidth=1,
+            label=f"baseline -{100 * (tolerance or 0):.0f}%",
+        )
     for x, p in zip(xs, points):
         ax.plot([x] * len(p.samples), p.samples, linestyle="none", marker=".", color="#7f7f7f")
     ax.plot(xs, data["geomean"], marker="o", color="#1f77b4", label="geometric mean per commit")
     ax.plot(xs, data["fitted"], drawstyle="steps-mid", color="#ff7f0e", label="fitted level")
     for cp in data["change_points"]:
         ax.axvline(cp["index"] - 0.5, color="#ff7f0e", linestyle=":")
-        ax.annotate(f"{cp['change_pct']:+.1f}% at {cp['commit']}", (cp["index"] - 0.5, data["fitted"][cp["index"]]),
-                    textcoords="offset points", xytext=(4, 8), fontsize="small", color="#ff7f0e")
+        ax.annotate(
+            f"{cp['change_pct']:+.1f}% at {cp['commit']}",
+            (cp["index"] - 0.5, data["fitted"][cp["index"]]),
+            textcoords="offset points",
+            xytext=(4, 8),
+            fontsize="small",
+            color="#ff7f0e",
+        )
     ax.set_xticks(xs)
     ax.set_xticklabels(data["commits"], rotation=60, fontsize="x-small")
     ax.set_ylabel("img/s")
@@ -274,20 +321,35 @@ def history_picture(trend: Trend, out_dir: "str | os.PathLike", *, baseline: Opt
 def pairs_picture(job: Mapping[str, Any], out_dir: "str | os.PathLike") -> Picture:
     """Head over base img/s of each pair of a base-vs-head job, with the final interval and the tolerance."""
     rows = [p for p in job.get("pair_table", []) if p.get("ratio") is not None]
-    data: "dict[str, Any]" = {"pairs": [int(p["pair"]) for p in rows], "ratio": [float(p["ratio"]) for p in rows],
-            "order": [str(p.get("order", "")) for p in rows], "ci_low": job.get("ci_low"),
-            "ci_high": job.get("ci_high"), "tolerance": job.get("tolerance"), "status": job.get("status")}
+    data: "dict[str, Any]" = {
+        "pairs": [int(p["pair"]) for p in rows],
+        "ratio": [float(p["ratio"]) for p in rows],
+        "order": [str(p.get("order", "")) for p in rows],
+        "ci_low": job.get("ci_low"),
+        "ci_high": job.get("ci_high"),
+        "tolerance": job.get("tolerance"),
+        "status": job.get("status"),
+    }
     fig = _figure()
     ax = fig.add_subplot(1, 1, 1)
     colours = ["#4c78a8" if o.startswith("base") else "#f58518" for o in data["order"]]
     ax.scatter(data["pairs"], [100 * (r - 1) for r in data["ratio"]], c=colours, zorder=3)
     ax.axhline(0.0, color="black", linewidth=1)
     if data["tolerance"] is not None:
-        ax.axhline(-100 * float(data["tolerance"]), color="#e45756", linestyle="--",
-                   label=f"tolerance -{100 * float(data['tolerance']):.0f}%")
+        ax.axhline(
+            -100 * float(data["tolerance"]),
+            color="#e45756",
+            linestyle="--",
+            label=f"tolerance -{100 * float(data['tolerance']):.0f}%",
+        )
     if data["ci_low"] is not None and data["ci_high"] is not None:
-        ax.axhspan(100 * (float(data["ci_low"]) - 1), 100 * (float(data["ci_high"]) - 1), color="#72b7b2", alpha=0.3,
-                   label="interval over all looks")
+        ax.axhspan(
+            100 * (float(data["ci_low"]) - 1),
+            100 * (float(data["ci_high"]) - 1),
+            color="#72b7b2",
+            alpha=0.3,
+            label="interval over all looks",
+        )
     ax.set_xlabel("pair (blue: base ran first, orange: head ran first)")
     ax.set_ylabel("head vs base img/s (%)")
     name = str(job.get("nodeid", job.get("test", "job")))
@@ -302,8 +364,12 @@ def pairs_picture(job: Mapping[str, Any], out_dir: "str | os.PathLike") -> Pictu
 
 
 #: The parts of a step as the breakdown pictures draw them (name, words, colour).
-_PARTS = (("input_s", "input wait", "#72b7b2"), ("compute_s", "compute", "#4c78a8"),
-          ("sync_s", "push/pull wait", "#f58518"), ("unsplit_s", "compute + push/pull", "#9d755d"))
+_PARTS = (
+    ("input_s", "input wait", "#72b7b2"),
+    ("compute_s", "compute", "#4c78a8"),
+    ("sync_s", "push/pull wait", "#f58518"),
+    ("unsplit_s", "compute + push/pull", "#9d755d"),
+)
 
 
 def breakdown_picture(job: Mapping[str, Any], out_dir: "str | os.PathLike") -> Picture:
@@ -337,12 +403,18 @@ def bisect_picture(doc: Mapping[str, Any], path: "str | os.PathLike") -> Picture
     range's commits in first-parent order; the tolerance, the culprit or the range it ended with."""
     commits = doc["commits"]
     steps = [s for s in doc["steps"] if s.get("ratio") is not None]
-    data = {"labels": [c["sha"][:7] for c in commits], "x": [s["head_position"] for s in steps],
-            "ratio": [float(s["ratio"]) for s in steps], "status": [s["status"] for s in steps],
-            "ci_low": [s.get("ci_low") for s in steps], "ci_high": [s.get("ci_high") for s in steps],
-            "base": [s["base_position"] for s in steps], "tolerance": doc.get("tolerance"),
-            "result": doc["result"]["kind"],
-            "skipped": [c["position"] for c in commits if c.get("skipped")]}
+    data = {
+        "labels": [c["sha"][:7] for c in commits],
+        "x": [s["head_position"] for s in steps],
+        "ratio": [float(s["ratio"]) for s in steps],
+        "status": [s["status"] for s in steps],
+        "ci_low": [s.get("ci_low") for s in steps],
+        "ci_high": [s.get("ci_high") for s in steps],
+        "base": [s["base_position"] for s in steps],
+        "tolerance": doc.get("tolerance"),
+        "result": doc["result"]["kind"],
+        "skipped": [c["position"] for c in commits if c.get("skipped")],
+    }
     fig = _figure()
     ax = fig.add_subplot(1, 1, 1)
     colour = {"regression": "#e45756", "ok": "#54a24b", "improvement": "#4c78a8", "inconclusive": "#bab0ac"}
@@ -352,15 +424,18 @@ def bisect_picture(doc: Mapping[str, Any], path: "str | os.PathLike") -> Picture
         ax.errorbar([x], [y], yerr=err, fmt="o", color=colour.get(st, "black"), capsize=3, zorder=3)
     ax.axhline(0.0, color="black", linewidth=1)
     if data["tolerance"] is not None:
-        ax.axhline(-100 * float(data["tolerance"]), color="#e45756", linestyle="--",
-                   label=f"tolerance -{100 * float(data['tolerance']):.0f}%")
+        ax.axhline(
+            -100 * float(data["tolerance"]),
+            color="#e45756",
+            linestyle="--",
+            label=f"tolerance -{100 * float(data['tolerance']):.0f}%",
+        )
     positions = {c["sha"]: c["position"] for c in commits}
     r = doc["result"]
     if r["kind"] == "culprit":
         ax.axvline(positions[r["hi"]], color="#e45756", alpha=0.4, linewidth=6, label="culprit")
     elif r["kind"] == "range":
-        ax.axvspan(positions[r["lo"]] + 0.5, positions[r["hi"]] + 0.5, color="#bab0ac", alpha=0.3,
-                   label="not narrowed")
+        ax.axvspan(positions[r["lo"]] + 0.5, positions[r["hi"]] + 0.5, color="#bab0ac", alpha=0.3, label="not narrowed")
     for k in data["skipped"]:
         ax.axvline(k, color="#bab0ac", linestyle=":", linewidth=1)
     ax.set_xticks(range(len(commits)))
@@ -377,9 +452,14 @@ def bisect_picture(doc: Mapping[str, Any], path: "str | os.PathLike") -> Picture
     return Picture(str(path), "bisect", title, data)
 
 
-def session_pictures(results: Mapping[str, Any], out_dir: "str | os.PathLike", *,
-                     trends: Sequence[Trend] = (), baselines: "Mapping[str, Mapping[str, Any]] | None" = None,
-                     tolerances: "Mapping[str, float] | None" = None) -> "list[Picture]":
+def session_pictures(
+    results: Mapping[str, Any],
+    out_dir: "str | os.PathLike",
+    *,
+    trends: Sequence[Trend] = (),
+    baselines: "Mapping[str, Mapping[str, Any]] | None" = None,
+    tolerances: "Mapping[str, float] | None" = None,
+) -> "list[Picture]":
     """Every picture of a session: steps, matrix and split per test, history per job with a trend.
 
     ``baselines`` and ``tolerances`` map job keys to the baseline entry and
@@ -400,6 +480,9 @@ def session_pictures(results: Mapping[str, Any], out_dir: "str | os.PathLike", *
     for trend in trends:
         if len(trend.points) < 2:
             continue
-        out.append(history_picture(trend, out_dir, baseline=(baselines or {}).get(trend.key),
-                                   tolerance=(tolerances or {}).get(trend.key)))
+        out.append(
+            history_picture(
+                trend, out_dir, baseline=(baselines or {}).get(trend.key), tolerance=(tolerances or {}).get(trend.key)
+            )
+        )
     return out

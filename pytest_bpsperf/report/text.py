@@ -33,8 +33,10 @@ def result_line(result: RunResult) -> str:
         if window.error is not None:
             line += f"; {window.name}: no timeline ({window.error})"
         else:
-            line += (f"; {window.name}: PUSH {window.push_s:.4f}s PULL {window.pull_s:.4f}s per step "
-                     f"({window.steps} traced steps)")
+            line += (
+                f"; {window.name}: PUSH {window.push_s:.4f}s PULL {window.pull_s:.4f}s per step "
+                f"({window.steps} traced steps)"
+            )
     return line
 
 
@@ -46,8 +48,10 @@ def _nodes(load: Sequence) -> str:
 def _step(m: Measurement) -> str:
     if m.compute_s is None or m.sync_s is None:
         return f"step {m.step_s:.3f}s (timing {m.timing})"
-    return (f"step {m.step_s:.3f}s = compute {m.compute_s:.3f}s + sync {m.sync_s:.3f}s "
-            f"(timing {m.timing}: serialized steps)")
+    return (
+        f"step {m.step_s:.3f}s = compute {m.compute_s:.3f}s + sync {m.sync_s:.3f}s "
+        f"(timing {m.timing}: serialized steps)"
+    )
 
 
 def _ranges(values: Sequence[int]) -> str:
@@ -87,8 +91,12 @@ def github_annotations(verdicts: Sequence[Verdict], lines: "Mapping[str, int] | 
     """
     out = []
     for v in verdicts:
-        level = {"regression": "error", "improvement": "warning", "no-baseline": "warning",
-                 "inconclusive": "warning"}.get(v.status)
+        level = {
+            "regression": "error",
+            "improvement": "warning",
+            "no-baseline": "warning",
+            "inconclusive": "warning",
+        }.get(v.status)
         if level is None:
             continue
         path = v.nodeid.split("::")[0]

@@ -27,8 +27,13 @@ class CommWindow:
         """JSON view."""
         if self.error is not None:
             return {"name": self.name, "error": self.error}
-        return {"name": self.name, "steps": self.steps, "mean_push_s": self.push_s, "mean_pull_s": self.pull_s,
-                **dict(self.detail)}
+        return {
+            "name": self.name,
+            "steps": self.steps,
+            "mean_push_s": self.push_s,
+            "mean_pull_s": self.pull_s,
+            **dict(self.detail),
+        }
 
 
 @dataclass(frozen=True)
@@ -62,11 +67,15 @@ class RoleOutcome:
             "exit_code": self.exit_code,
             "killed": self.killed,
             "log_path": self.log_path,
-            "ran_on": {"node_id": self.node_id, "ip": self.ip, "hostname": self.hostname,
-                       "gpu_ids": list(self.gpu_ids), "cpus": self.cpus},
+            "ran_on": {
+                "node_id": self.node_id,
+                "ip": self.ip,
+                "hostname": self.hostname,
+                "gpu_ids": list(self.gpu_ids),
+                "cpus": self.cpus,
+            },
             "env": reported(self.environ),
         }
-
 
 
 @dataclass(frozen=True)
@@ -98,9 +107,16 @@ class NodeLoad:
 
     def as_dict(self) -> "dict[str, Any]":
         """JSON view (seconds rounded to milliseconds)."""
-        return {"node": self.node, "window_s": round(self.window_s, 3), "busy_s": round(self.busy_s, 3),
-                "roles_s": round(self.roles_s, 3), "foreign_s": round(self.foreign_s, 3),
-                "foreign_cores": round(self.foreign_cores, 3), "steal_s": round(self.steal_s, 3), "cpus": self.cpus}
+        return {
+            "node": self.node,
+            "window_s": round(self.window_s, 3),
+            "busy_s": round(self.busy_s, 3),
+            "roles_s": round(self.roles_s, 3),
+            "foreign_s": round(self.foreign_s, 3),
+            "foreign_cores": round(self.foreign_cores, 3),
+            "steal_s": round(self.steal_s, 3),
+            "cpus": self.cpus,
+        }
 
 
 @dataclass(frozen=True)
@@ -125,7 +141,6 @@ class WorkerRecords:
     def finished(self) -> bool:
         """Whether the worker wrote its ``end`` record."""
         return any(r.get("event") == "end" for r in self.records)
-
 
 
 @dataclass(frozen=True)
@@ -173,8 +188,9 @@ class RunOutput:
             raise ValueError(f"RunOutput.backend must name the backend that ran, not {self.backend!r}")
 
 
-def worker_records_from(name: str, steps: "Sequence[Mapping[str, float]]", batch_size: int,
-                        node: str = "node-0") -> WorkerRecords:
+def worker_records_from(
+    name: str, steps: "Sequence[Mapping[str, float]]", batch_size: int, node: str = "node-0"
+) -> WorkerRecords:
     """Build a worker's records from plain step times (for feeding measurements through the hook)."""
     recs: "list[dict[str, Any]]" = [{"event": "start", "batch_size": batch_size}]
     for i, s in enumerate(steps):

@@ -36,15 +36,22 @@ class Node:
     @property
     def accelerator(self) -> "str | None":
         """The GPU model Ray knows for this node (its ``accelerator_type:*`` resource), if any."""
-        return next((k[len(ACCELERATOR_PREFIX):] for k in sorted(self.resources) if k.startswith(ACCELERATOR_PREFIX)),
-                    None)
+        return next(
+            (k[len(ACCELERATOR_PREFIX) :] for k in sorted(self.resources) if k.startswith(ACCELERATOR_PREFIX)), None
+        )
 
     def describe(self) -> str:
         """``name ip (N CPU, M GPU, resources)`` for messages."""
-        extra = sorted(k for k in self.resources if k not in ("CPU", "GPU", "memory", "object_store_memory")
-                       and not k.startswith("node:"))
-        return (f"{self.name} {self.ip} ({self.cpus:g} CPU, {self.gpus} GPU"
-                + (f", {', '.join(extra)}" if extra else "") + ")")
+        extra = sorted(
+            k
+            for k in self.resources
+            if k not in ("CPU", "GPU", "memory", "object_store_memory") and not k.startswith("node:")
+        )
+        return (
+            f"{self.name} {self.ip} ({self.cpus:g} CPU, {self.gpus} GPU"
+            + (f", {', '.join(extra)}" if extra else "")
+            + ")"
+        )
 
 
 @dataclass(frozen=True)
@@ -128,5 +135,3 @@ class Plan:
 
 class PlanError(ValueError):
     """The settings cannot be planned on the cluster or with the backend; the message says why."""
-
-

@@ -18,13 +18,27 @@ from . import rule
 from .method import BetweenPrior, LogDifference, log_difference, session_difference
 from .tdist import t_quantile
 
-__all__ = ["BaselineSamples", "BetweenPrior", "Comparison", "LogDifference", "Significance", "Summary", "as_sessions",
-           "change_pct", "compare", "log_difference", "scaling_efficiency", "session_difference",
-           "significance", "summarize"]
+__all__ = [
+    "BaselineSamples",
+    "BetweenPrior",
+    "Comparison",
+    "LogDifference",
+    "Significance",
+    "Summary",
+    "as_sessions",
+    "change_pct",
+    "compare",
+    "log_difference",
+    "scaling_efficiency",
+    "session_difference",
+    "significance",
+    "summarize",
+]
 from .validate import as_floats as _as_floats
 
 #: Samples of a baseline: one sequence of img/s, or one per recorded session.
 BaselineSamples = Union[Sequence[float], Sequence[Sequence[float]]]
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -184,8 +198,14 @@ def compare(
     tolerance = float(tolerance)
     rule.Bounds(tolerance)  # 0 <= tolerance < 1, else ValueError
     sessions = as_sessions(baseline)
-    d = session_difference(sessions, current, confidence=confidence, default_rel_noise=default_rel_noise,
-                           session_spread=session_spread, prior=prior)
+    d = session_difference(
+        sessions,
+        current,
+        confidence=confidence,
+        default_rel_noise=default_rel_noise,
+        session_spread=session_spread,
+        prior=prior,
+    )
     low, high = d.diff - d.margin, d.diff + d.margin
     b = rule.Bounds(tolerance)
     tol = _scaled(d.margin, d.dof, d.confidence, rule.TOLERANCE_LEVEL)
@@ -194,8 +214,11 @@ def compare(
     # margin, and beyond half the tolerance by the tolerance interval's margin.
     smallest = max(d.margin, tol - b.half)
     limit_tol = _scaled(d.margin_limit, d.dof, d.confidence, rule.TOLERANCE_LEVEL)
-    can_decide = (d.diff - limit_tol > b.drop or (d.diff + d.margin_limit < 0.0 and d.diff + limit_tol < b.half)
-                  or (d.diff - d.margin_limit > 0.0 and d.diff - limit_tol > b.gain))
+    can_decide = (
+        d.diff - limit_tol > b.drop
+        or (d.diff + d.margin_limit < 0.0 and d.diff + limit_tol < b.half)
+        or (d.diff - d.margin_limit > 0.0 and d.diff - limit_tol > b.gain)
+    )
     return Comparison(
         verdict=verdict,
         ratio=math.exp(d.diff),
@@ -273,32 +296,39 @@ def significance(
     unit = "per-run img/s" if sample_kind == "runs" else "per-step steady-state img/s"
     if na < 2 or nb < 2:
         return Significance(
-            p_value=None, significant=False, change_pct=change, alpha=alpha, n_a=na, n_b=nb,
-            method=(f"not tested: {na} and {nb} samples of {unit}, the interval needs >= 2 in each group "
-                    "(more repeats, or per-step samples)"),
+            p_value=None,
+            significant=False,
+            change_pct=change,
+            alpha=alpha,
+            n_a=na,
+            n_b=nb,
+            method=(
+                f"not tested: {na} and {nb} samples of {unit}, the interval needs >= 2 in each group "
+                "(more repeats, or per-step samples)"
+            ),
         )
     d = log_difference(a, b, confidence=1.0 - alpha)
     caveat = "; steps of one run are correlated, so this p-value is optimistic" if sample_kind == "steps" else ""
     return Significance(
-        p_value=d.p_value, significant=d.beyond_noise, change_pct=change, alpha=alpha, n_a=na, n_b=nb,
+        p_value=d.p_value,
+        significant=d.beyond_noise,
+        change_pct=change,
+        alpha=alpha,
+        n_a=na,
+        n_b=nb,
         method=f"pooled t interval on log of {unit} ({na} vs {nb} samples, {d.dof} dof), "
-               f"significant iff p < {alpha:g}{caveat}",
+        f"significant iff p < {alpha:g}{caveat}",
     )
 
 
-def scaling_efficiency(
-
-    aggregate_img_per_sec: float, n_workers: int, single_img_per_sec: float
-) -> float:
+def scaling_efficiency(aggregate_img_per_sec: float, n_workers: int, single_img_per_sec: float) -> float:
     """Aggregate throughput over ``n_workers`` times single-worker throughput (1.0 = linear)."""
     if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
         raise ValueError(f"n_workers is {n_workers!r}, expected an integer >= 1")
     agg = float(aggregate_img_per_sec)
     single = float(single_img_per_sec)
     if not (math.isfinite(agg) and agg >= 0):
-        raise ValueError(
-            f"aggregate_img_per_sec is {aggregate_img_per_sec!r}, expected a number >= 0"
-        )
+        raise ValueError(f"aggregate_img_per_sec is {aggregate_img_per_sec!r}, expected a number >= 0")
     if not (math.isfinite(single) and single > 0):
         raise ValueError(f"single_img_per_sec is {single_img_per_sec!r}, expected a number > 0")
     return agg / (n_workers * single)

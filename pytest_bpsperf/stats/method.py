@@ -53,8 +53,14 @@ from typing import List, Optional, Sequence, Tuple
 from .tdist import t_quantile, t_sf
 from .validate import as_floats
 
-__all__ = ["BetweenPrior", "LogDifference", "log_difference", "pooled_between", "satterthwaite_dof",
-           "session_difference"]
+__all__ = [
+    "BetweenPrior",
+    "LogDifference",
+    "log_difference",
+    "pooled_between",
+    "satterthwaite_dof",
+    "session_difference",
+]
 
 
 @dataclass(frozen=True)
@@ -270,8 +276,10 @@ def _pool_within(groups: "list[list[float]]", cur: "list[float]", default_rel_no
         within = f"SD of log img/s within a session {math.sqrt(var_w):.4f} (pooled, {df_w} dof)"
     else:
         var_w, dof_w, estimated = math.log1p(default_rel_noise) ** 2, math.inf, False
-        within = (f"too few runs to estimate noise ({df_w} dof): assumed default relative noise "
-                  f"{default_rel_noise:.0%} per run (SD of log {math.sqrt(var_w):.4f})")
+        within = (
+            f"too few runs to estimate noise ({df_w} dof): assumed default relative noise "
+            f"{default_rel_noise:.0%} per run (SD of log {math.sqrt(var_w):.4f})"
+        )
     return _Runs(groups, stats, mc, len(cur), var_w, dof_w, df_w, estimated, within)
 
 
@@ -285,8 +293,13 @@ class _Interval:
     margin_limit: float
 
 
-def _interval(diff: float, components: "list[tuple[float, float]]", limit: "list[tuple[float, float]]",
-              dof: float, confidence: float) -> _Interval:
+def _interval(
+    diff: float,
+    components: "list[tuple[float, float]]",
+    limit: "list[tuple[float, float]]",
+    dof: float,
+    confidence: float,
+) -> _Interval:
     """The interval of ``diff`` whose variance is the sum of ``components`` (``(term, dof)`` pairs).
 
     ``limit`` are the terms that infinitely many runs of the current session
@@ -301,8 +314,7 @@ def _interval(diff: float, components: "list[tuple[float, float]]", limit: "list
         p_value = 1.0 if diff == 0.0 else 0.0
     else:
         p_value = min(1.0, 2.0 * t_sf(abs(diff) / se, dof))
-    return _Interval(q, q * se, p_value,
-                     _quantile(two_sided, satterthwaite_dof(limit)) * math.sqrt(var_limit))
+    return _Interval(q, q * se, p_value, _quantile(two_sided, satterthwaite_dof(limit)) * math.sqrt(var_limit))
 
 
 def _across(runs: _Runs, between: str, q: float, dof: float, how: str) -> str:
@@ -315,19 +327,39 @@ def _within_one_session(runs: _Runs, confidence: float) -> LogDifference:
     """Both groups from one session: the pooled-variance two-sample t interval (no between-session term)."""
     n1 = len(runs.groups[0])
     diff = runs.current - runs.stats[0][0]
-    iv = _interval(diff, [(runs.var_w * (1.0 / n1 + 1.0 / runs.k), runs.dof_w)],
-                   [(runs.var_w / n1, math.inf)], runs.dof_w, confidence)
-    description = (f"pooled SD of log img/s {math.sqrt(runs.var_w):.4f} from both groups ({runs.df_w} dof), "
-                   f"t={iv.q:.3f}" if runs.estimated else f"{runs.within}, z={iv.q:.3f}")
+    iv = _interval(
+        diff,
+        [(runs.var_w * (1.0 / n1 + 1.0 / runs.k), runs.dof_w)],
+        [(runs.var_w / n1, math.inf)],
+        runs.dof_w,
+        confidence,
+    )
+    description = (
+        f"pooled SD of log img/s {math.sqrt(runs.var_w):.4f} from both groups ({runs.df_w} dof), t={iv.q:.3f}"
+        if runs.estimated
+        else f"{runs.within}, z={iv.q:.3f}"
+    )
     return LogDifference(
-        diff=diff, margin=iv.margin, dof=runs.dof_w, sd=math.sqrt(runs.var_w), p_value=iv.p_value,
-        estimated=runs.estimated, confidence=confidence, description=description, between_sd=0.0,
-        between_assumed=False, sessions=1, margin_limit=iv.margin_limit, between_source="none", prior=None,
+        diff=diff,
+        margin=iv.margin,
+        dof=runs.dof_w,
+        sd=math.sqrt(runs.var_w),
+        p_value=iv.p_value,
+        estimated=runs.estimated,
+        confidence=confidence,
+        description=description,
+        between_sd=0.0,
+        between_assumed=False,
+        sessions=1,
+        margin_limit=iv.margin_limit,
+        between_source="none",
+        prior=None,
     )
 
 
-def _one_recorded_session(runs: _Runs, confidence: float, session_spread: float,
-                          prior: "BetweenPrior | None") -> LogDifference:
+def _one_recorded_session(
+    runs: _Runs, confidence: float, session_spread: float, prior: "BetweenPrior | None"
+) -> LogDifference:
     """A baseline of one recorded session: the spread between sessions is assumed, or the ``prior``'s.
 
     The degrees of freedom come from Welch-Satterthwaite over that between-session
@@ -339,23 +371,36 @@ def _one_recorded_session(runs: _Runs, confidence: float, session_spread: float,
         tau2 = math.log1p(float(session_spread)) ** 2
         components = [(2.0 * tau2, math.inf), runs_part]
         limit = [(2.0 * tau2 + runs.var_w / n1, math.inf)]
-        between = (f"between sessions: assumed SD of log {math.sqrt(tau2):.4f} (session_spread "
-                   f"{session_spread:.0%}; the baseline has 1 recorded session and nothing else was measured)")
+        between = (
+            f"between sessions: assumed SD of log {math.sqrt(tau2):.4f} (session_spread "
+            f"{session_spread:.0%}; the baseline has 1 recorded session and nothing else was measured)"
+        )
     else:
         tau2 = prior.tau2
         components = [(2.0 * tau2, prior.dof), runs_part]
         limit = [(2.0 * tau2, prior.dof), (runs.var_w / n1, runs.dof_w)]
-        between = (f"between sessions: SD of log {math.sqrt(tau2):.4f} pooled from {prior.source} "
-                   f"({prior.dof:.0f} dof; the baseline has 1 recorded session)")
+        between = (
+            f"between sessions: SD of log {math.sqrt(tau2):.4f} pooled from {prior.source} "
+            f"({prior.dof:.0f} dof; the baseline has 1 recorded session)"
+        )
     dof = satterthwaite_dof(components)
     diff = runs.current - runs.stats[0][0]
     iv = _interval(diff, components, limit, dof, confidence)
     return LogDifference(
-        diff=diff, margin=iv.margin, dof=dof, sd=math.sqrt(runs.var_w), p_value=iv.p_value,
-        estimated=runs.estimated, confidence=confidence,
-        description=_across(runs, between, iv.q, dof, "Welch-Satterthwaite"), between_sd=math.sqrt(tau2),
-        between_assumed=prior is None, sessions=1, margin_limit=iv.margin_limit,
-        between_source="assumed" if prior is None else "pooled", prior=prior,
+        diff=diff,
+        margin=iv.margin,
+        dof=dof,
+        sd=math.sqrt(runs.var_w),
+        p_value=iv.p_value,
+        estimated=runs.estimated,
+        confidence=confidence,
+        description=_across(runs, between, iv.q, dof, "Welch-Satterthwaite"),
+        between_sd=math.sqrt(tau2),
+        between_assumed=prior is None,
+        sessions=1,
+        margin_limit=iv.margin_limit,
+        between_source="assumed" if prior is None else "pooled",
+        prior=prior,
     )
 
 
@@ -378,17 +423,28 @@ def _several_recorded_sessions(runs: _Runs, confidence: float, prior: "BetweenPr
     # beyond a recorded session's count are not credited (see the module docstring).
     components = [(var_m * (1.0 + 1.0 / n_sessions), df_m), (runs.var_w * max(0.0, 1.0 / runs.k - h), runs.dof_w)]
     limit = [(var_m * (1.0 + 1.0 / n_sessions), df_m)]
-    between = (f"between sessions: SD of log {math.sqrt(tau2):.4f} estimated from {n_sessions} recorded "
-               "sessions (session means as units)"
-               + (f", pooled with {prior.source} ({prior.dof:.0f} dof)" if prior is not None else ""))
+    between = (
+        f"between sessions: SD of log {math.sqrt(tau2):.4f} estimated from {n_sessions} recorded "
+        "sessions (session means as units)"
+        + (f", pooled with {prior.source} ({prior.dof:.0f} dof)" if prior is not None else "")
+    )
     diff = runs.current - centre
     iv = _interval(diff, components, limit, df_m, confidence)  # the prior's dof add to the means'
     return LogDifference(
-        diff=diff, margin=iv.margin, dof=df_m, sd=math.sqrt(runs.var_w), p_value=iv.p_value,
-        estimated=runs.estimated, confidence=confidence,
-        description=_across(runs, between, iv.q, df_m, "the session means' dof"), between_sd=math.sqrt(tau2),
-        between_assumed=False, sessions=n_sessions, margin_limit=iv.margin_limit,
-        between_source="pooled" if prior is not None else "estimated", prior=prior,
+        diff=diff,
+        margin=iv.margin,
+        dof=df_m,
+        sd=math.sqrt(runs.var_w),
+        p_value=iv.p_value,
+        estimated=runs.estimated,
+        confidence=confidence,
+        description=_across(runs, between, iv.q, df_m, "the session means' dof"),
+        between_sd=math.sqrt(tau2),
+        between_assumed=False,
+        sessions=n_sessions,
+        margin_limit=iv.margin_limit,
+        between_source="pooled" if prior is not None else "estimated",
+        prior=prior,
     )
 
 
@@ -407,5 +463,6 @@ def log_difference(
     assumed to be ``log(1 + default_rel_noise)`` per sample, with a normal
     quantile.
     """
-    return session_difference([a], b, confidence=confidence, default_rel_noise=default_rel_noise,
-                              session_spread=None, names=names)
+    return session_difference(
+        [a], b, confidence=confidence, default_rel_noise=default_rel_noise, session_spread=None, names=names
+    )

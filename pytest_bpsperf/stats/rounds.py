@@ -30,8 +30,24 @@ from typing import Any, Dict, Sequence
 __all__ = ["FIELDS", "quartiles", "round_stats"]
 
 #: The fields of pytest-benchmark's ``stats`` object, in its order.
-FIELDS = ("min", "max", "mean", "stddev", "rounds", "median", "iqr", "q1", "q3", "iqr_outliers",
-          "stddev_outliers", "outliers", "ld15iqr", "hd15iqr", "ops", "total")
+FIELDS = (
+    "min",
+    "max",
+    "mean",
+    "stddev",
+    "rounds",
+    "median",
+    "iqr",
+    "q1",
+    "q3",
+    "iqr_outliers",
+    "stddev_outliers",
+    "outliers",
+    "ld15iqr",
+    "hd15iqr",
+    "ops",
+    "total",
+)
 
 
 def quartiles(data: Sequence[float]) -> "tuple[float, float]":
@@ -41,7 +57,7 @@ def quartiles(data: Sequence[float]) -> "tuple[float, float]":
     if n == 1:
         return xs[0], xs[0]
     if n % 2 == 0:  # method 2: the median of the lower and of the upper half
-        return statistics.median(xs[: n // 2]), statistics.median(xs[n // 2:])
+        return statistics.median(xs[: n // 2]), statistics.median(xs[n // 2 :])
     # method 3, 1-based positions: n = 4m+1 puts Q1 a quarter past the m-th datum, n = 4m+3 three quarters
     # past the (m+1)-th; Q3 mirrors it from the top. Here 0-based.
     m = n // 4
@@ -65,9 +81,17 @@ def round_stats(data: Sequence[float]) -> "Dict[str, Any]":
     stddev_outliers = sum(1 for x in xs if x < mean - stddev or x > mean + stddev)
     total = sum(data)
     return {
-        "min": xs[0], "max": xs[-1], "mean": mean, "stddev": stddev, "rounds": n,
-        "median": statistics.median(xs), "iqr": iqr, "q1": q1, "q3": q3,
-        "iqr_outliers": iqr_outliers, "stddev_outliers": stddev_outliers,
+        "min": xs[0],
+        "max": xs[-1],
+        "mean": mean,
+        "stddev": stddev,
+        "rounds": n,
+        "median": statistics.median(xs),
+        "iqr": iqr,
+        "q1": q1,
+        "q3": q3,
+        "iqr_outliers": iqr_outliers,
+        "stddev_outliers": stddev_outliers,
         "outliers": f"{stddev_outliers};{iqr_outliers}",
         # the first datum at or above the low fence, the last at or below the high one
         "ld15iqr": xs[bisect.bisect_left(xs, low_fence)],

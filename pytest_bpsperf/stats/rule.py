@@ -102,10 +102,12 @@ def rule_text(tolerance: float, confidence: float) -> str:
     b = Bounds(tolerance)
     noise = f"{confidence:.0%}"
     level = f"{1.0 - 2.0 * TOLERANCE_LEVEL:.0%}"
-    return (f"regression iff the {noise} interval lies below no change and the {level} interval below "
-            f"-{b.half_pct:.3g}% (half the tolerance {tolerance:.1%}); improvement iff the {noise} interval lies "
-            f"above no change and the {level} interval above +{b.gain_pct:.3g}%; ok iff the {level} interval lies "
-            f"above -{100 * tolerance:.3g}%; else inconclusive")
+    return (
+        f"regression iff the {noise} interval lies below no change and the {level} interval below "
+        f"-{b.half_pct:.3g}% (half the tolerance {tolerance:.1%}); improvement iff the {noise} interval lies "
+        f"above no change and the {level} interval above +{b.gain_pct:.3g}%; ok iff the {level} interval lies "
+        f"above -{100 * tolerance:.3g}%; else inconclusive"
+    )
 
 
 def reason(verdict: str, tolerance: float, confidence: float) -> str:
@@ -113,18 +115,25 @@ def reason(verdict: str, tolerance: float, confidence: float) -> str:
     b = Bounds(tolerance)
     level = f"{1.0 - 2.0 * TOLERANCE_LEVEL:.0%}"
     if verdict == "regression":
-        return (f"a drop beyond noise ({confidence:.0%} interval below no change) and beyond half the tolerance "
-                f"({level} interval below -{b.half_pct:.3g}%)")
+        return (
+            f"a drop beyond noise ({confidence:.0%} interval below no change) and beyond half the tolerance "
+            f"({level} interval below -{b.half_pct:.3g}%)"
+        )
     if verdict == "improvement":
-        return (f"a gain beyond noise ({confidence:.0%} interval above no change) and beyond +{b.gain_pct:.3g}% "
-                f"({level} interval above it)")
+        return (
+            f"a gain beyond noise ({confidence:.0%} interval above no change) and beyond +{b.gain_pct:.3g}% "
+            f"({level} interval above it)"
+        )
     if verdict == "ok":
         return f"any drop is smaller than the tolerance ({level} interval above -{100 * tolerance:.3g}%)"
-    return (f"the data cannot tell yet: the {level} interval reaches below -{100 * tolerance:.3g}% (a drop of the "
-            f"tolerance), and no drop beyond -{b.half_pct:.3g}% is shown beyond noise")
+    return (
+        f"the data cannot tell yet: the {level} interval reaches below -{100 * tolerance:.3g}% (a drop of the "
+        f"tolerance), and no drop beyond -{b.half_pct:.3g}% is shown beyond noise"
+    )
 
 
 def meaning(tolerance: float) -> str:
     """What a tolerance means, in one phrase (``tolerance -10%: a drop of 10% fails, of 5% or less passes``)."""
     b = Bounds(tolerance)
-    return f"tolerance -{100 * tolerance:.3g}% (a drop of {100 * tolerance:.3g}% fails, of {b.half_pct:.3g}% or less passes)"
+    pct = f"{100 * tolerance:.3g}"
+    return f"tolerance -{pct}% (a drop of {pct}% fails, of {b.half_pct:.3g}% or less passes)"

@@ -46,13 +46,24 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from . import rule
 from .tdist import t_cdf, t_quantile
 
-__all__ = ["ESTIMATORS", "LEVELS_FILE", "MIN_PAIRS", "PairRuns", "PairedComparison", "computed_levels", "estimate",
-           "level_key", "look_level", "paired_compare", "simulated_look_level"]
+__all__ = [
+    "ESTIMATORS",
+    "LEVELS_FILE",
+    "MIN_PAIRS",
+    "PairRuns",
+    "PairedComparison",
+    "computed_levels",
+    "estimate",
+    "level_key",
+    "look_level",
+    "paired_compare",
+    "simulated_look_level",
+]
 
 #: The earliest look: two pairs leave too few degrees of freedom for any look to decide.
 MIN_PAIRS = 3
@@ -161,7 +172,7 @@ def _null_statistics(estimator: str, first_look: int, last_look: int, rng: rando
     k = 0
     for n in range(1, last_look + 1):
         base_first = (n - 1) % 2 == 0
-        for x in ((0.0, 1.0) if base_first else (1.0, 0.0)):
+        for x in (0.0, 1.0) if base_first else (1.0, 0.0):
             t, y = float(k), rng.gauss(0.0, 1.0)
             k += 1
             sx, st, sy = sx + x, st + t, sy + y
@@ -225,8 +236,7 @@ def look_level(first_look: int, last_look: int, alpha: float, estimator: str = D
     return known if known is not None else simulated_look_level(first_look, last_look, alpha, estimator)
 
 
-def simulated_look_level(first_look: int, last_look: int, alpha: float,
-                         estimator: str = DEFAULT_ESTIMATOR) -> float:
+def simulated_look_level(first_look: int, last_look: int, alpha: float, estimator: str = DEFAULT_ESTIMATOR) -> float:
     """:func:`look_level` by simulating 50,000 null sequences of the estimator (seconds).
 
     The level is the quantile of the smallest per-look p value at
@@ -330,18 +340,39 @@ class PairedComparison:
     def as_dict(self) -> dict:
         """JSON view."""
         return {
-            "verdict": self.verdict, "ratio": self.ratio, "change_pct": self.change_pct, "ci_low": self.ci_low,
-            "ci_high": self.ci_high, "tol_low": self.tol_low, "tol_high": self.tol_high, "pairs": self.pairs,
-            "looks": self.looks, "first_look": self.first_look, "last_look": self.last_look,
-            "tolerance": self.tolerance, "confidence": self.confidence, "look_alpha": self.look_alpha,
-            "tolerance_alpha": self.tolerance_alpha, "tolerance_level": rule.TOLERANCE_LEVEL,
-            "estimator": self.estimator, "sd_log": self.sd, "decided": self.decided, "margin_pct": self.margin_pct,
+            "verdict": self.verdict,
+            "ratio": self.ratio,
+            "change_pct": self.change_pct,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "tol_low": self.tol_low,
+            "tol_high": self.tol_high,
+            "pairs": self.pairs,
+            "looks": self.looks,
+            "first_look": self.first_look,
+            "last_look": self.last_look,
+            "tolerance": self.tolerance,
+            "confidence": self.confidence,
+            "look_alpha": self.look_alpha,
+            "tolerance_alpha": self.tolerance_alpha,
+            "tolerance_level": rule.TOLERANCE_LEVEL,
+            "estimator": self.estimator,
+            "sd_log": self.sd,
+            "decided": self.decided,
+            "margin_pct": self.margin_pct,
             "method": self.method,
         }
 
 
-def paired_compare(pairs: Sequence[PairRuns], *, tolerance: float, confidence: float, last_look: int,
-                   first_look: int = MIN_PAIRS, estimator: str = DEFAULT_ESTIMATOR) -> PairedComparison:
+def paired_compare(
+    pairs: Sequence[PairRuns],
+    *,
+    tolerance: float,
+    confidence: float,
+    last_look: int,
+    first_look: int = MIN_PAIRS,
+    estimator: str = DEFAULT_ESTIMATOR,
+) -> PairedComparison:
     """Decide head against base from the valid pairs so far (:mod:`.rule` on repeated intervals).
 
     Before ``first_look`` pairs (or without any spread yet) there is no
@@ -362,22 +393,42 @@ def paired_compare(pairs: Sequence[PairRuns], *, tolerance: float, confidence: f
     tol_level = look_level(first_look, last_look, rule.TOLERANCE_LEVEL, estimator)
     n = len(pairs)
     looks = max(0, min(n, last_look) - first_look + 1)
-    method = (f"{'log img/s on arm and run index (ANCOVA)' if estimator == 'ancova' else 'paired t on log(head/base)'}"
-              f"; looks after {first_look}..{last_look} pairs, each check at one-sided level {noise_level:.2g} "
-              f"(noise) and {tol_level:.2g} (tolerance) so that over all looks they are {alpha:.2g} and "
-              f"{rule.TOLERANCE_LEVEL:.2g} (repeated significance test, simulated); "
-              + rule.rule_text(tolerance, confidence))
+    method = (
+        f"{'log img/s on arm and run index (ANCOVA)' if estimator == 'ancova' else 'paired t on log(head/base)'}"
+        f"; looks after {first_look}..{last_look} pairs, each check at one-sided level {noise_level:.2g} "
+        f"(noise) and {tol_level:.2g} (tolerance) so that over all looks they are {alpha:.2g} and "
+        f"{rule.TOLERANCE_LEVEL:.2g} (repeated significance test, simulated); " + rule.rule_text(tolerance, confidence)
+    )
     est = estimate(pairs, estimator) if n >= first_look else None
-    common = dict(first_look=first_look, last_look=last_look, tolerance=tolerance, confidence=confidence,
-                  look_alpha=noise_level, tolerance_alpha=tol_level, estimator=estimator, method=method)
+    common: "dict[str, Any]" = dict(
+        first_look=first_look,
+        last_look=last_look,
+        tolerance=tolerance,
+        confidence=confidence,
+        look_alpha=noise_level,
+        tolerance_alpha=tol_level,
+        estimator=estimator,
+        method=method,
+    )
     if est is None:
         mean = math.fsum(p.log_ratio for p in pairs) / n if n else 0.0
-        return PairedComparison("inconclusive", math.exp(mean), 100.0 * math.expm1(mean), None, None, n, 0,
-                                sd=0.0, decided=False, **common)  # type: ignore[arg-type]
+        return PairedComparison(
+            "inconclusive", math.exp(mean), 100.0 * math.expm1(mean), None, None, n, 0, sd=0.0, decided=False, **common
+        )
     noise = _quantile(1.0 - noise_level, est.dof) * est.se
     tol = _quantile(1.0 - tol_level, est.dof) * est.se
     verdict, decided = rule.decide((est.diff - noise, est.diff + noise), (est.diff - tol, est.diff + tol), tolerance)
-    return PairedComparison(verdict, math.exp(est.diff), 100.0 * math.expm1(est.diff), math.exp(est.diff - noise),
-                            math.exp(est.diff + noise), n, looks, sd=est.sd, decided=decided,
-                            tol_low=math.exp(est.diff - tol), tol_high=math.exp(est.diff + tol),
-                            **common)  # type: ignore[arg-type]
+    return PairedComparison(
+        verdict,
+        math.exp(est.diff),
+        100.0 * math.expm1(est.diff),
+        math.exp(est.diff - noise),
+        math.exp(est.diff + noise),
+        n,
+        looks,
+        sd=est.sd,
+        decided=decided,
+        tol_low=math.exp(est.diff - tol),
+        tol_high=math.exp(est.diff + tol),
+        **common,
+    )

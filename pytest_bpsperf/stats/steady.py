@@ -112,9 +112,12 @@ def detect_steady_state(step_seconds: Sequence[float], *, min_steady: int = 3) -
     )
     if start is None:
         start = n - min_steady
-        return SteadyState(warmup_steps=tuple(range(start)), steady_steps=tuple(range(start, n)),
-                           method=f"{described}: never settled, kept the last {min_steady} of {n} steps",
-                           reliable=False)
+        return SteadyState(
+            warmup_steps=tuple(range(start)),
+            steady_steps=tuple(range(start, n)),
+            method=f"{described}: never settled, kept the last {min_steady} of {n} steps",
+            reliable=False,
+        )
 
     warmup = tuple(range(start))
     steady = tuple(range(start, n))
@@ -139,10 +142,7 @@ def _too_short(n: int, min_steady: int) -> SteadyState:
     return SteadyState(
         warmup_steps=(0,),
         steady_steps=tuple(range(1, n)),
-        method=(
-            f"only {n} steps: dropped step 0, kept {n - 1} < min_steady={min_steady}; "
-            "run more steps"
-        ),
+        method=(f"only {n} steps: dropped step 0, kept {n - 1} < min_steady={min_steady}; run more steps"),
         reliable=False,
     )
 

@@ -22,4 +22,3 @@ def as_floats(values: Sequence[float], what: str, *, positive: bool) -> List[flo
     if not out:
         raise ValueError(f"{what} is empty, expected at least one value")
     return out
-

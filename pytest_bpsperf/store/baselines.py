@@ -78,9 +78,7 @@ def _fmt_mapping(mapping: Mapping[str, object]) -> str:
     return ",".join(f"{k}={_fmt_value(mapping[k])}" for k in sorted(mapping, key=str))
 
 
-def entry_key(
-    test: str, trick: str, topology: Mapping[str, object], workload: Mapping[str, object]
-) -> str:
+def entry_key(test: str, trick: str, topology: Mapping[str, object], workload: Mapping[str, object]) -> str:
     """Readable, deterministic key of one baseline entry.
 
     ``test|trick|k=v,...|k=v,...`` with topology and workload keys sorted,
@@ -109,9 +107,13 @@ def make_entry(
     No tolerance is stored: the verdict uses the tolerance of the test that compares.
     """
     session = make_session(
-        samples=samples, commit=commit, date=date or utc_now_iso(),
+        samples=samples,
+        commit=commit,
+        date=date or utc_now_iso(),
         versions=versions if versions is not None else software_versions(),
-        single_img_per_sec=single_img_per_sec, host=host, extra=extra,
+        single_img_per_sec=single_img_per_sec,
+        host=host,
+        extra=extra,
     )
     head = {"test": test, "trick": trick, "topology": dict(topology), "workload": dict(workload)}
     return add_session(None, head, session, window=1)
@@ -141,8 +143,7 @@ def _parse(path: Path, raw: bytes) -> BaselineFile:
         raise BaselineError(f"baselines file {path} is not UTF-8 ({exc}); {_UNTOUCHED}") from None
     except json.JSONDecodeError as exc:
         raise BaselineError(
-            f"baselines file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-            f"{exc.msg}); {_UNTOUCHED}"
+            f"baselines file {path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); {_UNTOUCHED}"
         ) from None
     except RecursionError:
         raise BaselineError(f"baselines file {path} nests its JSON too deeply to be read; {_UNTOUCHED}") from None
@@ -161,26 +162,21 @@ def _parse(path: Path, raw: bytes) -> BaselineFile:
     profile = data.get("profile")
     if profile is not None and not isinstance(profile, dict):
         raise BaselineError(
-            f"baselines file {path}: 'profile' is a {type(profile).__name__}, expected an object; "
-            f"{_UNTOUCHED}"
+            f"baselines file {path}: 'profile' is a {type(profile).__name__}, expected an object; {_UNTOUCHED}"
         )
     entries = data.get("entries", {})
     if not isinstance(entries, dict):
         raise BaselineError(
-            f"baselines file {path}: 'entries' is a {type(entries).__name__}, expected an object; "
-            f"{_UNTOUCHED}"
+            f"baselines file {path}: 'entries' is a {type(entries).__name__}, expected an object; {_UNTOUCHED}"
         )
     for key, entry in entries.items():
         if not isinstance(entry, dict):
             raise BaselineError(
-                f"baselines file {path}: entry {key!r} is a {type(entry).__name__}, expected an "
-                f"object; {_UNTOUCHED}"
+                f"baselines file {path}: entry {key!r} is a {type(entry).__name__}, expected an object; {_UNTOUCHED}"
             )
         _check_samples(path, key, entry.get("samples"))
         sessions = entry.get("sessions")
-        if sessions is not None and (
-            not isinstance(sessions, list) or not all(isinstance(x, dict) for x in sessions)
-        ):
+        if sessions is not None and (not isinstance(sessions, list) or not all(isinstance(x, dict) for x in sessions)):
             raise BaselineError(
                 f"baselines file {path}: entry {key!r} has 'sessions' {sessions!r}, expected a list "
                 f"of objects; {_UNTOUCHED}"
@@ -201,16 +197,17 @@ def _check_samples(path: Path, key: str, samples: object) -> None:
         or not all(isinstance(s, (int, float)) and not isinstance(s, bool) for s in samples)
     ):
         raise BaselineError(
-            f"baselines file {path}: entry {key!r} has 'samples' {samples!r}, expected a list "
-            f"of numbers; {_UNTOUCHED}"
+            f"baselines file {path}: entry {key!r} has 'samples' {samples!r}, expected a list of numbers; {_UNTOUCHED}"
         )
 
 
 #: Seconds a writer waits for another one's lock on the baselines directory: the setting
 #: ``lock_timeout``'s default (a read-merge-write takes milliseconds; a holder this long is stuck).
 LOCK_TIMEOUT_S = 60.0
-_LOCK_SETTING = "setting lock_timeout: --bpsperf-lock-timeout, BPSPERF_LOCK_TIMEOUT, ini bpsperf_lock_timeout; " \
-                "--lock-timeout of bpsperf baselines"
+_LOCK_SETTING = (
+    "setting lock_timeout: --bpsperf-lock-timeout, BPSPERF_LOCK_TIMEOUT, ini bpsperf_lock_timeout; "
+    "--lock-timeout of bpsperf baselines"
+)
 
 
 def lock_holder(path: "str | os.PathLike") -> "str | None":
@@ -237,8 +234,9 @@ def lock_holder(path: "str | os.PathLike") -> "str | None":
 
 
 @contextlib.contextmanager
-def _directory_lock(directory: Path, timeout: float = LOCK_TIMEOUT_S,
-                    say: "Callable[[str], None] | None" = None, poll: float = 0.2) -> Iterator[None]:
+def _directory_lock(
+    directory: Path, timeout: float = LOCK_TIMEOUT_S, say: "Callable[[str], None] | None" = None, poll: float = 0.2
+) -> Iterator[None]:
     """Serialize read-merge-write cycles of concurrent writers (e.g. xdist workers, CI jobs).
 
     Locks the directory itself so that no lock file is left next to the
@@ -267,12 +265,16 @@ def _directory_lock(directory: Path, timeout: float = LOCK_TIMEOUT_S,
                 waited = time.monotonic() - t0
                 if waited >= timeout:
                     raise BaselineError(
-                        f"the baselines directory {directory} is locked by {lock_holder(directory) or 'another process'}"
+                        f"the baselines directory {directory} is locked by "
+                        f"{lock_holder(directory) or 'another process'}"
                         f" (recording or pruning baselines); gave up after waiting {waited:.1f}s ({_LOCK_SETTING}); "
-                        "nothing was written") from None
+                        "nothing was written"
+                    ) from None
                 if not told and say is not None:
-                    say(f"waiting for the lock of the baselines directory {directory}, held by "
-                        f"{lock_holder(directory) or 'another process'} (at most {timeout:g}s)")
+                    say(
+                        f"waiting for the lock of the baselines directory {directory}, held by "
+                        f"{lock_holder(directory) or 'another process'} (at most {timeout:g}s)"
+                    )
                     told = True
                 time.sleep(min(poll, max(0.0, timeout - waited)))
             except OSError:
@@ -285,8 +287,13 @@ def _directory_lock(directory: Path, timeout: float = LOCK_TIMEOUT_S,
 class BaselineStore:
     """Baselines files under ``directory``, one per profile id."""
 
-    def __init__(self, directory: Union[str, os.PathLike], *, lock_timeout: float = LOCK_TIMEOUT_S,
-                 say: "Callable[[str], None] | None" = None) -> None:
+    def __init__(
+        self,
+        directory: Union[str, os.PathLike],
+        *,
+        lock_timeout: float = LOCK_TIMEOUT_S,
+        say: "Callable[[str], None] | None" = None,
+    ) -> None:
         """Use ``directory`` (created on the first update) to hold the files; a writer waits up to
         ``lock_timeout`` seconds for another one's lock, telling ``say`` once that it waits."""
         self.directory = Path(directory)
@@ -329,12 +336,16 @@ class BaselineStore:
             if not old.exists or not old.entries:
                 raise BaselineError(f"baselines file {old.path} does not exist or holds no entries: nothing to adopt")
             if not is_legacy((old.profile or {}).get("facts")):
-                raise BaselineError(f"baselines file {old.path} was recorded under today's profile scheme: it names "
-                                    "the CPU it ran on, so its entries belong to that profile; nothing was moved")
+                raise BaselineError(
+                    f"baselines file {old.path} was recorded under today's profile scheme: it names "
+                    "the CPU it ran on, so its entries belong to that profile; nothing was moved"
+                )
             target = self.load(new_id)
             if target.entries:
-                raise BaselineError(f"baselines file {target.path} already holds {len(target.entries)} entries; "
-                                    f"{old.path} was left untouched (prune one of them first)")
+                raise BaselineError(
+                    f"baselines file {target.path} already holds {len(target.entries)} entries; "
+                    f"{old.path} was left untouched (prune one of them first)"
+                )
             header = {**dict(profile_dict), "adopted_from": old_id}
             document = {"schema_version": SCHEMA_VERSION, "profile": header, "entries": old.entries}
             validate(document, "baselines", f"the new content of baselines file {target.path}")
@@ -369,11 +380,12 @@ class BaselineStore:
         """Merge ``entries`` into the file of ``profile_id`` and write it atomically.
 
         Entries not named in ``entries`` are kept as they are (schema_version 1
-        entries are migrated to sessions); named ones are replaced whole. The profile header is replaced by ``profile_dict``,
-        since the new entries were measured on that profile. A file that
+        entries are migrated to sessions); named ones are replaced whole. The profile header is replaced by
+        ``profile_dict``, since the new entries were measured on that profile. A file that
         cannot be parsed raises BaselineError and is not overwritten.
         Returns the path written.
         """
+
         def merge(current: BaselineFile) -> Dict[str, Dict[str, object]]:
             merged = dict(current.entries)
             for key, entry in entries.items():
@@ -404,6 +416,7 @@ class BaselineStore:
         are; a named entry that does not exist yet is created. Read, merge
         and write happen under one lock; the write is atomic.
         """
+
         def merge(current: BaselineFile) -> Dict[str, Dict[str, object]]:
             merged = dict(current.entries)
             for key, (head, session) in sessions.items():
@@ -414,8 +427,12 @@ class BaselineStore:
 
         return self._rewrite(profile_id, profile_dict, merge)
 
-    def _rewrite(self, profile_id: str, profile_dict: Mapping[str, object],
-                 merge: "Callable[[BaselineFile], Dict[str, Dict[str, object]]]") -> Path:
+    def _rewrite(
+        self,
+        profile_id: str,
+        profile_dict: Mapping[str, object],
+        merge: "Callable[[BaselineFile], Dict[str, Dict[str, object]]]",
+    ) -> Path:
         path = self.path_for(profile_id)
         self.directory.mkdir(parents=True, exist_ok=True)
         with _directory_lock(self.directory, self.lock_timeout, self._say):
@@ -441,7 +458,6 @@ class BaselineStore:
             atomic_write_text(path, text)
         return path
 
-
     def remove(self, profile_id: str, keys: Sequence[str]) -> Path:
         """Delete the entries ``keys`` from the file of ``profile_id`` and write it atomically.
 
@@ -453,15 +469,18 @@ class BaselineStore:
             current = self.load(profile_id)
             unknown = [k for k in keys if k not in current.entries]
             if not current.exists or unknown:
-                raise BaselineError(f"baselines file {path} has no entr{'y' if len(unknown) == 1 else 'ies'} "
-                                    f"{', '.join(map(repr, unknown or keys))}; it was left untouched")
+                raise BaselineError(
+                    f"baselines file {path} has no entr{'y' if len(unknown) == 1 else 'ies'} "
+                    f"{', '.join(map(repr, unknown or keys))}; it was left untouched"
+                )
             document = {
                 "schema_version": SCHEMA_VERSION,
                 "profile": current.profile,
                 "entries": {k: v for k, v in current.entries.items() if k not in set(keys)},
             }
-            atomic_write_text(path, json.dumps(document, sort_keys=True, indent=2, allow_nan=False,
-                                               ensure_ascii=False) + "\n")
+            atomic_write_text(
+                path, json.dumps(document, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+            )
         return path
 
 

@@ -143,6 +143,7 @@ SESSION_IDENTITY = ("commit", "date", "host", "samples")
 def holds_session(entry: "Mapping[str, Any] | None", session: Mapping[str, Any]) -> bool:
     """Whether ``entry`` already keeps ``session`` (:data:`SESSION_IDENTITY`): recording it again would
     count one session twice and understate the spread between sessions."""
+
     def identity(s: Mapping[str, Any]) -> tuple:
         return tuple(json_key(s.get(k)) for k in SESSION_IDENTITY)
 
@@ -185,12 +186,18 @@ def add_session(
     return entry
 
 
-def between_groups(entries: "Mapping[str, Mapping[str, Any]]", *, exclude: Optional[str] = None) \
-        -> "List[List[List[float]]]":
+def between_groups(
+    entries: "Mapping[str, Mapping[str, Any]]", *, exclude: Optional[str] = None
+) -> "List[List[List[float]]]":
     """The recorded sessions of every entry but ``exclude``, one group per entry with two or more sessions.
 
     What the profile knows about the spread between its sessions, for an entry
     that has few of its own (:func:`pytest_bpsperf.stats.pooled_between`).
     """
-    return [groups for key, entry in sorted(entries.items()) if key != exclude
-            for groups in [session_samples(entry)] if len(groups) >= 2]
+    return [
+        groups
+        for key, entry in sorted(entries.items())
+        if key != exclude
+        for groups in [session_samples(entry)]
+        if len(groups) >= 2
+    ]

@@ -32,8 +32,19 @@ from .files import atomic_write_text
 from .results import DocumentError, jobs_of, read_document, run_key_of, step_img_per_sec
 from .schema import validate
 
-__all__ = ["HISTORY_DIR", "SCHEMA_VERSION", "HistoryError", "HistoryStore", "Trend", "TrendPoint", "check_commit",
-           "current_branch", "make_record", "session_groups", "trends"]
+__all__ = [
+    "HISTORY_DIR",
+    "SCHEMA_VERSION",
+    "HistoryError",
+    "HistoryStore",
+    "Trend",
+    "TrendPoint",
+    "check_commit",
+    "current_branch",
+    "make_record",
+    "session_groups",
+    "trends",
+]
 
 SCHEMA_VERSION = 1
 
@@ -57,8 +68,10 @@ def check_commit(commit: Optional[str], source: str) -> Optional[str]:
     write outside the history directory: only hex digits are accepted.
     """
     if commit and not _COMMIT_ID.fullmatch(commit):
-        raise HistoryError(f"commit {commit!r} (from {source}) cannot name a history file: expected a git commit "
-                           "id, 4 to 64 hex digits (git rev-parse HEAD)")
+        raise HistoryError(
+            f"commit {commit!r} (from {source}) cannot name a history file: expected a git commit "
+            "id, 4 to 64 hex digits (git rev-parse HEAD)"
+        )
     return commit
 
 
@@ -68,26 +81,46 @@ def current_branch(cwd: "str | os.PathLike | None" = None) -> Optional[str]:
         if os.environ.get(var):
             return os.environ[var]
     try:
-        proc = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=None if cwd is None else str(cwd),
-                              capture_output=True, text=True, timeout=5, check=False)
+        proc = subprocess.run(
+            ["git", "rev-parse", "--abbrev-ref", "HEAD"],
+            cwd=None if cwd is None else str(cwd),
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     name = proc.stdout.strip()
     return name if proc.returncode == 0 and name and name != "HEAD" else None
 
 
-def make_record(results: Mapping[str, Any], *, profile: Mapping[str, Any], commit: Optional[str],
-                branch: Optional[str], date: Optional[str] = None, session: Optional[str] = None,
-                versions: "Mapping[str, str] | None" = None) -> "dict[str, Any]":
+def make_record(
+    results: Mapping[str, Any],
+    *,
+    profile: Mapping[str, Any],
+    commit: Optional[str],
+    branch: Optional[str],
+    date: Optional[str] = None,
+    session: Optional[str] = None,
+    versions: "Mapping[str, str] | None" = None,
+) -> "dict[str, Any]":
     """One session's history record from its results document (``--bpsperf-json``)."""
     runs = []
     for run in results.get("tests", []):
-        runs.append({
-            "key": run_key_of(run), "test": run["test"], "trick": run["trick"], "nodeid": run["nodeid"],
-            "repeat": run["repeat"], "img_per_sec": run["img_per_sec"],
-            "compute_s_per_step": run.get("compute_s_per_step", 0.0), "sync_s_per_step": run.get("sync_s_per_step", 0.0),
-            "step_img_per_sec": step_img_per_sec(run),
-        })
+        runs.append(
+            {
+                "key": run_key_of(run),
+                "test": run["test"],
+                "trick": run["trick"],
+                "nodeid": run["nodeid"],
+                "repeat": run["repeat"],
+                "img_per_sec": run["img_per_sec"],
+                "compute_s_per_step": run.get("compute_s_per_step", 0.0),
+                "sync_s_per_step": run.get("sync_s_per_step", 0.0),
+                "step_img_per_sec": step_img_per_sec(run),
+            }
+        )
     settings = {key: dict(job.settings, backend=job.workload["backend"]) for key, job in jobs_of(results).items()}
     record = {
         "schema_version": SCHEMA_VERSION,
@@ -130,18 +163,23 @@ class HistoryStore:
         validate(record, "history", "the history record to save")
         path = self.path_for(record)
         if path.exists():
-            raise HistoryError(f"history file {path} already exists (session {record['session']} was saved "
-                               "before); it was left untouched")
+            raise HistoryError(
+                f"history file {path} already exists (session {record['session']} was saved "
+                "before); it was left untouched"
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(record, indent=2, sort_keys=True, allow_nan=False,
-                                           ensure_ascii=False) + "\n")
+        atomic_write_text(
+            path, json.dumps(record, indent=2, sort_keys=True, allow_nan=False, ensure_ascii=False) + "\n"
+        )
         return path
 
     def files(self, profile_id: Optional[str] = None) -> "list[Path]":
         """The record files, of one profile or of all, sorted by name (date first)."""
         if not self.directory.is_dir():
             return []
-        dirs = [self.directory / profile_id] if profile_id else sorted(p for p in self.directory.iterdir() if p.is_dir())
+        dirs = (
+            [self.directory / profile_id] if profile_id else sorted(p for p in self.directory.iterdir() if p.is_dir())
+        )
         return sorted((f for d in dirs if d.is_dir() for f in d.glob("*.json")), key=lambda f: f.name)
 
     def load(self, profile_id: Optional[str] = None) -> "list[dict[str, Any]]":
@@ -213,8 +251,14 @@ def _pooled_sigma(points: Sequence[TrendPoint]) -> Optional[float]:
     return math.sqrt(ss / dof / mean_size)
 
 
-def trends(records: Iterable[Mapping[str, Any]], *, profile_id: Optional[str] = None,
-           branch: Optional[str] = None, beta: float = 6.0, min_change: float = 0.02) -> "list[Trend]":
+def trends(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    profile_id: Optional[str] = None,
+    branch: Optional[str] = None,
+    beta: float = 6.0,
+    min_change: float = 0.02,
+) -> "list[Trend]":
     """One :class:`Trend` per (profile, job), points ordered by the first date each commit was measured.
 
     ``branch`` keeps only records of that branch (a trend across unrelated
@@ -233,14 +277,14 @@ def trends(records: Iterable[Mapping[str, Any]], *, profile_id: Optional[str] = 
         for run in rec["runs"]:
             job = (rec["profile"]["id"], run["key"])
             meta.setdefault(job, (run["test"], run["trick"]))
-            point = grouped.setdefault(job, {}).setdefault(commit_id, {"commit": rec.get("commit"),
-                                                                      "branch": rec.get("branch"),
-                                                                      "date": rec["date"], "samples": []})
+            point = grouped.setdefault(job, {}).setdefault(
+                commit_id,
+                {"commit": rec.get("commit"), "branch": rec.get("branch"), "date": rec["date"], "samples": []},
+            )
             point["samples"].append(float(run["img_per_sec"]))
     out = []
     for (prof, key), by_commit in grouped.items():
-        points = tuple(TrendPoint(p["commit"], p["branch"], p["date"], tuple(p["samples"]))
-                       for p in by_commit.values())
+        points = tuple(TrendPoint(p["commit"], p["branch"], p["date"], tuple(p["samples"])) for p in by_commit.values())
         values = [p.mean_log for p in points]
         # Sessions differ more than runs of one session: the larger estimate wins.
         sigma = max(_pooled_sigma(points) or 0.0, noise_sigma(values))

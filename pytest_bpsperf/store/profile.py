@@ -45,8 +45,19 @@ _ID_RE = re.compile(r"[A-Za-z0-9._-]+")
 # Words that every CPU/GPU of a vendor line carries and that only make the
 # slug longer; the model number is what tells machines apart.
 _NOISE_WORDS = {
-    "processor", "cpu", "core", "with", "radeon", "graphics", "nvidia", "tesla",
-    "geforce", "corporation", "inc", "genuine", "authentic",
+    "processor",
+    "cpu",
+    "core",
+    "with",
+    "radeon",
+    "graphics",
+    "nvidia",
+    "tesla",
+    "geforce",
+    "corporation",
+    "inc",
+    "genuine",
+    "authentic",
 }
 
 
@@ -120,8 +131,14 @@ def _profile_name(facts: Mapping[str, Any]) -> str:
     if isinstance(family, int) and isinstance(number, int):
         parts.append(f"f{family}m{number}")  # what the model name may hide (x86)
     isa = set(facts.get("cpu_isa") or ())
-    tier = next((name for name, flag in (("amx", "amx_tile"), ("avx512", "avx512f"), ("avx2", "avx2"),
-                                         ("sve", "sve")) if flag in isa), None)
+    tier = next(
+        (
+            name
+            for name, flag in (("amx", "amx_tile"), ("avx512", "avx512f"), ("avx2", "avx2"), ("sve", "sve"))
+            if flag in isa
+        ),
+        None,
+    )
     if tier:
         parts.append(tier)
     if facts.get("cores"):
@@ -186,9 +203,7 @@ def make_profile(facts: Mapping[str, Any], override: Optional[str] = None) -> Pr
     # A JSON round trip both checks serializability and detaches the profile
     # from the caller's (possibly mutable, possibly nested) mapping.
     plain = json.loads(json.dumps(dict(facts), sort_keys=True))
-    return Profile(
-        name=_profile_name(plain), hash=_facts_hash(plain), facts=plain, override=override
-    )
+    return Profile(name=_profile_name(plain), hash=_facts_hash(plain), facts=plain, override=override)
 
 
 def is_legacy(facts: "Mapping[str, Any] | None") -> bool:
@@ -201,9 +216,14 @@ def _without_scheme(facts: Mapping[str, Any]) -> Dict[str, Any]:
     out = {k: v for k, v in facts.items() if k not in CPU_KEYS and k != "profile_scheme"}
     cluster = out.get("cluster")
     if isinstance(cluster, Mapping) and ("worker_nodes" in cluster or "server_nodes" in cluster):
-        out["cluster"] = {**cluster, **{kind: [{k: v for k, v in node.items() if k not in CPU_KEYS}
-                                               for node in cluster.get(kind, [])]
-                                        for kind in ("worker_nodes", "server_nodes") if kind in cluster}}
+        out["cluster"] = {
+            **cluster,
+            **{
+                kind: [{k: v for k, v in node.items() if k not in CPU_KEYS} for node in cluster.get(kind, [])]
+                for kind in ("worker_nodes", "server_nodes")
+                if kind in cluster
+            },
+        }
     return out
 
 
@@ -212,15 +232,24 @@ def legacy_id(facts: Mapping[str, Any]) -> str:
     return make_profile(_without_scheme(facts)).id
 
 
-_TIERS = (("AMX", "amx_tile"), ("AVX-512", "avx512f"), ("AVX2", "avx2"), ("AVX", "avx"), ("SVE", "sve"),
-          ("NEON", "asimd"))
+_TIERS = (
+    ("AMX", "amx_tile"),
+    ("AVX-512", "avx512f"),
+    ("AVX2", "avx2"),
+    ("AVX", "avx"),
+    ("SVE", "sve"),
+    ("NEON", "asimd"),
+)
 
 
 def cpu_text(facts: Mapping[str, Any]) -> str:
     """The CPU of ``facts`` in a few words: ``GenuineIntel family 6 model 167 stepping 1, AMX, AVX-512, AVX2``."""
     parts = [str(facts.get("cpu_vendor") or "unknown vendor")]
-    parts += [f"{word} {facts[key]}" for word, key in (("family", "cpu_family"), ("model", "cpu_model_number"),
-                                                       ("stepping", "cpu_stepping")) if facts.get(key) is not None]
+    parts += [
+        f"{word} {facts[key]}"
+        for word, key in (("family", "cpu_family"), ("model", "cpu_model_number"), ("stepping", "cpu_stepping"))
+        if facts.get(key) is not None
+    ]
     isa = set(facts.get("cpu_isa") or ())
     tiers = [name for name, flag in _TIERS if flag in isa]
     return " ".join(parts) + (", " + ", ".join(tiers[:3]) if tiers else ", no vector sets beyond SSE")
@@ -239,8 +268,7 @@ def differences(recorded: Mapping[str, Any], here: Mapping[str, Any]) -> "list[s
     legacy = is_legacy(recorded)
     if legacy:
         out.append("recorded before profiles named the CPU's family, model, stepping and vector instruction sets")
-    keys = [k for k in HOST_KEYS
-            if not (legacy and k in CPU_KEYS)]
+    keys = [k for k in HOST_KEYS if not (legacy and k in CPU_KEYS)]
     for key in keys:
         a, b = recorded.get(key), here.get(key)
         if key == "cpu_isa" and a != b:
@@ -256,8 +284,19 @@ def differences(recorded: Mapping[str, Any], here: Mapping[str, Any]) -> "list[s
 
 
 #: How much a differing fact weighs when choosing the nearest profile: the CPU's identity most.
-_WEIGHTS = {"cpu_vendor": 8, "cpu_family": 6, "cpu_model_number": 4, "cpu_isa": 4, "gpu_model": 8, "gpu_count": 3,
-            "cpu_model": 2, "cpu_stepping": 1, "cores": 2, "memory_gib_class": 1, "arch": 10}
+_WEIGHTS = {
+    "cpu_vendor": 8,
+    "cpu_family": 6,
+    "cpu_model_number": 4,
+    "cpu_isa": 4,
+    "gpu_model": 8,
+    "gpu_count": 3,
+    "cpu_model": 2,
+    "cpu_stepping": 1,
+    "cores": 2,
+    "memory_gib_class": 1,
+    "arch": 10,
+}
 
 
 def nearest(here: Mapping[str, Any], recorded: Mapping[str, Mapping[str, Any]]) -> "tuple[str, list[str]] | None":
@@ -267,8 +306,9 @@ def nearest(here: Mapping[str, Any], recorded: Mapping[str, Mapping[str, Any]]) 
     for pid, facts in sorted(recorded.items()):
         if not isinstance(facts, Mapping):
             continue
-        score = sum(w for k, w in _WEIGHTS.items() if facts.get(k) != here.get(k)
-                    and not (is_legacy(facts) and k in CPU_KEYS))
+        score = sum(
+            w for k, w in _WEIGHTS.items() if facts.get(k) != here.get(k) and not (is_legacy(facts) and k in CPU_KEYS)
+        )
         score += 5 if is_legacy(facts) else 0  # unknown CPU identity: nearer only than what plainly differs
         if best is None or score < best[0]:
             best = (score, pid)

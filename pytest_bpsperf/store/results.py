@@ -37,11 +37,13 @@ def read_document(path: "str | os.PathLike", kind: str) -> "dict[str, Any]":
     try:
         doc = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise DocumentError(f"{kind} file {p} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                            f"{exc.msg})") from None
+        raise DocumentError(
+            f"{kind} file {p} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
     except RecursionError:
-        raise DocumentError(f"{kind} file {p} nests its JSON too deeply to be read (deeper than "
-                            f"{sys.getrecursionlimit()} levels)") from None
+        raise DocumentError(
+            f"{kind} file {p} nests its JSON too deeply to be read (deeper than {sys.getrecursionlimit()} levels)"
+        ) from None
     if not isinstance(doc, dict):
         raise DocumentError(f"{kind} file {p} holds a JSON {type(doc).__name__}, expected an object")
     try:
@@ -54,8 +56,10 @@ def read_document(path: "str | os.PathLike", kind: str) -> "dict[str, Any]":
 def _settings_parts(run: Mapping[str, Any]) -> "tuple[dict, dict]":
     s = run.get("settings", {})
     topology = {k: s.get(k) for k in ("workers", "server_nodes", "servers_per_node")}
-    workload = {"backend": run.get("backend"), **{k: s.get(k) for k in
-                                                   ("model", "steps", "batch_size", "image_size", "omp_threads")}}
+    workload = {
+        "backend": run.get("backend"),
+        **{k: s.get(k) for k in ("model", "steps", "batch_size", "image_size", "omp_threads")},
+    }
     return topology, workload
 
 
@@ -114,13 +118,19 @@ def jobs_of(document: Mapping[str, Any]) -> "dict[str, JobSamples]":
         first, last = runs[0], runs[-1]
         topology, workload = _settings_parts(first)
         out[key] = JobSamples(
-            key=key, test=first["test"], trick=first["trick"], nodeid=last["nodeid"],
+            key=key,
+            test=first["test"],
+            trick=first["trick"],
+            nodeid=last["nodeid"],
             samples=tuple(float(r["img_per_sec"]) for r in runs),
             tolerance=float(last["settings"]["tolerance"]),
-            topology=topology, workload=workload, settings=dict(first["settings"]),
+            topology=topology,
+            workload=workload,
+            settings=dict(first["settings"]),
             median_step_s=tuple(float(r["step_s"]) for r in runs if "step_s" in r),
-            single_img_per_sec=next((float(r["single_img_per_sec"]) for r in reversed(runs)
-                                     if r.get("single_img_per_sec")), None),
+            single_img_per_sec=next(
+                (float(r["single_img_per_sec"]) for r in reversed(runs) if r.get("single_img_per_sec")), None
+            ),
             breakdowns=tuple(r.get("breakdown") for r in runs),
         )
     return out

@@ -57,9 +57,13 @@ def validate(document: Mapping[str, Any], kind: str, source: str) -> None:
         found = json.dumps(err.instance, default=str)
         if len(found) > 80:
             found = found[:77] + "..."
-        lines.append(f"  {_where(err.absolute_path)} = {found}: {err.message if len(err.message) < 160 else err.message[:157] + '...'}")
+        lines.append(
+            f"  {_where(err.absolute_path)} = {found}: "
+            f"{err.message if len(err.message) < 160 else err.message[:157] + '...'}"
+        )
     more = f"\n  ... and {len(errors) - 5} more" if len(errors) > 5 else ""
     raise SchemaError(
         f"{source} is not a valid bpsperf {kind} file (schema pytest_bpsperf/schemas/{kind}.schema.json):\n"
-        + "\n".join(lines) + more
+        + "\n".join(lines)
+        + more
     )

@@ -35,7 +35,7 @@ class Commit:
 
     def describe(self) -> str:
         """``1a2b3c4d5e6f "subject"`` (and ``(merge)``)."""
-        return f"{self.short} \"{self.subject}\"" + (" (merge)" if self.merge else "")
+        return f'{self.short} "{self.subject}"' + (" (merge)" if self.merge else "")
 
     def as_dict(self) -> dict:
         """JSON view."""
@@ -44,8 +44,7 @@ class Commit:
 
 def _git(args: Sequence[str], repository: str) -> "subprocess.CompletedProcess[str]":
     try:
-        return subprocess.run(["git", *args], cwd=repository, capture_output=True, text=True, timeout=120,
-                              check=False)
+        return subprocess.run(["git", *args], cwd=repository, capture_output=True, text=True, timeout=120, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise RangeError(f"git could not be run in {repository}: {exc}") from None
 
@@ -58,8 +57,10 @@ def resolve_commit(value: str, what: str, repository: str) -> str:
     proc = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{text}^{{commit}}"], repository)
     sha = proc.stdout.strip()
     if proc.returncode != 0 or not sha:
-        raise RangeError(f"invalid {what} {value!r}: not a revision of the git repository {repository} (git "
-                         "rev-parse found no commit); expected a branch, a tag or a commit (HEAD~8, origin/main)")
+        raise RangeError(
+            f"invalid {what} {value!r}: not a revision of the git repository {repository} (git "
+            "rev-parse found no commit); expected a branch, a tag or a commit (HEAD~8, origin/main)"
+        )
     return sha
 
 
@@ -74,10 +75,11 @@ def commit_range(repository: str, good: str, bad: str) -> "tuple[Commit, list[Co
     if good_sha == bad_sha:
         raise RangeError(f"GOOD {good!r} and BAD {bad!r} are the same commit ({good_sha[:12]}): nothing to bisect")
     if _git(["merge-base", "--is-ancestor", good_sha, bad_sha], repository).returncode != 0:
-        raise RangeError(f"GOOD {good!r} ({good_sha[:12]}) is not an ancestor of BAD {bad!r} ({bad_sha[:12]}); "
-                         "expected an older commit of BAD's history (swap them if BAD is the older one)")
-    proc = _git(["log", "--first-parent", "--reverse", "--format=%H%x00%P%x00%s", f"{good_sha}..{bad_sha}"],
-                repository)
+        raise RangeError(
+            f"GOOD {good!r} ({good_sha[:12]}) is not an ancestor of BAD {bad!r} ({bad_sha[:12]}); "
+            "expected an older commit of BAD's history (swap them if BAD is the older one)"
+        )
+    proc = _git(["log", "--first-parent", "--reverse", "--format=%H%x00%P%x00%s", f"{good_sha}..{bad_sha}"], repository)
     if proc.returncode != 0:
         raise RangeError(f"git log {good_sha[:12]}..{bad_sha[:12]} failed: {proc.stderr.strip()}")
     commits, parents = [], []
@@ -86,8 +88,10 @@ def commit_range(repository: str, good: str, bad: str) -> "tuple[Commit, list[Co
         commits.append(Commit(sha, subject, len(parent_list.split()) > 1))
         parents.append(parent_list.split()[:1])
     if not commits or parents[0] != [good_sha]:
-        raise RangeError(f"GOOD {good!r} ({good_sha[:12]}) is not on BAD's first-parent line (it is on a branch "
-                         f"merged into it): a bisect walks BAD's first parents, merges as one step; pick GOOD from "
-                         f"git log --first-parent {bad}")
+        raise RangeError(
+            f"GOOD {good!r} ({good_sha[:12]}) is not on BAD's first-parent line (it is on a branch "
+            f"merged into it): a bisect walks BAD's first parents, merges as one step; pick GOOD from "
+            f"git log --first-parent {bad}"
+        )
     subject = _git(["log", "-1", "--format=%s", good_sha], repository).stdout.strip()
     return Commit(good_sha, subject), commits

@@ -65,8 +65,10 @@ class Worktree:
         if proc.returncode != 0:
             shutil.rmtree(holder, ignore_errors=True)
             run_git(["worktree", "prune"], self.repository, timeout=60)
-            raise WorktreeError(f"git worktree add of {self.commit[:12]} in {self.repository} failed: "
-                           f"{(proc.stderr or proc.stdout).strip()}")
+            raise WorktreeError(
+                f"git worktree add of {self.commit[:12]} in {self.repository} failed: "
+                f"{(proc.stderr or proc.stdout).strip()}"
+            )
         self._holder, self.path = holder, path
         # Also when pytest cannot reach its unconfigure (a closed terminal breaks its summary):
         # the interpreter's exit removes it. Only SIGKILL leaves it, for the next session.
@@ -121,7 +123,7 @@ def remove_stale_worktrees(repository: str) -> "list[str]":
     for line in proc.stdout.splitlines():
         if not line.startswith("worktree "):
             continue
-        path = line[len("worktree "):]
+        path = line[len("worktree ") :]
         holder = os.path.dirname(path)
         if not os.path.basename(holder).startswith(WORKTREE_PREFIXES):
             continue

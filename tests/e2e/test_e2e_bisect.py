@@ -35,14 +35,34 @@ _spec.loader.exec_module(measurement)
 def test_a_real_bisect_names_the_commit_that_computes_more_and_says_compute_grew(tmp_path):
     repo = tmp_path / "user-repo"
     # 150 products of 192x192 per step: a step of the small MLP about three times as long on two cores
-    shas = measurement.build_repository(repo, commits=2, comm_at=0, compute_at=1, extra=150, pad=0, steps=8,
-                                        tolerance="25%")
+    shas = measurement.build_repository(
+        repo, commits=2, comm_at=0, compute_at=1, extra=150, pad=0, steps=8, tolerance="25%"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BPSPERF_", "PYTEST_", "GITHUB_"))}
     env.pop("PYTHONPATH", None)  # the installed plugin, not this checkout
     out = tmp_path / "bisect"
-    proc = subprocess.run([sys.executable, "-m", "pytest_bpsperf.cli", "bisect", shas[0], shas[2], "--out", str(out),
-                           "--retries=0", "--", "-p", "no:cacheprovider", "--bpsperf-max-pairs=3"], cwd=repo, env=env,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_bpsperf.cli",
+            "bisect",
+            shas[0],
+            shas[2],
+            "--out",
+            str(out),
+            "--retries=0",
+            "--",
+            "-p",
+            "no:cacheprovider",
+            "--bpsperf-max-pairs=3",
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text
     doc = json.loads((out / "bisect.json").read_text())
@@ -51,10 +71,14 @@ def test_a_real_bisect_names_the_commit_that_computes_more_and_says_compute_grew
     assert [(s["why"], s["status"]) for s in doc["steps"]] == [("ends", "regression"), ("lower half", "regression")]
     grew = result["verdict"]["breakdown"]["grew_most"]
     assert grew["label"] == "compute", result["verdict"]["where"]
-    assert f"culprit: {shas[1][:12]} \"extra compute per step\"" in proc.stdout
+    assert f'culprit: {shas[1][:12]} "extra compute per step"' in proc.stdout
     # each session left nothing: no worktree, no role process
-    assert subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True,
-                          check=True).stdout.count("\n") == 1
+    assert (
+        subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True, check=True).stdout.count(
+            "\n"
+        )
+        == 1
+    )
     for step in doc["steps"]:
         run_id = json.loads(Path(step["results"]).read_text())["session_info"]["run_id"]
         assert role_processes(run_id) == []

@@ -23,7 +23,8 @@ from pytest_bpsperf.remote.roles import RoleProcess
 
 BPSLAUNCH = Path(sys.executable).parent / "bpslaunch"
 needs_bpslaunch = pytest.mark.skipif(
-    not BPSLAUNCH.exists(), reason="needs bpslaunch: scripts/install-byteps-server.sh installs it")
+    not BPSLAUNCH.exists(), reason="needs bpslaunch: scripts/install-byteps-server.sh installs it"
+)
 
 STAND_IN = """
 import json, os, sys
@@ -68,9 +69,11 @@ def test_real_bpslaunch_spawns_one_process_per_gpu_each_with_its_records(tmp_pat
         assert [r["event"] for r in records] == ["start", "step", "step", "step", "end"]
         assert env["BYTEPS_VISIBLE_CPU_CORES"] == cores
         # whether the ranks were pinned is in each rank's own record
-        assert env["BPSPERF_PINNING"] == ("pinned by numactl to BYTEPS_VISIBLE_CPU_CORES=" + cores if has_numactl()
-                                          else "unpinned: numactl is not installed on this node (bpslaunch pins "
-                                               "through it: apt-get install numactl)")
+        assert env["BPSPERF_PINNING"] == (
+            "pinned by numactl to BYTEPS_VISIBLE_CPU_CORES=" + cores
+            if has_numactl()
+            else "unpinned: numactl is not installed on this node (bpslaunch pins through it: apt-get install numactl)"
+        )
     if has_numactl():
         assert "enable NUMA finetune" in log  # bpslaunch pinned each process
     else:  # bpslaunch would only warn: pinning is off, and the log says why
@@ -98,8 +101,10 @@ def test_bpslaunch(bpsperf_train):
 def test_fp16_and_bpslaunch_training_end_to_end_on_gpus(pytester, tmp_path):
     problem = byteps_mxnet_problem()
     if problem:
-        pytest.skip("fp16 and bpslaunch mode train on GPUs: needs CUDA GPUs and BytePS's MXNet worker build "
-                    f"(byteps.mxnet importable): {problem}")
+        pytest.skip(
+            "fp16 and bpslaunch mode train on GPUs: needs CUDA GPUs and BytePS's MXNet worker build "
+            f"(byteps.mxnet importable): {problem}"
+        )
     pytester.makeini(GPU_INI)
     pytester.makepyfile(test_perf=GPU_PERF_TEST)
     out = tmp_path / "result.json"
@@ -111,4 +116,6 @@ def test_fp16_and_bpslaunch_training_end_to_end_on_gpus(pytester, tmp_path):
     [launcher] = [r for r in spawned["roles"] if r["role"] == "worker"]
     assert launcher["name"] == "worker-0"  # one bpslaunch for the node ...
     # ... that started one training process per GPU, each measured
-    assert sorted(spawned["per_worker_img_per_sec"]) == [f"worker-0.{r}" for r in range(len(spawned["per_worker_img_per_sec"]))]
+    assert sorted(spawned["per_worker_img_per_sec"]) == [
+        f"worker-0.{r}" for r in range(len(spawned["per_worker_img_per_sec"]))
+    ]

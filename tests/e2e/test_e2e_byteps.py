@@ -67,8 +67,12 @@ def test_bpslaunch_gives_each_local_rank_what_worker_env_gives(tmp_path, local_s
     out = tmp_path / "out"
     out.mkdir()
     window = TraceWindow(3, 6, str(tmp_path / "trace"))
-    ours = [worker_env(worker_id=0, local_rank=r, local_size=local_size, num_workers=1, gpus=range(local_size),
-                       trace=window) for r in range(local_size)]
+    ours = [
+        worker_env(
+            worker_id=0, local_rank=r, local_size=local_size, num_workers=1, gpus=range(local_size), trace=window
+        )
+        for r in range(local_size)
+    ]
     # what a user of bpslaunch exports for the node: everything but the per-rank variables
     node_env = {k: v for k, v in ours[0].items() if k not in ("BYTEPS_LOCAL_RANK", "BYTEPS_LOCAL_SIZE")}
     node_env.update({"DMLC_ROLE": "worker", "DMLC_NUM_WORKER": "1", "DMLC_NUM_SERVER": "1"})
@@ -95,9 +99,14 @@ def test_bpslaunch_starts_a_server_with_server_env(tmp_path, workers):
     stand_in.write_text(f"#!/bin/sh\nexec {sys.executable} {tmp_path / 'dump.py'} {tmp_path}\n")
     stand_in.chmod(0o755)
     (tmp_path / "dump.py").write_text(DUMP_ENV)
-    common = {"DMLC_ROLE": "server", "DMLC_NUM_WORKER": str(workers), "DMLC_NUM_SERVER": "1",
-              "DMLC_PS_ROOT_URI": "127.0.0.1", "DMLC_PS_ROOT_PORT": "1",
-              "PATH": f"{fake_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    common = {
+        "DMLC_ROLE": "server",
+        "DMLC_NUM_WORKER": str(workers),
+        "DMLC_NUM_SERVER": "1",
+        "DMLC_PS_ROOT_URI": "127.0.0.1",
+        "DMLC_PS_ROOT_PORT": "1",
+        "PATH": f"{fake_bin}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     proc = _bpslaunch({**common, **server_env(num_workers=workers)}, [], tmp_path)
     assert proc.returncode == 0, proc.stdout
     ran = json.loads((tmp_path / "server.json").read_text())
@@ -136,11 +145,20 @@ def test_byteps_scheduler_and_servers_come_up_and_go(ray_cluster, tmp_path):
     from pytest_bpsperf.launch.launcher import RoleGroup
     from pytest_bpsperf.planning.planner import make_plan
 
-    settings = resolve([Source("cli", "test", {"workers": "1", "servers_per_node": "2", "omp_threads": "3"})],
-                       Hardware(gpus=0, cores=2))
+    settings = resolve(
+        [Source("cli", "test", {"workers": "1", "servers_per_node": "2", "omp_threads": "3"})],
+        Hardware(gpus=0, cores=2),
+    )
     run_id = "bps-" + uuid.uuid4().hex[:8]
-    plan = make_plan(settings, BUILTIN_TRICKS["omp-passive"], ray_cluster.nodes(), backend=backends.get("byteps"),
-                     run_id=run_id, verbose_ps=2, with_workers=False)
+    plan = make_plan(
+        settings,
+        BUILTIN_TRICKS["omp-passive"],
+        ray_cluster.nodes(),
+        backend=backends.get("byteps"),
+        run_id=run_id,
+        verbose_ps=2,
+        with_workers=False,
+    )
     assert [r.name for r in plan.roles] == ["scheduler", "server-0", "server-1"]
 
     with RoleGroup(plan, str(tmp_path / "logs")) as group:
@@ -161,8 +179,10 @@ def test_byteps_scheduler_and_servers_come_up_and_go(ray_cluster, tmp_path):
         for name in ("server-0", "server-1"):
             assert "BytePS server engine uses 4 threads" in tails[name]
             assert "role=server, ip=127.0.0.1" in tails[name]
-        assert "Bind to [role=scheduler, id=1, ip=127.0.0.1, port=" + group.root["DMLC_PS_ROOT_PORT"] in (
-            tails["scheduler"])
+        assert (
+            "Bind to [role=scheduler, id=1, ip=127.0.0.1, port=" + group.root["DMLC_PS_ROOT_PORT"]
+            in (tails["scheduler"])
+        )
     group.stop()  # idempotent
 
     outcomes = {o.name: o for o in group.outcomes()}

@@ -21,12 +21,24 @@ PREFLIGHT = byteps_preflight.__file__
 
 def _run(code_or_path: "str | list[str]", tmp_path, **env: str) -> subprocess.CompletedProcess:
     argv = code_or_path if isinstance(code_or_path, list) else ["-c", code_or_path]
-    return subprocess.run([sys.executable, *argv], env=standin_env(tmp_path, **env), capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, *argv],
+        env=standin_env(tmp_path, **env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
-ONE_WORKER = {"DMLC_NUM_WORKER": "1", "DMLC_NUM_SERVER": "1", "DMLC_WORKER_ID": "0", "BYTEPS_LOCAL_RANK": "0",
-              "BYTEPS_LOCAL_SIZE": "1", "DMLC_ROLE": "worker"}
+ONE_WORKER = {
+    "DMLC_NUM_WORKER": "1",
+    "DMLC_NUM_SERVER": "1",
+    "DMLC_WORKER_ID": "0",
+    "BYTEPS_LOCAL_RANK": "0",
+    "BYTEPS_LOCAL_SIZE": "1",
+    "DMLC_ROLE": "worker",
+}
 
 
 def test_the_preflight_declares_its_tensor_before_the_push_pull(tmp_path):
@@ -88,11 +100,17 @@ if case == "average":
 
 #: (case of RULE, variables over ONE_WORKER's, what the process says as it fails): each aborts its process
 ABORTS = [
-    ("init", {"DMLC_WORKER_ID": None}, "Check failed: getenv(\"DMLC_WORKER_ID\") error: env DMLC_WORKER_ID not set"),
-    ("init", {"DMLC_NUM_SERVER": None, "BYTEPS_FORCE_DISTRIBUTED": "1"},
-     "launch distributed job, but env DMLC_NUM_SERVER not set"),
-    ("init", {"BYTEPS_LOCAL_RANK": "1", "BYTEPS_LOCAL_SIZE": "2", "CUDA_VISIBLE_DEVICES": "3"},
-     "cudaSetDevice(1): invalid device ordinal"),
+    ("init", {"DMLC_WORKER_ID": None}, 'Check failed: getenv("DMLC_WORKER_ID") error: env DMLC_WORKER_ID not set'),
+    (
+        "init",
+        {"DMLC_NUM_SERVER": None, "BYTEPS_FORCE_DISTRIBUTED": "1"},
+        "launch distributed job, but env DMLC_NUM_SERVER not set",
+    ),
+    (
+        "init",
+        {"BYTEPS_LOCAL_RANK": "1", "BYTEPS_LOCAL_SIZE": "2", "CUDA_VISIBLE_DEVICES": "3"},
+        "cudaSetDevice(1): invalid device ordinal",
+    ),
     ("two-shapes", {}, "byteps.t was push_pulled as ((4,), 'float32'), now as ((5,), 'float32')"),
     ("no-name", {}, "byteps.noname.1 is not initialized"),
 ]
@@ -105,13 +123,21 @@ def test_the_stand_in_fails_where_byteps_fails(tmp_path):
     procs = []
     for i, (case, env, _failure) in enumerate(cases):
         (tmp_path / str(i)).mkdir()
-        procs.append(subprocess.Popen([sys.executable, "-c", RULE, case],
-                                      env=standin_env(tmp_path / str(i), **{**ONE_WORKER, **env}),
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", RULE, case],
+                env=standin_env(tmp_path / str(i), **{**ONE_WORKER, **env}),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     outs = [p.communicate(timeout=180) for p in procs]
-    wrong = [f"{case} {env}: exit {proc.returncode}, expected {failure!r}: {err[-600:]}"
-             for (case, env, failure), proc, (_out, err) in zip(ABORTS, procs, outs)
-             if proc.returncode >= 0 or failure not in err]  # an abort: killed by SIGABRT
+    wrong = [
+        f"{case} {env}: exit {proc.returncode}, expected {failure!r}: {err[-600:]}"
+        for (case, env, failure), proc, (_out, err) in zip(ABORTS, procs, outs)
+        if proc.returncode >= 0 or failure not in err
+    ]  # an abort: killed by SIGABRT
     assert wrong == []
     out, err = outs[-1]
     assert procs[-1].returncode == 0, err
@@ -153,10 +179,24 @@ print("rank", bps.rank(), "before", before, "after", net.weight.data().asnumpy()
 def test_a_node_of_two_local_ranks_trains_as_one_after_the_trainers_own_broadcast(tmp_path):
     """DistributedTrainer broadcasts rank 0's parameters at its first step, then sums the gradients of both
     ranks (each computed on other data): after two steps both hold the same parameters."""
-    procs = [subprocess.Popen([sys.executable, "-c", NODE], env=standin_env(
-        tmp_path, DMLC_NUM_WORKER="1", DMLC_WORKER_ID="0", BYTEPS_LOCAL_RANK=str(rank), BYTEPS_LOCAL_SIZE="2",
-        CUDA_VISIBLE_DEVICES="0,1", DMLC_ROLE="worker"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for rank in (0, 1)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", NODE],
+            env=standin_env(
+                tmp_path,
+                DMLC_NUM_WORKER="1",
+                DMLC_WORKER_ID="0",
+                BYTEPS_LOCAL_RANK=str(rank),
+                BYTEPS_LOCAL_SIZE="2",
+                CUDA_VISIBLE_DEVICES="0,1",
+                DMLC_ROLE="worker",
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank in (0, 1)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err[-1500:] for _o, err in outs]
     got = {}
@@ -170,9 +210,17 @@ def test_a_node_of_two_local_ranks_trains_as_one_after_the_trainers_own_broadcas
 
 def test_two_jobs_on_one_socket_path_are_refused(tmp_path):
     """BytePS would unlink a live job's socket and take it over (communicator.cc:146-147): the stand-in aborts."""
-    holder = subprocess.Popen([sys.executable, "-c", "import socket, sys, time; s = socket.socket(socket.AF_UNIX, "
-                               "socket.SOCK_DGRAM); s.bind(sys.argv[1]); print('bound', flush=True); time.sleep(60)",
-                               str(tmp_path / "socket_send_0")], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import socket, sys, time; s = socket.socket(socket.AF_UNIX, "
+            "socket.SOCK_DGRAM); s.bind(sys.argv[1]); print('bound', flush=True); time.sleep(60)",
+            str(tmp_path / "socket_send_0"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "bound"
         proc = _run([PREFLIGHT, str(tmp_path / "r.jsonl")], tmp_path, **ONE_WORKER)

@@ -56,7 +56,11 @@ def test_train(bpsperf_train):
     )
     out = tmp_path / "result.json"
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-m", "perf", f"--bpsperf-ray-address={cluster.address}",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "perf",
+        f"--bpsperf-ray-address={cluster.address}",
         f"--bpsperf-json={out}",
     )
     result.assert_outcomes(passed=1)

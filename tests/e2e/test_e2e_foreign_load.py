@@ -25,14 +25,14 @@ from helpers.procs import role_processes
 pytest.importorskip("mxnet")
 pytest.importorskip("ray")
 
-PERF_TEST = '''import pytest
+PERF_TEST = """import pytest
 
 pytestmark = pytest.mark.perf
 
 
 def test_bench(bpsperf_train):
     bpsperf_train().assert_within_baseline()
-'''
+"""
 
 # scaling on: a base-vs-head session must skip the reference all the same
 INI = """[pytest]
@@ -49,7 +49,7 @@ bpsperf_max_pairs = 3
 bpsperf_foreign_load = 0.3
 """
 
-HOG = '''import os, signal, subprocess, sys, time
+HOG = """import os, signal, subprocess, sys, time
 
 import pytest
 
@@ -78,12 +78,17 @@ def pytest_bpsperf_run(config, spec):
             p.wait()
         with open(HOG_FILE, "w") as fh:
             fh.write(f"{ticks / os.sysconf('SC_CLK_TCK')} {time.monotonic() - started} {len(procs)}")
-'''
+"""
 
 
 def git(path, *args) -> str:
-    return subprocess.run(["git", "-c", "user.name=u", "-c", "user.email=u@u", *args], cwd=path, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=u", "-c", "user.email=u@u", *args],
+        cwd=path,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -106,9 +111,24 @@ def test_a_cpu_hog_beside_one_run_is_named_and_its_pair_run_again(user_repo, tmp
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BPSPERF_", "PYTEST_", "GITHUB_"))}
     env.pop("PYTHONPATH", None)  # the installed plugin, not this checkout
     env["HOG_FILE"] = str(hog_file)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "--bpsperf-base=HEAD",
-                           f"--bpsperf-json={out}", f"--bpsperf-log-dir={logs}"], cwd=user_repo, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-v",
+            "--bpsperf-base=HEAD",
+            f"--bpsperf-json={out}",
+            f"--bpsperf-log-dir={logs}",
+        ],
+        cwd=user_repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     text = proc.stdout + proc.stderr
     assert proc.returncode in (0, 1) and out.exists(), text  # an A/A verdict; the load is the point here
     hog_s, hog_wall, hogs = (float(x) for x in hog_file.read_text().split())
@@ -127,15 +147,19 @@ def test_a_cpu_hog_beside_one_run_is_named_and_its_pair_run_again(user_repo, tmp
     assert row["dropped"].startswith("foreign load differed: base ") and row["ratio"] is None, row
     assert row["head_foreign_cores"] - row["base_foreign_cores"] > 0.3
     assert len(job["pair_table"]) >= 4 and job["pairs"] == 3  # run again: 3 valid pairs all the same
-    assert "pair run again: its two runs saw different foreign load" in text or \
-        "pairs run again: their two runs saw different foreign load" in text, text
+    assert (
+        "pair run again: its two runs saw different foreign load" in text
+        or "pairs run again: their two runs saw different foreign load" in text
+    ), text
     # every run's report line gives its foreign load beside its img/s
     lines = [line for line in text.splitlines() if ": " in line and " img/s (worker-0 " in line]
     assert len(lines) == len(doc["tests"]) and all("; foreign load " in line for line in lines), lines
-    print(f"hogs {hogs}: {hog_s:.1f} CPU-s in {hog_wall:.1f} s; run foreign {hogged['foreign_load']['cores']:.2f} "
-          f"cores over {node['window_s']:.1f} s; its base {row['base_foreign_cores']:.2f}; img/s "
-          f"{row['base_img_per_sec']:.1f} base, {row['head_img_per_sec']:.1f} head; every run's foreign load "
-          f"{[t['foreign_load']['cores'] for t in doc['tests']]}")
+    print(
+        f"hogs {hogs}: {hog_s:.1f} CPU-s in {hog_wall:.1f} s; run foreign {hogged['foreign_load']['cores']:.2f} "
+        f"cores over {node['window_s']:.1f} s; its base {row['base_foreign_cores']:.2f}; img/s "
+        f"{row['base_img_per_sec']:.1f} base, {row['head_img_per_sec']:.1f} head; every run's foreign load "
+        f"{[t['foreign_load']['cores'] for t in doc['tests']]}"
+    )
     # a base-vs-head session runs no scaling reference, and leaves nothing running
     assert not (logs / "reference").exists() and all(t.get("single_img_per_sec") is None for t in doc["tests"])
     assert role_processes(doc["session_info"]["run_id"]) == []

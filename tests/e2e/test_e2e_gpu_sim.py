@@ -76,25 +76,45 @@ def test_the_byteps_gpu_path_runs_end_to_end_on_a_simulated_cluster(cluster, pyt
     rec = make_rec(tmp_path / "data", images=16, size=40)
     pytester.makeini(INI)
     pytester.makepyfile(test_perf=PERF_TESTS.format(rec=str(rec)))
-    out, logs, stored, history = (tmp_path / "result.json", tmp_path / "logs", tmp_path / "baselines",
-                                  tmp_path / "history")
+    out, logs, stored, history = (
+        tmp_path / "result.json",
+        tmp_path / "logs",
+        tmp_path / "baselines",
+        tmp_path / "history",
+    )
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-m", "perf", f"--bpsperf-ray-address={cluster.address}",
-        f"--bpsperf-runtime-env={runtime_env()}", f"--bpsperf-json={out}", f"--bpsperf-log-dir={logs}",
-        "--bpsperf-update-baselines", f"--bpsperf-baselines-dir={stored}", f"--bpsperf-history={history}")
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "perf",
+        f"--bpsperf-ray-address={cluster.address}",
+        f"--bpsperf-runtime-env={runtime_env()}",
+        f"--bpsperf-json={out}",
+        f"--bpsperf-log-dir={logs}",
+        "--bpsperf-update-baselines",
+        f"--bpsperf-baselines-dir={stored}",
+        f"--bpsperf-history={history}",
+    )
     result.assert_outcomes(passed=2)
     doc = json.loads(out.read_text())
     info = doc["session_info"]
     # backend auto probed a GPU node, where byteps.mxnet imports: BytePS, no fallback
     assert info["backend_choice"].startswith("auto -> byteps") and info["backend_fallback"] is None
     # ... and the BytePS preflight pushed and pulled through a scheduler and a server before anything was timed
-    preflight = [json.loads(line) for p in (logs / "preflight-push-pull").glob("worker-*.records.jsonl")
-                 for line in p.read_text().splitlines()]
+    preflight = [
+        json.loads(line)
+        for p in (logs / "preflight-push-pull").glob("worker-*.records.jsonl")
+        for line in p.read_text().splitlines()
+    ]
     assert [r["event"] for r in preflight] == ["start", "step", "end"] and preflight[1]["value"] == 1.0
     # a simulation, said in the results, on every run's line; never a baseline
     assert "BytePS stand-in" in doc["simulation"]
-    result.stdout.fnmatch_lines(["*test_direct*img/s*SIMULATION (a stand-in ran, never a baseline)*",
-                                 "*refused: *test_direct [[]default[]]: a simulation is never a baseline*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_direct*img/s*SIMULATION (a stand-in ran, never a baseline)*",
+            "*refused: *test_direct [[]default[]]: a simulation is never a baseline*",
+        ]
+    )
     assert result.ret != 0 and not any(stored.glob("*.json"))
     result.stdout.fnmatch_lines(["bpsperf: history not saved: a simulation (BytePS stand-in*"])
     assert not any(history.rglob("*.json"))
@@ -139,8 +159,9 @@ def _check_roles(entry: dict, run_id: str) -> None:
         sockets.setdefault(env["DMLC_WORKER_ID"], set()).add(env["BYTEPS_SOCKET_PATH"])
         assert env["BYTEPS_SOCKET_PATH"].startswith(scratch_dir(run_id))
         if "." in name:  # one process per GPU: the GPU Ray gave its actor is its local rank's
-            ids = sorted(g for n, r in roles.items() if n.startswith(name.split(".")[0] + ".")
-                         for g in r["ran_on"]["gpu_ids"])
+            ids = sorted(
+                g for n, r in roles.items() if n.startswith(name.split(".")[0] + ".") for g in r["ran_on"]["gpu_ids"]
+            )
             assert env["CUDA_VISIBLE_DEVICES"] == ",".join(map(str, ids))
             assert role["ran_on"]["gpu_ids"] == [ids[int(env["BYTEPS_LOCAL_RANK"])]]
     assert len(sockets) == 2 and all(len(paths) == 1 for paths in sockets.values())
@@ -151,27 +172,38 @@ def _check_roles(entry: dict, run_id: str) -> None:
 
 
 def settings(**values):
-    return resolve([Source("cli", "test", {k: str(v) for k, v in values.items()})], Hardware(gpus=2, cores=1),
-                   backends.workload_defaults)
+    return resolve(
+        [Source("cli", "test", {k: str(v) for k, v in values.items()})],
+        Hardware(gpus=2, cores=1),
+        backends.workload_defaults,
+    )
 
 
-DUMP = ("import json, os, sys, time; f = open(sys.argv[1], 'w'); "
-        "f.write(json.dumps({'event': 'start', 'env': dict(os.environ)}) + '\\n'); f.flush(); "
-        "time.sleep(float(sys.argv[2])); f.write(json.dumps({'event': 'end'}) + '\\n')")
+DUMP = (
+    "import json, os, sys, time; f = open(sys.argv[1], 'w'); "
+    "f.write(json.dumps({'event': 'start', 'env': dict(os.environ)}) + '\\n'); f.flush(); "
+    "time.sleep(float(sys.argv[2])); f.write(json.dumps({'event': 'end'}) + '\\n')"
+)
 
 
 def _dumping(plan, seconds: float = 0.0):
     """``plan`` whose every role records its environment (and waits ``seconds``) instead of its command."""
-    return replace(plan, roles=tuple(replace(r, command=(PYTHON, "-c", DUMP, RECORDS, str(seconds)))
-                                     for r in plan.roles))
+    return replace(
+        plan, roles=tuple(replace(r, command=(PYTHON, "-c", DUMP, RECORDS, str(seconds))) for r in plan.roles)
+    )
 
 
 def test_the_head_node_of_a_simulated_cluster_is_known_and_hosts_no_server(driver):
     nodes = sorted(driver.nodes(), key=lambda n: not is_head(n))  # head first, as the listing says
     assert [n.ip for n in nodes if is_head(n)] == ["127.0.0.1"] and nodes[0].cpus == 1
     # no node marked as a server node: the CPU-only nodes with CPUs serve, the head only where none is left
-    plan = make_plan(settings(backend="byteps", server_resource="no_such_marker", server_nodes=2), DEFAULT, nodes,
-                     backend=backends.get("byteps"), run_id="head")
+    plan = make_plan(
+        settings(backend="byteps", server_resource="no_such_marker", server_nodes=2),
+        DEFAULT,
+        nodes,
+        backend=backends.get("byteps"),
+        run_id="head",
+    )
     assert sorted(s.node.ip for s in plan.by_role("server")) == list(SERVER_IPS)
     assert plan.scheduler.node.ip != "127.0.0.1"
 
@@ -185,14 +217,27 @@ def test_the_per_gpu_reference_trains_on_the_gpu_ray_reserved(cluster, driver, t
 
     from pytest_bpsperf.remote.roles import RoleProcess
 
-    holder = ray.remote(num_gpus=1, num_cpus=0)(RoleProcess).options(
-        scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False)).remote("holder", str(tmp_path))
+    holder = (
+        ray.remote(num_gpus=1, num_cpus=0)(RoleProcess)
+        .options(scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False))
+        .remote("holder", str(tmp_path))
+    )
     taken = ray.get(holder.where.remote(), timeout=60)["gpu_ids"]
     s = settings(backend="byteps", workers=1)
 
     def plan_with(gpu_ids=None):
-        return _dumping(reference_plan(s, DEFAULT, node, backend=backends.get("byteps"), run_id="ref-gpu", gpus=2,
-                                       one_gpu=True, gpu_ids=gpu_ids))
+        return _dumping(
+            reference_plan(
+                s,
+                DEFAULT,
+                node,
+                backend=backends.get("byteps"),
+                run_id="ref-gpu",
+                gpus=2,
+                one_gpu=True,
+                gpu_ids=gpu_ids,
+            )
+        )
 
     try:
         output = run_roles(plan_with(), str(tmp_path / "logs"), timeout=60, replan=plan_with)
@@ -213,8 +258,10 @@ def test_ray_holds_the_cpus_a_run_trains_on(driver, tmp_path):
     run_id = "cpus-" + uuid.uuid4().hex[:6]
 
     def plan_with(gpu_ids=None):
-        return _dumping(make_plan(s, DEFAULT, driver.nodes(), backend=backends.get("byteps"), run_id=run_id,
-                                  gpu_ids=gpu_ids), seconds=30)
+        return _dumping(
+            make_plan(s, DEFAULT, driver.nodes(), backend=backends.get("byteps"), run_id=run_id, gpu_ids=gpu_ids),
+            seconds=30,
+        )
 
     used = {r.node.node_id for r in plan_with().roles}
     with RoleGroup(plan_with(), str(tmp_path / "logs")) as group:
@@ -223,8 +270,9 @@ def test_ray_holds_the_cpus_a_run_trains_on(driver, tmp_path):
         # every node the run uses is held whole: other Ray work cannot land on its cores mid-run
         assert {n: round(available.get(n, {}).get("CPU", 0.0), 2) for n in used} == {n: 0.0 for n in used}
     after = state.available_resources_per_node()
-    assert wait_until(lambda: all(state.available_resources_per_node().get(n, {}).get("CPU", 0) >= 1 for n in used),
-                      30), after
+    assert wait_until(
+        lambda: all(state.available_resources_per_node().get(n, {}).get("CPU", 0) >= 1 for n in used), 30
+    ), after
 
 
 def test_a_chosen_network_interface_is_where_the_roles_bind(driver, tmp_path):
@@ -234,8 +282,9 @@ def test_a_chosen_network_interface_is_where_the_roles_bind(driver, tmp_path):
         s = settings(backend="byteps", workers=1, role_env=f"scheduler,server,worker:DMLC_INTERFACE={interface}")
 
         def plan_with(gpu_ids=None):
-            return _dumping(make_plan(s, DEFAULT, driver.nodes(), backend=backends.get("byteps"), run_id=run_id,
-                                      gpu_ids=gpu_ids))
+            return _dumping(
+                make_plan(s, DEFAULT, driver.nodes(), backend=backends.get("byteps"), run_id=run_id, gpu_ids=gpu_ids)
+            )
 
         return plan_with
 
@@ -271,10 +320,17 @@ def test_the_preflight_without_its_declaration_stops_the_session(cluster, tmp_pa
             return (PYTHON, "-c", undeclared, RECORDS)
 
     monkeypatch.setattr(byteps, "PushPullProbe", Undeclared)
-    session = PerfSession(ray_address=cluster.address, base_log_dir=str(tmp_path),
-                          runtime_env=parse_runtime_env(runtime_env()))
-    spec = RunSpec(nodeid="t::test", test="t::test", trick=DEFAULT, repeat=0, settings=settings(backend="byteps"),
-                   log_dir=str(tmp_path / "run"))
+    session = PerfSession(
+        ray_address=cluster.address, base_log_dir=str(tmp_path), runtime_env=parse_runtime_env(runtime_env())
+    )
+    spec = RunSpec(
+        nodeid="t::test",
+        test="t::test",
+        trick=DEFAULT,
+        repeat=0,
+        settings=settings(backend="byteps"),
+        log_dir=str(tmp_path / "run"),
+    )
     try:
         with pytest.raises(RoleFailed) as excinfo:
             session.push_pull_check(spec)

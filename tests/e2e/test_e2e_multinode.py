@@ -54,12 +54,20 @@ def cluster(tmp_path_factory):
     # A throw-away cluster on loopback: no token (Ray reads the mode once per process, so every
     # cluster these tests start must agree with the others; tests/e2e/test_e2e_cluster.py does the same)
     os.environ["RAY_AUTH_MODE"] = "disabled"
-    c = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 0, "node_ip_address": "127.0.0.1", "include_dashboard": False,
-        # notice a lost node in about 2 s instead of 15
-        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
-                           "health_check_timeout_ms": 500},
-    })
+    c = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 0,
+            "node_ip_address": "127.0.0.1",
+            "include_dashboard": False,
+            # notice a lost node in about 2 s instead of 15
+            "_system_config": {
+                "health_check_period_ms": 500,
+                "health_check_failure_threshold": 3,
+                "health_check_timeout_ms": 500,
+            },
+        },
+    )
     for ip in GPU_IPS:
         c.add_node(num_cpus=1, num_gpus=2, node_ip_address=ip, resources={"accelerator_type:V100": 1})
     for ip in SERVER_IPS:
@@ -100,8 +108,15 @@ def test_mxnet_trains_across_nodes_where_ray_placed_each_role(cluster, pytester,
     )
     pytester.makepyfile(test_perf=PERF_TEST)
     out = tmp_path / "result.json"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf", "--bpsperf-ps-verbose",
-                                           f"--bpsperf-ray-address={cluster.address}", f"--bpsperf-json={out}")
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "perf",
+        "--bpsperf-ps-verbose",
+        f"--bpsperf-ray-address={cluster.address}",
+        f"--bpsperf-json={out}",
+    )
     result.assert_outcomes(passed=1)
     doc = json.loads(out.read_text())
     (entry,) = doc["tests"]
@@ -139,8 +154,9 @@ def test_auto_on_a_cluster_with_gpus_probes_a_gpu_node_and_trains(cluster, pytes
     pytester.makeini("[pytest]\nbpsperf_workers = 1\nbpsperf_scaling = off\n")
     pytester.makepyfile(test_perf=PERF_TEST)
     out = tmp_path / "result.json"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf",
-                                           f"--bpsperf-ray-address={cluster.address}", f"--bpsperf-json={out}")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-m", "perf", f"--bpsperf-ray-address={cluster.address}", f"--bpsperf-json={out}"
+    )
     result.assert_outcomes(passed=1)
     doc = json.loads(out.read_text())
     choice = doc["session_info"]["backend_choice"]
@@ -151,8 +167,12 @@ def test_auto_on_a_cluster_with_gpus_probes_a_gpu_node_and_trains(cluster, pytes
     # no silent fallback: said without -v, and in the JSON with the node and the import error
     fallback = doc["session_info"]["backend_fallback"]
     assert fallback["node"].split("/")[0] in GPU_IPS and "byteps.mxnet does not import" in fallback["reason"]
-    result.stdout.fnmatch_lines(["*backend auto fell back to mxnet on a cluster with GPUs: BytePS will not run*",
-                                 "BytePS never ran: auto fell back to mxnet on a cluster with GPUs (on node 127.0.0.*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*backend auto fell back to mxnet on a cluster with GPUs: BytePS will not run*",
+            "BytePS never ran: auto fell back to mxnet on a cluster with GPUs (on node 127.0.0.*",
+        ]
+    )
     # the workers train on CPUs, at the CPU sizes (not 100 steps of batch 64 at 224 px)
     assert (entry["settings"]["steps"], entry["settings"]["batch_size"], entry["settings"]["image_size"]) == (20, 8, 32)
     assert role_processes(doc["session_info"]["run_id"]) == []
@@ -161,8 +181,9 @@ def test_auto_on_a_cluster_with_gpus_probes_a_gpu_node_and_trains(cluster, pytes
 def test_byteps_set_on_a_cluster_whose_gpu_nodes_cannot_run_it_is_one_usage_error(cluster, pytester):
     pytester.makeini("[pytest]\nbpsperf_backend = byteps\n")
     pytester.makepyfile(test_perf=PERF_TEST)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf",
-                                           f"--bpsperf-ray-address={cluster.address}")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-m", "perf", f"--bpsperf-ray-address={cluster.address}"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "backend byteps cannot run on the GPU node 127.0.0." in err and "byteps.mxnet does not import" in err
@@ -173,14 +194,26 @@ def test_base_vs_head_ships_each_arms_tree_to_the_nodes(cluster, pytester, tmp_p
     # A user's repository on the driver only: on a cluster each arm's tree travels with Ray's
     # runtime_env (as the plugin itself does), and the roles import the entry module from there.
     pytester.makepyfile(bench=ENTRY.format(extra=0), test_perf=PERF_TEST)
-    pytester.makeini("[pytest]\nbpsperf_entry = bench:build\nbpsperf_steps = 4\nbpsperf_batch_size = 2\n"
-                     "bpsperf_image_size = 16\nbpsperf_workers = 1\nbpsperf_scaling = off\nbpsperf_max_pairs = 3\n")
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.name=u", "-c", "user.email=u@u", "commit",
-                                                                "-q", "-m", "c"]):
+    pytester.makeini(
+        "[pytest]\nbpsperf_entry = bench:build\nbpsperf_steps = 4\nbpsperf_batch_size = 2\n"
+        "bpsperf_image_size = 16\nbpsperf_workers = 1\nbpsperf_scaling = off\nbpsperf_max_pairs = 3\n"
+    )
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "-A"],
+        ["-c", "user.name=u", "-c", "user.email=u@u", "commit", "-q", "-m", "c"],
+    ):
         subprocess.run(["git", *args], cwd=pytester.path, check=True, capture_output=True)
     out = tmp_path / "result.json"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf", "--bpsperf-base=HEAD",
-                                           f"--bpsperf-ray-address={cluster.address}", f"--bpsperf-json={out}")
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "perf",
+        "--bpsperf-base=HEAD",
+        f"--bpsperf-ray-address={cluster.address}",
+        f"--bpsperf-json={out}",
+    )
     assert result.ret in (0, 1), result.stdout.str()  # the verdict of 3 tiny pairs is not the point
     doc = json.loads(out.read_text())
     trees = {a: doc["base_vs_head"]["arms"][a]["tree"] for a in ("base", "head")}
@@ -199,8 +232,10 @@ class StandInWorkers(BytePSBackend):
     """BytePS's plan and real servers; each worker process only records the environment it got."""
 
     def worker_command(self, settings):
-        code = ("import json, os, sys; json.dump({'event': 'start', 'env': dict(os.environ)}, "
-                "open(sys.argv[1], 'a')); open(sys.argv[1], 'a').write('\\n')")
+        code = (
+            "import json, os, sys; json.dump({'event': 'start', 'env': dict(os.environ)}, "
+            "open(sys.argv[1], 'a')); open(sys.argv[1], 'a').write('\\n')"
+        )
         return (PYTHON, "-c", code, RECORDS)
 
 
@@ -247,28 +282,45 @@ def test_byteps_plan_follows_rays_gpu_assignment_and_servers_register_across_nod
     assert role_processes(run_id) == []
 
 
-@pytest.mark.parametrize("values, message", [
-    ({"workers": 3}, "needs 3 GPU worker node(s)"),
-    ({"server_nodes": 3}, "3 server node(s) (setting 'server_nodes') need as many nodes with the custom resource"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"workers": 3}, "needs 3 GPU worker node(s)"),
+        ({"server_nodes": 3}, "3 server node(s) (setting 'server_nodes') need as many nodes with the custom resource"),
+    ],
+)
 def test_impossible_shapes_fail_before_anything_starts(driver, values, message):
     t0 = time.monotonic()
     with pytest.raises(PlanError) as excinfo:
-        make_plan(settings(backend="byteps", **values), DEFAULT, driver.nodes(), backend=backends.get("byteps"), run_id="r")
+        make_plan(
+            settings(backend="byteps", **values), DEFAULT, driver.nodes(), backend=backends.get("byteps"), run_id="r"
+        )
     assert message in str(excinfo.value)
     assert "127.0.0.4" in str(excinfo.value)  # the message lists what each node has
     assert time.monotonic() - t0 < 30
 
 
 def test_mixed_gpu_counts_are_an_error_on_a_real_cluster(cluster, driver):
-    extra = cluster.add_node(num_cpus=1, num_gpus=1, node_ip_address="127.0.0.6",
-                             resources={"accelerator_type:V100": 1})
+    extra = cluster.add_node(
+        num_cpus=1, num_gpus=1, node_ip_address="127.0.0.6", resources={"accelerator_type:V100": 1}
+    )
     cluster.wait_for_nodes()
     try:
         with pytest.raises(PlanError, match="different GPU counts"):
-            make_plan(settings(backend="byteps", workers=3), DEFAULT, driver.nodes(), backend=backends.get("byteps"), run_id="r")
-        plan = make_plan(settings(backend="byteps", workers=3, gpus_per_worker=1), DEFAULT, driver.nodes(),
-                         backend=backends.get("byteps"), run_id="r")
+            make_plan(
+                settings(backend="byteps", workers=3),
+                DEFAULT,
+                driver.nodes(),
+                backend=backends.get("byteps"),
+                run_id="r",
+            )
+        plan = make_plan(
+            settings(backend="byteps", workers=3, gpus_per_worker=1),
+            DEFAULT,
+            driver.nodes(),
+            backend=backends.get("byteps"),
+            run_id="r",
+        )
         assert len(plan.by_role("worker")) == 3
     finally:
         cluster.remove_node(extra)
@@ -304,8 +356,10 @@ class BpslaunchStandIn(BytePSBackend):
         return (PYTHON, "-m", "pytest_bpsperf.remote.bpslaunch", PYTHON, self.script, RECORDS)
 
 
-@pytest.mark.skipif(not (Path(sys.executable).parent / "bpslaunch").exists(),
-                    reason="needs bpslaunch: scripts/install-byteps-server.sh installs it")
+@pytest.mark.skipif(
+    not (Path(sys.executable).parent / "bpslaunch").exists(),
+    reason="needs bpslaunch: scripts/install-byteps-server.sh installs it",
+)
 @pytest.mark.parametrize("stuck", [False, True], ids=["progress", "stuck-rank"])
 def test_bpslaunch_ranks_show_progress_and_a_stuck_rank_stalls_by_name(driver, tmp_path, monkeypatch, stuck):
     from pytest_bpsperf.config.tricks import Trick
@@ -330,14 +384,30 @@ def test_bpslaunch_ranks_show_progress_and_a_stuck_rank_stalls_by_name(driver, t
     t0 = time.monotonic()
     if stuck:
         with pytest.raises(RoleFailed) as excinfo:
-            run_roles(plan_with(), str(tmp_path / "logs"), timeout=120, replan=plan_with, live=lines.append,
-                      label="job", steps=12, stall=StallWatch(4.0, "test"))
+            run_roles(
+                plan_with(),
+                str(tmp_path / "logs"),
+                timeout=120,
+                replan=plan_with,
+                live=lines.append,
+                label="job",
+                steps=12,
+                stall=StallWatch(4.0, "test"),
+            )
         # the rank that stopped holds the node's role back: named, long before the 40 s it sleeps
         assert "stalled: worker-0 made no new step" in str(excinfo.value)
         assert time.monotonic() - t0 < 35
         return
-    output = run_roles(plan_with(), str(tmp_path / "logs"), timeout=120, replan=plan_with, live=lines.append,
-                       label="job", steps=12, stall=StallWatch(4.0, "test"))
+    output = run_roles(
+        plan_with(),
+        str(tmp_path / "logs"),
+        timeout=120,
+        replan=plan_with,
+        live=lines.append,
+        label="job",
+        steps=12,
+        stall=StallWatch(4.0, "test"),
+    )
     assert [w.name for w in output.workers] == ["worker-0.0", "worker-0.1"]
     assert all(len(w.steps) == 12 and w.finished for w in output.workers)
     # the live line reads the ranks' own records: the launcher saw them train
@@ -423,8 +493,7 @@ def test_node_removed_before_the_run_fails_the_reservation_in_bounded_time(clust
 
 
 def test_node_lost_mid_run_fails_naming_the_node_and_its_roles(cluster, driver, tmp_path):
-    gpu = cluster.add_node(num_cpus=1, num_gpus=2, node_ip_address="127.0.0.8",
-                           resources={"accelerator_type:V100": 1})
+    gpu = cluster.add_node(num_cpus=1, num_gpus=2, node_ip_address="127.0.0.8", resources={"accelerator_type:V100": 1})
     cluster.wait_for_nodes()
     nodes = [n for n in driver.nodes() if n.ip not in GPU_IPS]  # the new GPU node is the only one
     plan = make_plan(settings(workers=1), DEFAULT, nodes, backend=Sleepers(), run_id="lost")

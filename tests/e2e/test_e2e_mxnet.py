@@ -63,12 +63,17 @@ def test_two_workers_one_server_end_to_end(perf_project, tmp_path, monkeypatch):
     project = perf_project()
     out = tmp_path / "result.json"
     monkeypatch.setenv("BPSPERF_PR_TOKEN", TOKEN)
-    result = project.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf", "--bpsperf-json", str(out),
-                                          "--bpsperf-scaling")
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-m", "perf", "--bpsperf-json", str(out), "--bpsperf-scaling"
+    )
     result.assert_outcomes(passed=2)
     # Live progress without -v: the roles of each run are up.
-    result.stdout.fnmatch_lines(["bpsperf: test_train*(trick default, repeat 1/1): 4 roles up in *s, training 6 steps",
-                                 "bpsperf: test_train*(trick omp-passive, repeat 1/1): 4 roles up in *s, training 6 steps"])
+    result.stdout.fnmatch_lines(
+        [
+            "bpsperf: test_train*(trick default, repeat 1/1): 4 roles up in *s, training 6 steps",
+            "bpsperf: test_train*(trick omp-passive, repeat 1/1): 4 roles up in *s, training 6 steps",
+        ]
+    )
     from pytest_bpsperf.store.results import read_document
 
     doc = read_document(out, "results")  # valid against the results schema
@@ -115,7 +120,8 @@ def test_two_workers_one_server_end_to_end(perf_project, tmp_path, monkeypatch):
     (matrix,) = doc["matrix"]
     rows = {r["trick"]: r for r in matrix["rows"]}
     assert rows["omp-passive"]["scaling_efficiency"] == pytest.approx(
-        rows["omp-passive"]["img_per_sec_median"] / (2 * tests["omp-passive"]["node_img_per_sec"]))
+        rows["omp-passive"]["img_per_sec_median"] / (2 * tests["omp-passive"]["node_img_per_sec"])
+    )
     assert rows["omp-passive"]["scaling_efficiency_per_gpu"] is None
     run_id = doc["session_info"]["run_id"]
     assert role_processes(run_id) == []
@@ -168,6 +174,7 @@ def test_interrupted_driver_leaves_no_process(perf_project, sig):
         start_new_session=True,
     )
     try:
+
         def training():
             tree = snapshot_tree(driver.pid)
             return tree if any("pytest_bpsperf.remote.workload" in cmd for _, _, cmd in tree) else None

@@ -26,14 +26,14 @@ from helpers.procs import role_processes
 pytest.importorskip("mxnet")
 pytest.importorskip("ray")
 
-PERF_TEST = '''import pytest
+PERF_TEST = """import pytest
 
 pytestmark = pytest.mark.perf
 
 
 def test_bench(bpsperf_train):
     bpsperf_train().assert_within_baseline()
-'''
+"""
 
 # One OpenMP thread per role: on two cores the runs then agree to about 2%, so that each
 # session decides in a few pairs. The tolerance is this repository's, as a user would set it.
@@ -51,8 +51,13 @@ bpsperf_tolerance = 25%
 
 
 def git(path, *args) -> str:
-    return subprocess.run(["git", "-c", "user.name=u", "-c", "user.email=u@u", *args], cwd=path, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=u", "-c", "user.email=u@u", *args],
+        cwd=path,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +78,14 @@ def user_repo(tmp_path_factory) -> Path:
 def pytest_in(repo: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BPSPERF_", "PYTEST_", "GITHUB_"))}
     env.pop("PYTHONPATH", None)  # the installed plugin, not this checkout
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=repo, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def worktrees(repo: Path) -> list:
@@ -96,8 +107,11 @@ def test_the_slower_commit_fails_against_its_parent_and_passes_against_itself(us
     files = {t["arm"]: {w["entry_file"] for w in t["workers"]} for t in doc["tests"]}
     (base_file,), (head_file,) = files["base"], files["head"]
     assert head_file == str(user_repo / "bench.py")
-    assert base_file.endswith("/tree/bench.py") and "bpsperf-base-" in base_file and not base_file.startswith(
-        str(user_repo))
+    assert (
+        base_file.endswith("/tree/bench.py")
+        and "bpsperf-base-" in base_file
+        and not base_file.startswith(str(user_repo))
+    )
     assert not os.path.exists(base_file)  # the worktree is gone with the session
     assert len(worktrees(user_repo)) == 1
     assert role_processes(doc["session_info"]["run_id"]) == []
@@ -119,8 +133,12 @@ def make_venv(path: Path, with_packages: bool) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True, timeout=120)
     python = path / "bin" / "python"
     if with_packages:
-        site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                              check=True, capture_output=True, text=True).stdout.strip()
+        site = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         ours = [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]
         Path(site, "bpsperf-test-parent.pth").write_text("\n".join(ours) + "\n")
     return python
@@ -129,8 +147,13 @@ def make_venv(path: Path, with_packages: bool) -> Path:
 def test_the_base_arm_runs_under_its_own_interpreter(user_repo, tmp_path):
     python = make_venv(tmp_path / "base-venv", with_packages=True)
     out = tmp_path / "r.json"
-    proc = pytest_in(user_repo, "--bpsperf-base=HEAD", f"--bpsperf-base-python={python}", "--bpsperf-max-pairs=3",
-                     f"--bpsperf-json={out}")
+    proc = pytest_in(
+        user_repo,
+        "--bpsperf-base=HEAD",
+        f"--bpsperf-base-python={python}",
+        "--bpsperf-max-pairs=3",
+        f"--bpsperf-json={out}",
+    )
     text = proc.stdout + proc.stderr
     assert proc.returncode in (0, 1), text  # the verdict is not the point here
     doc = json.loads(out.read_text())
@@ -155,5 +178,7 @@ def test_a_base_interpreter_without_mxnet_is_a_usage_error_before_ray_starts(use
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, text
     assert f"interpreter {python}" in text and "mxnet does not import" in text, text
     assert "'base_python'" in text
-    assert not re.search(r"^Ray: embedded on 127\.0\.0\.1; start", text, re.M)  # nothing started (the header only says it would)
+    assert not re.search(
+        r"^Ray: embedded on 127\.0\.0\.1; start", text, re.M
+    )  # nothing started (the header only says it would)
     assert len(worktrees(user_repo)) == 1

@@ -49,9 +49,11 @@ def test_train(bpsperf_train):
 #: the entry point needs a module that only the job's runtime_env ships (py_modules)
 BENCH = ENTRY.format(extra=0).replace("def build(ctx):\n", "def build(ctx):\n    import jobhelp  # noqa: F401\n")
 
-INI = ("[pytest]\nbpsperf_entry = bench:build\nbpsperf_steps = 4\nbpsperf_batch_size = 2\nbpsperf_image_size = 16\n"
-       "bpsperf_workers = 1\nbpsperf_server_nodes = 1\nbpsperf_scaling = off\nbpsperf_backend = mxnet\n"
-       "bpsperf_omp_threads = 1\n")
+INI = (
+    "[pytest]\nbpsperf_entry = bench:build\nbpsperf_steps = 4\nbpsperf_batch_size = 2\nbpsperf_image_size = 16\n"
+    "bpsperf_workers = 1\nbpsperf_server_nodes = 1\nbpsperf_scaling = off\nbpsperf_backend = mxnet\n"
+    "bpsperf_omp_threads = 1\n"
+)
 
 
 def jobs_python() -> str:
@@ -61,9 +63,11 @@ def jobs_python() -> str:
     for python in (str(JOBS_PYTHON), sys.executable):
         if os.path.exists(python) and has_jobs_server(python) is None:
             return python
-    pytest.skip(f"needs ray[default]=={ray.__version__} (Ray's Jobs server and CLI: aiohttp, aiohttp_cors, ...), "
-                f"which neither {JOBS_PYTHON} nor {sys.executable} has ({has_jobs_server(sys.executable)}): .ci/run "
-                "makes .ci/rayjobs; or set BPSPERF_RAYJOBS_PYTHON to an interpreter that has it")
+    pytest.skip(
+        f"needs ray[default]=={ray.__version__} (Ray's Jobs server and CLI: aiohttp, aiohttp_cors, ...), "
+        f"which neither {JOBS_PYTHON} nor {sys.executable} has ({has_jobs_server(sys.executable)}): .ci/run "
+        "makes .ci/rayjobs; or set BPSPERF_RAYJOBS_PYTHON to an interpreter that has it"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -98,21 +102,47 @@ def project(tmp_path: Path) -> Path:
 
 def test_pytest_as_a_ray_job_trains_on_the_jobs_cluster_with_its_runtime_env(head, project, tmp_path):
     out = tmp_path / "result.json"  # an absolute path: the job's working dir is Ray's temporary copy
-    job_env = {"py_modules": [str(tmp_path / "job_modules" / "jobhelp")],
-               "env_vars": {"BPSPERF_E2E_FROM_JOB": "job"}}
+    job_env = {"py_modules": [str(tmp_path / "job_modules" / "jobhelp")], "env_vars": {"BPSPERF_E2E_FROM_JOB": "job"}}
     setting = {"env_vars": {"BPSPERF_E2E_FROM_SETTING": "setting"}}
-    entrypoint = [head.python, "-m", "pytest", "-p", "no:cacheprovider", "-m", "perf", "--bpsperf-ray-address=auto",
-                  f"--bpsperf-runtime-env={json.dumps(setting)}", f"--bpsperf-json={out}"]
+    entrypoint = [
+        head.python,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "perf",
+        "--bpsperf-ray-address=auto",
+        f"--bpsperf-runtime-env={json.dumps(setting)}",
+        f"--bpsperf-json={out}",
+    ]
     t0 = time.monotonic()
-    proc = subprocess.run(head.ray("job", "submit", "--address", head.jobs_address, "--working-dir", str(project),
-                                   "--runtime-env-json", json.dumps(job_env), "--", *entrypoint),
-                          env=head.env, capture_output=True, text=True, timeout=480, cwd=str(project))
+    proc = subprocess.run(
+        head.ray(
+            "job",
+            "submit",
+            "--address",
+            head.jobs_address,
+            "--working-dir",
+            str(project),
+            "--runtime-env-json",
+            json.dumps(job_env),
+            "--",
+            *entrypoint,
+        ),
+        env=head.env,
+        capture_output=True,
+        text=True,
+        timeout=480,
+        cwd=str(project),
+    )
     logs = proc.stdout[-6000:] + proc.stderr[-3000:]
     assert proc.returncode == 0, logs
     assert "1 passed" in proc.stdout, logs
     # the plugin says where it trains, up front
-    assert "bpsperf: inside Ray job raysubmit_" in proc.stdout and "the roles run on the job's cluster" in proc.stdout, \
-        logs
+    assert (
+        "bpsperf: inside Ray job raysubmit_" in proc.stdout and "the roles run on the job's cluster" in proc.stdout
+    ), logs
     doc = json.loads(out.read_text())
     ray_info = doc["session_info"]["ray"]
     assert ray_info["embedded"] is False and ray_info["address"] == "auto", ray_info

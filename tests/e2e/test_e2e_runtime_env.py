@@ -55,13 +55,21 @@ def test_the_entry_module_and_the_settings_py_modules_reach_the_roles(cluster, p
     helper.mkdir(parents=True)
     (helper / "__init__.py").write_text("MARK = 1\n")
     runtime_env = {"py_modules": [str(helper)], "env_vars": {"BPSPERF_E2E_FROM_SETTING": "setting"}}
-    pytester.makeini("[pytest]\nbpsperf_entry = bench:build\nbpsperf_steps = 4\nbpsperf_batch_size = 2\n"
-                     "bpsperf_image_size = 16\nbpsperf_workers = 1\nbpsperf_scaling = off\nbpsperf_backend = mxnet\n"
-                     "bpsperf_omp_threads = 1\n")
+    pytester.makeini(
+        "[pytest]\nbpsperf_entry = bench:build\nbpsperf_steps = 4\nbpsperf_batch_size = 2\n"
+        "bpsperf_image_size = 16\nbpsperf_workers = 1\nbpsperf_scaling = off\nbpsperf_backend = mxnet\n"
+        "bpsperf_omp_threads = 1\n"
+    )
     out = tmp_path / "result.json"
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf",
-                                           f"--bpsperf-ray-address={cluster.address}",
-                                           f"--bpsperf-runtime-env={json.dumps(runtime_env)}", f"--bpsperf-json={out}")
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "perf",
+        f"--bpsperf-ray-address={cluster.address}",
+        f"--bpsperf-runtime-env={json.dumps(runtime_env)}",
+        f"--bpsperf-json={out}",
+    )
     result.assert_outcomes(passed=1)
     doc = json.loads(out.read_text())
     (test,) = doc["tests"]
@@ -72,6 +80,8 @@ def test_the_entry_module_and_the_settings_py_modules_reach_the_roles(cluster, p
     for role in test["roles"]:
         assert role["exit_code"] == 0, role
         assert role["env"]["BPSPERF_E2E_FROM_SETTING"] == "setting", role["name"]
-    assert test["settings"]["runtime_env"] == {"from": "inline", "env": {"py_modules": [str(helper)],
-                                                                         "env_vars": ["BPSPERF_E2E_FROM_SETTING"]}}
+    assert test["settings"]["runtime_env"] == {
+        "from": "inline",
+        "env": {"py_modules": [str(helper)], "env_vars": ["BPSPERF_E2E_FROM_SETTING"]},
+    }
     assert role_processes(doc["session_info"]["run_id"]) == []

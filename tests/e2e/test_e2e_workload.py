@@ -110,8 +110,12 @@ bpsperf_model = resnet18_v1
 def test_timing_modes_record_data_and_custom_entry_end_to_end(pytester, tmp_path):
     rec = make_rec(tmp_path / "data", images=24, size=40)
     pytester.makeini(INI)
-    pytester.makepyfile(test_perf=PERF_TESTS.format(rec=str(rec)), custom_model=EXAMPLE.read_text(),
-                        broken_model=BROKEN, two_pass=TWO_PASS)
+    pytester.makepyfile(
+        test_perf=PERF_TESTS.format(rec=str(rec)),
+        custom_model=EXAMPLE.read_text(),
+        broken_model=BROKEN,
+        two_pass=TWO_PASS,
+    )
     out = tmp_path / "result.json"
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-m", "perf", f"--bpsperf-json={out}")
     result.assert_outcomes(passed=4, failed=1)
@@ -122,8 +126,10 @@ def test_timing_modes_record_data_and_custom_entry_end_to_end(pytester, tmp_path
     assert all(r["exit_code"] == 0 for r in tests["test_extra_forward_passes"]["roles"])
 
     def starts(entry):
-        return [json.loads(Path(entry["log_dir"], f"worker-{i}.records.jsonl").read_text().splitlines()[0])
-                for i in range(2)]
+        return [
+            json.loads(Path(entry["log_dir"], f"worker-{i}.records.jsonl").read_text().splitlines()[0])
+            for i in range(2)
+        ]
 
     # overlapped by default (also checked by test_e2e_mxnet): no split, recorded as such
     over = tests["test_records"]
@@ -138,10 +144,14 @@ def test_timing_modes_record_data_and_custom_entry_end_to_end(pytester, tmp_path
     assert len(steps) == brk["settings"]["steps"]
     assert all(abs(s["compute_s"] + s["sync_s"] - s["total_s"]) < 1e-6 for s in steps)
     # after the timed steps, the diagnostic ones (breakdown_steps), never counted as steps; then the end
-    assert [r["event"] for r in records[len(steps) + 1:]] == ["diagnostic"] * 3 + ["end"]
+    assert [r["event"] for r in records[len(steps) + 1 :]] == ["diagnostic"] * 3 + ["end"]
     assert brk["breakdown"]["steps"] == 3 and brk["breakdown"]["compute_s"] > 0
-    result.stdout.fnmatch_lines(["*test_breakdown*compute*sync*(timing breakdown: serialized steps)*",
-                                 "*timing breakdown (diagnostic: each step serialized*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_breakdown*compute*sync*(timing breakdown: serialized steps)*",
+            "*timing breakdown (diagnostic: each step serialized*",
+        ]
+    )
     # record data: each worker decoded its own shard of the .rec
     for name in ("test_records", "test_custom"):
         got = starts(tests[name])
@@ -152,11 +162,13 @@ def test_timing_modes_record_data_and_custom_entry_end_to_end(pytester, tmp_path
     assert {s["entry"] for s in starts(tests["test_custom"])} == {"custom_model:build"}
     assert tests["test_custom"]["settings"]["entry"] == "custom_model:build"
     # an error in user code fails its test naming the function, with the role's log tail
-    result.stdout.fnmatch_lines([
-        "*test_custom_broken*",
-        "*--- role worker-? on node *: exit code 3; log *worker-?.log",
-        "*ValueError: shapes do not match in the team's layer",
-        "*bpsperf workload: entry point broken_model:build raised in step(): ValueError: shapes do not match*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_custom_broken*",
+            "*--- role worker-? on node *: exit code 3; log *worker-?.log",
+            "*ValueError: shapes do not match in the team's layer",
+            "*bpsperf workload: entry point broken_model:build raised in step(): ValueError: shapes do not match*",
+        ]
+    )
     assert role_processes(doc["session_info"]["run_id"]) == []
     assert os.path.isfile(rec)

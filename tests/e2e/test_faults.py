@@ -71,9 +71,14 @@ def write_project(path, tricks, steps):
 
 
 def start_pytest(cwd, *args, env=None, log=None):
-    return subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "perf", *args],
-                            cwd=str(cwd), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            env={**os.environ, **(env or {})})
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "perf", *args],
+        cwd=str(cwd),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def roles_of(driver_pid, key, value):
@@ -126,6 +131,7 @@ def test_faults_fail_fast_name_the_culprit_and_leave_nothing(tmp_path):
     seen, timings = [], {}
     try:
         for fault in FAULTS:
+
             def training(fault=fault):
                 roles = roles_of(driver.pid, "BPSPERF_FAULT_TARGET", fault)
                 ready = len(roles) == 4 and all(steps_done(p) >= 2 for n, p in roles.items() if n.startswith("worker"))
@@ -137,14 +143,23 @@ def test_faults_fail_fast_name_the_culprit_and_leave_nothing(tmp_path):
             if fault == "kill-raylet":
                 target = next(p for p, _, cmd in snapshot_tree(driver.pid) if "/raylet/raylet" in cmd)
             else:
-                role = {"kill-worker": "worker-0", "kill-server": "server-0", "kill-scheduler": "scheduler",
-                        "stop-worker": "worker-1", "kill-actor": "worker-0", "stop-actor": "worker-1"}[fault]
+                role = {
+                    "kill-worker": "worker-0",
+                    "kill-server": "server-0",
+                    "kill-scheduler": "scheduler",
+                    "stop-worker": "worker-1",
+                    "kill-actor": "worker-0",
+                    "stop-actor": "worker-1",
+                }[fault]
                 target = roles[role] if fault.endswith(("worker", "server", "scheduler")) else parent_of(roles[role])
             assert in_tree(driver.pid, target)  # only ever a process this test's session started
             t0 = time.monotonic()
             os.kill(target, signal.SIGSTOP if fault.startswith("stop") else signal.SIGKILL)
-            gone = wait_until(lambda roles=roles: not alive([s for s in seen if s[0] in roles.values()]),
-                              timeout=FAULT_BOUND_S.get(fault, DEFAULT_BOUND_S), interval=0.5)
+            gone = wait_until(
+                lambda roles=roles: not alive([s for s in seen if s[0] in roles.values()]),
+                timeout=FAULT_BOUND_S.get(fault, DEFAULT_BOUND_S),
+                interval=0.5,
+            )
             timings[fault] = time.monotonic() - t0
             assert gone, f"{fault}: roles still running {timings[fault]:.0f}s after the fault"
         driver.wait(timeout=240)
@@ -166,7 +181,11 @@ def test_faults_fail_fast_name_the_culprit_and_leave_nothing(tmp_path):
     assert "scheduler (exit -9)" in first["kill-scheduler"]
     assert "stalled: worker-1 made no new step" in first["stop-worker"] and "stopped (SIGSTOP)" in first["stop-worker"]
     assert "worker-0" in first["kill-actor"] and "ActorDiedError" in first["kill-actor"]
-    assert "worker-1" in first["stop-actor"] and "do not answer" in first["stop-actor"] and "state T" in first["stop-actor"]
+    assert (
+        "worker-1" in first["stop-actor"]
+        and "do not answer" in first["stop-actor"]
+        and "state T" in first["stop-actor"]
+    )
     assert "worker-0" in first["kill-raylet"] and "node 127.0.0.1" in first["kill-raylet"]
     for reason in reasons.values():
         assert "--- role " in reason and "log " in reason, reason  # the roles and where their logs are
@@ -186,6 +205,7 @@ def test_two_sessions_serialize_and_sigterm_ends_the_first_like_ctrl_c(tmp_path)
     first = start_pytest(first_dir, "-q", log=logs[0])
     second = None
     try:
+
         def training():
             roles = roles_of(first.pid, "BPSPERF_FAULT_TARGET", "long")
             return roles if roles.get("worker-0") and steps_done(roles["worker-0"]) >= 1 else None
@@ -224,9 +244,23 @@ def test_unreachable_cluster_is_one_quick_error_for_the_session(tmp_path):
     project = tmp_path / "unreachable"
     write_project(project, ("a", "b"), steps=6)
     t0 = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "perf",
-                           "--bpsperf-ray-address=127.0.0.1:1", "--bpsperf-connect-timeout=3"],
-                          cwd=str(project), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "perf",
+            "--bpsperf-ray-address=127.0.0.1:1",
+            "--bpsperf-connect-timeout=3",
+        ],
+        cwd=str(project),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     elapsed = time.monotonic() - t0
     assert elapsed < 60, elapsed
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr

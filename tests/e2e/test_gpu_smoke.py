@@ -15,12 +15,15 @@ from helpers.paths import ROOT
 SCRIPT = ROOT / "scripts" / "gpu_smoke.py"
 
 
-@pytest.mark.skipif(not (Path(sys.executable).parent / "bpslaunch").exists(),
-                    reason="needs bpslaunch: scripts/install-byteps-server.sh installs it")
+@pytest.mark.skipif(
+    not (Path(sys.executable).parent / "bpslaunch").exists(),
+    reason="needs bpslaunch: scripts/install-byteps-server.sh installs it",
+)
 def test_cpu_parts_of_the_gpu_smoke_check(tmp_path):
     out = tmp_path / "facts.json"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--cpu-only", "--out", str(out)], capture_output=True,
-                          text=True, timeout=240)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--cpu-only", "--out", str(out)], capture_output=True, text=True, timeout=240
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     facts = json.loads(out.read_text())
     assert facts["machine"]["python"] and "cores" in facts["machine"]
@@ -42,8 +45,13 @@ def test_cpu_parts_of_the_gpu_smoke_check(tmp_path):
 def test_the_smoke_checks_byteps_preflight_and_training_steps_where_byteps_imports(tmp_path):
     """Under the BytePS stand-in (CPU MXNet), the part that runs BytePS on a GPU machine runs here."""
     out = tmp_path / "facts.json"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--cpu-only", "--parts", "byteps", "--out", str(out)],
-                          capture_output=True, text=True, timeout=600, env=standin_env(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--cpu-only", "--parts", "byteps", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=standin_env(tmp_path),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     byteps = json.loads(out.read_text())["byteps"]
     assert "error" not in byteps, byteps.get("traceback")  # the part's own failure, not only its absence

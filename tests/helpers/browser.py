@@ -28,9 +28,20 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 #: The flags of a headless browser that talks to nothing but the page it is given.
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-extensions", "--disable-default-apps", "--hide-scrollbars", "--mute-audio")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--hide-scrollbars",
+    "--mute-audio",
+)
 
 #: Seconds to wait for the browser to start, or for one answer of it (a bound against hanging, not a check).
 WAIT_S = 60.0
@@ -40,8 +51,10 @@ def chromium_or_skip() -> str:
     """Debian's ``chromium`` and the websocket client, or the test skips naming what it needs."""
     exe = os.environ.get("BPSPERF_CHROMIUM") or shutil.which("chromium")
     if exe is None:
-        pytest.skip("needs Debian's chromium (apt-get install -y chromium; .ci/run installs it) "
-                    "or BPSPERF_CHROMIUM naming a Chromium binary")
+        pytest.skip(
+            "needs Debian's chromium (apt-get install -y chromium; .ci/run installs it) "
+            "or BPSPERF_CHROMIUM naming a Chromium binary"
+        )
     pytest.importorskip("websocket", reason="needs websocket-client (pip install -e '.[test]')")
     return exe
 
@@ -55,9 +68,20 @@ class Chromium:
         self.profile = Path(tempfile.mkdtemp(prefix="bpsperf-chromium-"))
         self.log = open(self.profile.parent / f"{self.profile.name}.log", "w+b")
         self.proc = subprocess.Popen(
-            [exe, *FLAGS, f"--user-data-dir={self.profile}", "--remote-debugging-address=127.0.0.1",
-             "--remote-debugging-port=0", f"--window-size={width},{height}", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                exe,
+                *FLAGS,
+                f"--user-data-dir={self.profile}",
+                "--remote-debugging-address=127.0.0.1",
+                "--remote-debugging-port=0",
+                f"--window-size={width},{height}",
+                "about:blank",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.events: List[Dict[str, Any]] = []
         self._id = 0
         try:
@@ -66,8 +90,7 @@ class Chromium:
             with urllib.request.urlopen(request, timeout=WAIT_S) as answer:
                 target = json.loads(answer.read())
             # suppress_origin: Chromium refuses a websocket whose Origin it was not told to allow
-            self.ws = websocket.create_connection(target["webSocketDebuggerUrl"], timeout=WAIT_S,
-                                                  suppress_origin=True)
+            self.ws = websocket.create_connection(target["webSocketDebuggerUrl"], timeout=WAIT_S, suppress_origin=True)
             for domain in ("Page", "Runtime", "Log"):
                 self.send(f"{domain}.enable")
         except BaseException:
@@ -85,8 +108,10 @@ class Chromium:
                 return int(marker.read_text().split()[0])
             time.sleep(0.1)
         self.log.seek(0)
-        raise RuntimeError(f"chromium wrote no DevToolsActivePort (exit {self.proc.poll()}): "
-                           f"{self.log.read()[-2000:].decode(errors='replace')}")
+        raise RuntimeError(
+            f"chromium wrote no DevToolsActivePort (exit {self.proc.poll()}): "
+            f"{self.log.read()[-2000:].decode(errors='replace')}"
+        )
 
     def send(self, method: str, **params: Any) -> Dict[str, Any]:
         """One DevTools command; its result. Events that come before the answer are kept in ``events``."""
@@ -186,7 +211,8 @@ PAGE_FACTS = """(() => {
       header: t.tHead ? [...t.tHead.rows[0].cells].map(c => c.textContent) : [],
       rows: t.tBodies.length ? t.tBodies[0].rows.length : 0,
       cells: t.tBodies.length ? [...t.tBodies[0].rows].map(r => r.cells.length) : [],
-      align: t.tBodies.length && t.tBodies[0].rows.length ? [...t.tBodies[0].rows[0].cells].map(c => getComputedStyle(c).textAlign) : [],
+      align: t.tBodies.length && t.tBodies[0].rows.length
+        ? [...t.tBodies[0].rows[0].cells].map(c => getComputedStyle(c).textAlign) : [],
       width: box(t).width})),
     viewport: window.innerWidth,
     page_width: document.documentElement.scrollWidth,

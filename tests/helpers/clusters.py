@@ -17,8 +17,11 @@ CPU_ONLY = Hardware(gpus=0, cores=2)
 
 def settings(hw=CPU_ONLY, **values):
     """Settings of these command-line values (each given as a string) on hardware ``hw``."""
-    return resolve([Source("cli", "command line", {k: str(v) for k, v in values.items()})] if values else [], hw,
-                   backends.workload_defaults)
+    return resolve(
+        [Source("cli", "command line", {k: str(v) for k, v in values.items()})] if values else [],
+        hw,
+        backends.workload_defaults,
+    )
 
 
 HEAD = Node("head", "127.0.0.1", 2, 0, "head", {"CPU": 2, HEAD_RESOURCE: 1})

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def dist(where: Path, name: str, version: str, *, top_level: "str | None" = None,
-         files: "tuple[str, ...]" = ()) -> Path:
+def dist(
+    where: Path, name: str, version: str, *, top_level: "str | None" = None, files: "tuple[str, ...]" = ()
+) -> Path:
     """A tiny installed distribution: its .dist-info (METADATA, and top_level.txt or a RECORD)."""
     info = where / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir(parents=True)

@@ -92,9 +92,16 @@ def pytest_bpsperf_run(config, spec):
 '''
 
 
-def fake_run_conftest(speed_by_trick: "dict | None" = None, *, timing: str = "overlapped", step_s: float = 0.5,
-                      warmup: float = 8.0, wobble: float = 0.03, workers: "int | None" = None,
-                      extra: str = "") -> str:
+def fake_run_conftest(
+    speed_by_trick: "dict | None" = None,
+    *,
+    timing: str = "overlapped",
+    step_s: float = 0.5,
+    warmup: float = 8.0,
+    wobble: float = 0.03,
+    workers: "int | None" = None,
+    extra: str = "",
+) -> str:
     """Source of a conftest.py whose ``pytest_bpsperf_run`` returns a finished run.
 
     - ``speed_by_trick``: how much faster each trick part makes a step (parts multiply);
@@ -109,22 +116,26 @@ def fake_run_conftest(speed_by_trick: "dict | None" = None, *, timing: str = "ov
     """
     if timing not in TIMINGS:
         raise ValueError(f"timing must be one of {TIMINGS}, not {timing!r}")
-    head = (f'"""A fed run in the {timing} timing (tests/helpers/fakes.py)."""\n\n'
-            "from pytest_bpsperf.runs.output import NodeLoad, RoleOutcome, RunOutput, WorkerRecords\n\n"
-            f"SPEED_BY_TRICK = {dict(speed_by_trick or {})!r}\n"
-            f"TIMING = {timing!r}\n"
-            f"STEP_S = {step_s!r}\n"
-            f"WARMUP = {warmup!r}\n"
-            f"WOBBLE = {wobble!r}\n"
-            f"WORKERS = {workers!r}\n")
+    head = (
+        f'"""A fed run in the {timing} timing (tests/helpers/fakes.py)."""\n\n'
+        "from pytest_bpsperf.runs.output import NodeLoad, RoleOutcome, RunOutput, WorkerRecords\n\n"
+        f"SPEED_BY_TRICK = {dict(speed_by_trick or {})!r}\n"
+        f"TIMING = {timing!r}\n"
+        f"STEP_S = {step_s!r}\n"
+        f"WARMUP = {warmup!r}\n"
+        f"WOBBLE = {wobble!r}\n"
+        f"WORKERS = {workers!r}\n"
+    )
     return head + _RUN + extra
 
 
 def perf_test(check: str = "assert result.img_per_sec > 0", tricks: "tuple | None" = ("default", "omp-passive")) -> str:
     """Source of a perf test module: ``test_x`` over ``tricks`` runs ``result = bpsperf_train()``, then ``check``."""
     marker = "@pytest.mark.bpsperf_tricks(" + ", ".join(f'"{t}"' for t in tricks) + ")\n" if tricks else ""
-    return ("\nimport pytest\n\npytestmark = pytest.mark.perf\n\n\n"
-            f"{marker}def test_x(bpsperf_train):\n    result = bpsperf_train()\n    {check}\n")
+    return (
+        "\nimport pytest\n\npytestmark = pytest.mark.perf\n\n\n"
+        f"{marker}def test_x(bpsperf_train):\n    result = bpsperf_train()\n    {check}\n"
+    )
 
 
 #: omp-passive makes a step twice as fast as the default trick.

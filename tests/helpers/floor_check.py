@@ -19,11 +19,20 @@ from pytest_bpsperf.launch.reservation import reserve  # noqa: E402
 from pytest_bpsperf.planning.planner import make_plan  # noqa: E402
 from pytest_bpsperf.runs.plan import Node  # noqa: E402
 
-ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-         log_to_driver=False)
+ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
 try:
-    nodes = [Node(node_id=n["NodeID"], ip=n["NodeManagerAddress"], cpus=n["Resources"].get("CPU", 0.0),
-                  gpus=0, label="local", resources=n["Resources"]) for n in ray.nodes() if n["Alive"]]
+    nodes = [
+        Node(
+            node_id=n["NodeID"],
+            ip=n["NodeManagerAddress"],
+            cpus=n["Resources"].get("CPU", 0.0),
+            gpus=0,
+            label="local",
+            resources=n["Resources"],
+        )
+        for n in ray.nodes()
+        if n["Alive"]
+    ]
     settings = resolve([Source("cli", "floor", {"backend": "mxnet"})], Hardware(gpus=0, cores=2))
     plan = make_plan(settings, TrickRegistry().get("default"), nodes, backend=backends.get("mxnet"), run_id="floor")
     reservation = reserve(plan, 60)

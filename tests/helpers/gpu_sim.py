@@ -30,8 +30,9 @@ SERVER_IPS = ("127.0.0.4", "127.0.0.5")
 def standin_env(tmp_path: "Path | str", **values: "str | None") -> "dict[str, str]":
     """This process's environment for a process under the stand-in: no inherited role configuration, the
     stand-in first on ``PYTHONPATH``, its sockets in ``tmp_path``; ``values`` set (None removes)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DMLC_", "BYTEPS_", "PYTHONPATH", "CUDA_",
-                                                                      "BPSPERF_"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("DMLC_", "BYTEPS_", "PYTHONPATH", "CUDA_", "BPSPERF_"))
+    }
     env.update({"PYTHONPATH": os.pathsep.join([str(STANDIN), str(ROOT)]), "BYTEPS_SOCKET_PATH": str(tmp_path)})
     for key, value in values.items():
         if value is None:
@@ -56,11 +57,19 @@ def simulated_cluster(tmp: Path, head_cpus: int = 1) -> Iterator[object]:
     saved = {k: os.environ.get(k) for k in ("RAY_TMPDIR", "RAY_AUTH_MODE")}
     os.environ["RAY_TMPDIR"] = str(tmp)
     os.environ["RAY_AUTH_MODE"] = "disabled"  # as every cluster of the tests (see tests/conftest.py)
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": head_cpus, "node_ip_address": "127.0.0.1", "include_dashboard": False,
-        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
-                           "health_check_timeout_ms": 500},
-    })
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": head_cpus,
+            "node_ip_address": "127.0.0.1",
+            "include_dashboard": False,
+            "_system_config": {
+                "health_check_period_ms": 500,
+                "health_check_failure_threshold": 3,
+                "health_check_timeout_ms": 500,
+            },
+        },
+    )
     try:
         for ip in GPU_IPS:
             cluster.add_node(num_cpus=1, num_gpus=2, node_ip_address=ip, resources={"accelerator_type:V100": 1})

@@ -22,7 +22,7 @@ from typing import Sequence
 from helpers.fakes import GATED_TEST, fake_run_conftest
 
 #: The speed and the parts of a step from the arm's tree; 1% noise per run, seeded by the call and FAKE_SEED.
-TREE_RUNS = '''
+TREE_RUNS = """
 import json
 import os
 import random
@@ -54,7 +54,7 @@ def scenario(config, spec):
 def breakdown(config, spec):
     facts = _facts(config, spec)
     return {k: facts[k] for k in ("compute_s", "sync_s", "input_s") if k in facts}
-'''
+"""
 
 #: One step at speed 1: compute 0.2 s, push/pull 0.05 s, no input wait.
 FAST = {"compute_s": 0.2, "sync_s": 0.05, "input_s": 0.0}
@@ -62,15 +62,27 @@ FAST = {"compute_s": 0.2, "sync_s": 0.05, "input_s": 0.0}
 CONFTEST = fake_run_conftest(step_s=0.25, warmup=1.0, wobble=0.0, extra=TREE_RUNS)
 
 #: What every session of these projects is pinned to (small, one trick, no scaling reference).
-SESSION_ARGS = ("-p", "no:cacheprovider", "--bpsperf-steps=8", "--bpsperf-batch-size=8",
-                "--bpsperf-image-size=32", "--bpsperf-omp-threads=2", "--bpsperf-no-scaling",
-                "--bpsperf-tricks=default")
+SESSION_ARGS = (
+    "-p",
+    "no:cacheprovider",
+    "--bpsperf-steps=8",
+    "--bpsperf-batch-size=8",
+    "--bpsperf-image-size=32",
+    "--bpsperf-omp-threads=2",
+    "--bpsperf-no-scaling",
+    "--bpsperf-tricks=default",
+)
 
 
 def git(path: "str | Path", *args: str) -> str:
     """``git ARGS`` in ``path`` with a fixed author; its stdout."""
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=path, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=path,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def make_history(path: Path, commits: Sequence[dict], *, ini: str = "") -> "list[str]":

@@ -20,7 +20,4 @@ def cpuinfo(model: str, cpus: int = 2) -> str:
 
 def meminfo(total_kib: int, free_kib: int = 1000) -> str:
     """``/proc/meminfo`` of a machine of ``total_kib`` KiB, ``free_kib`` of it free."""
-    return (
-        f"MemTotal:       {total_kib} kB\nMemFree:        {free_kib} kB\n"
-        f"MemAvailable:   {free_kib} kB\n"
-    )
+    return f"MemTotal:       {total_kib} kB\nMemFree:        {free_kib} kB\nMemAvailable:   {free_kib} kB\n"

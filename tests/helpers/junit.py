@@ -23,5 +23,7 @@ def suite_properties(path: "str | Path") -> "dict[str, dict[str, str]]":
 
 def case_properties(path: "str | Path") -> "dict[str, dict[str, str]]":
     """Test case name -> {name: value} of the properties inside each ``<testcase>`` (xunit1, legacy)."""
-    return {c.get("name", ""): {p.get("name", ""): p.get("value", "") for p in c.iter("property")}
-            for c in ET.parse(path).getroot().iter("testcase")}
+    return {
+        c.get("name", ""): {p.get("name", ""): p.get("value", "") for p in c.iter("property")}
+        for c in ET.parse(path).getroot().iter("testcase")
+    }

@@ -38,15 +38,15 @@ def code_spans(line: str) -> "tuple[list[str], str]":
     spans, rest, i = [], [], 0
     while i < len(line):
         if line[i] == "\\" and i + 1 < len(line):
-            rest.append(line[i:i + 2])
+            rest.append(line[i : i + 2])
             i += 2
             continue
         m = re.match(r"`+", line[i:])
         if m:
             fence = m.group(0)
-            close = re.search(rf"(?<!`){fence}(?!`)", line[i + len(fence):])
+            close = re.search(rf"(?<!`){fence}(?!`)", line[i + len(fence) :])
             if close:
-                body = line[i + len(fence): i + len(fence) + close.start()]
+                body = line[i + len(fence) : i + len(fence) + close.start()]
                 if body.startswith(" ") and body.endswith(" ") and body.strip():
                     body = body[1:-1]
                 spans.append(body)
@@ -63,8 +63,6 @@ def code_spans(line: str) -> "tuple[list[str], str]":
 def raw_html(text: str) -> "list[str]":
     """Raw HTML tags outside code spans (an unescaped ``<`` followed by a tag name or ``/``)."""
     return re.findall(r"(?<!\\)<(/?[A-Za-z][^>]*)>", text)
-
-
 
 
 def table_rows(text: str) -> "list[list[str]]":

@@ -24,6 +24,8 @@ def pytest_benchmark_tool(name: str) -> Path:
 
     path = BENCHMARK_VENV / "bin" / name
     if not path.exists():
-        pytest.skip(f"no pytest-benchmark at {BENCHMARK_VENV}: .ci/run makes it (python3 -m venv .ci/benchmark && "
-                    f".ci/benchmark/bin/pip install pytest-benchmark=={BENCHMARK_FORMAT_VERSION})")
+        pytest.skip(
+            f"no pytest-benchmark at {BENCHMARK_VENV}: .ci/run makes it (python3 -m venv .ci/benchmark && "
+            f".ci/benchmark/bin/pip install pytest-benchmark=={BENCHMARK_FORMAT_VERSION})"
+        )
     return path

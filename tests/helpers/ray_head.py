@@ -22,8 +22,17 @@ from dataclasses import dataclass, field
 from helpers.procs import alive, cmdline_of, snapshot_tree, wait_until
 
 #: the head's listening ports, each chosen free here (another Ray on this machine keeps its own)
-PORTS = ("port", "dashboard-port", "node-manager-port", "object-manager-port", "ray-client-server-port",
-         "dashboard-agent-listen-port", "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port")
+PORTS = (
+    "port",
+    "dashboard-port",
+    "node-manager-port",
+    "object-manager-port",
+    "ray-client-server-port",
+    "dashboard-agent-listen-port",
+    "dashboard-agent-grpc-port",
+    "runtime-env-agent-port",
+    "metrics-export-port",
+)
 
 #: a throw-away cluster on loopback, without token authentication (tests/conftest.py says why)
 LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
@@ -76,14 +85,30 @@ class RayHead:
         self.temp_dir = tempfile.mkdtemp(prefix="bpsperf-rj-", dir="/tmp")
         self.ports = {name: free_port() for name in PORTS}
         low = free_port()
-        args = ["start", "--head", "--block", "--node-ip-address=127.0.0.1", "--dashboard-host=127.0.0.1",
-                "--include-dashboard=true", f"--temp-dir={self.temp_dir}", f"--num-cpus={self.num_cpus}",
-                "--disable-usage-stats", f"--min-worker-port={low}", f"--max-worker-port={low + 200}",
-                *[f"--{name}={port}" for name, port in self.ports.items()]]
+        args = [
+            "start",
+            "--head",
+            "--block",
+            "--node-ip-address=127.0.0.1",
+            "--dashboard-host=127.0.0.1",
+            "--include-dashboard=true",
+            f"--temp-dir={self.temp_dir}",
+            f"--num-cpus={self.num_cpus}",
+            "--disable-usage-stats",
+            f"--min-worker-port={low}",
+            f"--max-worker-port={low + 200}",
+            *[f"--{name}={port}" for name, port in self.ports.items()],
+        ]
         self.log = os.path.join(self.temp_dir, "ray-start.log")
         with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(self.ray(*args), env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.ray(*args),
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         if not wait_until(self._ready, timeout, interval=1.0):
             tail = self.tail()
             self.stop()
@@ -92,8 +117,9 @@ class RayHead:
 
     def _ready(self) -> bool:
         if self.proc is None or self.proc.poll() is not None:
-            raise RuntimeError(f"ray start --head exited ({self.proc.returncode if self.proc else '?'}):\n"
-                               + self.tail())
+            raise RuntimeError(
+                f"ray start --head exited ({self.proc.returncode if self.proc else '?'}):\n" + self.tail()
+            )
         try:
             with urllib.request.urlopen(f"{self.jobs_address}/api/version", timeout=2) as reply:
                 return reply.status == 200 and bool(json.loads(reply.read()))

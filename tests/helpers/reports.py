@@ -3,5 +3,12 @@
 from __future__ import annotations
 
 #: every option that names a file or directory the session writes at its end
-REPORTS = ["--bpsperf-json", "--bpsperf-markdown", "--bpsperf-benchmark-json", "--bpsperf-bmf",
-           "--bpsperf-github-benchmark", "--bpsperf-plots", "--bpsperf-history"]
+REPORTS = [
+    "--bpsperf-json",
+    "--bpsperf-markdown",
+    "--bpsperf-benchmark-json",
+    "--bpsperf-bmf",
+    "--bpsperf-github-benchmark",
+    "--bpsperf-plots",
+    "--bpsperf-history",
+]

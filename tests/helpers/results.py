@@ -31,9 +31,9 @@ def steps(warmup, steady, n_steady=8, jitter=0.0, compute_frac=0.6, warm_compute
 
 def job_output(workers, *, bringup=3.0, teardown=1.0, wall=20.0, topology=None, comm=(), single=None):
     """The output of a run whose workers wrote ``workers`` (and a scheduler), with these harness timings."""
-    roles = tuple(
-        RoleOutcome(w.name, "worker", w.node, 0, f"/logs/{w.name}.log") for w in workers
-    ) + (RoleOutcome("scheduler", "scheduler", "node-0", 0, "/logs/scheduler.log"),)
+    roles = tuple(RoleOutcome(w.name, "worker", w.node, 0, f"/logs/{w.name}.log") for w in workers) + (
+        RoleOutcome("scheduler", "scheduler", "node-0", 0, "/logs/scheduler.log"),
+    )
     return RunOutput(
         workers=tuple(workers),
         roles=roles,
@@ -51,17 +51,31 @@ def job_output(workers, *, bringup=3.0, teardown=1.0, wall=20.0, topology=None, 
 REGISTRY = TrickRegistry()
 
 
-def make_result(trick="default", *, speed=1.0, repeat=0, test=TEST, jitter=0.04, workers=2, batch=8,
-                settings_values=None, comm=(), single=None, skew=0.0):
+def make_result(
+    trick="default",
+    *,
+    speed=1.0,
+    repeat=0,
+    test=TEST,
+    jitter=0.04,
+    workers=2,
+    batch=8,
+    settings_values=None,
+    comm=(),
+    single=None,
+    skew=0.0,
+):
     """A run result of ``trick`` from ``workers`` workers, each step 0.5 s / ``speed`` (one warm-up, ten steady)."""
     s = resolve([Source("cli", "command line", settings_values or {})], Hardware(gpus=0, cores=2))
     records = [
-        worker_records_from(f"worker-{i}", steps([2.0], 0.5 / speed * (1 + skew), n_steady=10, jitter=jitter),
-                            batch_size=batch)
+        worker_records_from(
+            f"worker-{i}", steps([2.0], 0.5 / speed * (1 + skew), n_steady=10, jitter=jitter), batch_size=batch
+        )
         for i in range(workers)
     ]
     output = job_output(records, comm=comm, single=single)
     suffix = trick if not repeat and not settings_values else f"{trick}-r{repeat + 1}"
-    req = RunSpec(nodeid=f"{test}[{suffix}]", test=test, trick=REGISTRY.get(trick), repeat=repeat,
-                     settings=s, log_dir="/logs")
+    req = RunSpec(
+        nodeid=f"{test}[{suffix}]", test=test, trick=REGISTRY.get(trick), repeat=repeat, settings=s, log_dir="/logs"
+    )
     return RunResult(spec=req, output=output, measurement=measure(output))

@@ -11,7 +11,7 @@ EXAMPLE = (ROOT / "examples" / "toy_backend.py").read_text()
 
 CONFTEST = "import toy_backend  # examples/toy_backend.py: registers the backend 'toy'\n"
 
-PERF_TEST = '''
+PERF_TEST = """
 import pytest
 
 pytestmark = pytest.mark.perf
@@ -21,4 +21,4 @@ def test_toy(bpsperf_train):
     result = bpsperf_train()
     assert result.backend == "toy"
     assert result.img_per_sec > 0
-'''
+"""

@@ -45,5 +45,11 @@ def bash(script: str, cwd, **env: str) -> "subprocess.CompletedProcess[str]":
     """``script`` run as GitHub runs a step (``bash -e``), in ``cwd``, with this interpreter's bin first on the PATH."""
     path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
     # GitHub runs a step's script as `bash -e {0}`; .venv/bin is where the workflow installed the plugin
-    return subprocess.run(["bash", "-e", "-c", script.replace(".venv/bin/", "")], cwd=cwd, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PATH": path, **env})
+    return subprocess.run(
+        ["bash", "-e", "-c", script.replace(".venv/bin/", "")],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PATH": path, **env},
+    )

@@ -65,7 +65,9 @@ def breakdown_results(ourtester: pytest.Pytester) -> Path:
 
 #: Finished runs through the plugin's public hook (tests/helpers/fakes.py): FAKE_SPEED scales img/s,
 #: FAKE_SINGLE is the session's single-process img/s; the repeats differ by 1%.
-FAKE_RUNS = fake_run_conftest(step_s=0.25, extra='''
+FAKE_RUNS = fake_run_conftest(
+    step_s=0.25,
+    extra="""
 
 import os
 
@@ -76,16 +78,18 @@ def scenario(config, spec):
 
 def single_img_per_sec(config, spec):
     return float(os.environ["FAKE_SINGLE"]) if os.environ.get("FAKE_SINGLE") else None
-''')
+""",
+)
 
-PERF_TEST = '''
+PERF_TEST = """
 import pytest
 
 
 @pytest.mark.perf
 def test_x(bpsperf_train):
     bpsperf_train().assert_within_baseline()
-'''
+"""
+
 
 @pytest.fixture
 def fed(pytester, monkeypatch):

@@ -27,5 +27,6 @@ def test_what_a_backend_cannot_run_is_refused_before_ray_whatever_its_name(fed, 
     # the backend's own check (float16 needs GPU workers, bpslaunch needs BytePS), not a list of names
     result = fed.runpytest("-p", "no:cacheprovider", f"--bpsperf-backend={cpu_backend}", f"--bpsperf-{setting}={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: bpsperf: setting '{setting}' ({value}, from command line option *"
-                                 f"backend*{cpu_backend}*"])
+    result.stderr.fnmatch_lines(
+        [f"ERROR: bpsperf: setting '{setting}' ({value}, from command line option *backend*{cpu_backend}*"]
+    )

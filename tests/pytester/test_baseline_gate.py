@@ -30,7 +30,7 @@ from helpers.junit import suite_properties
 from helpers.paths import pytest_benchmark_tool
 
 #: The speed of a run, from the environment (see above), and the single-process img/s (FAKE_SINGLE).
-SCENARIO = '''
+SCENARIO = """
 import os
 
 #: per-repeat deviation, in units of the jitter: repeat 1, 2, 3, ...
@@ -60,7 +60,7 @@ def foreign_load(config, spec):
         return None
     repeat, cores = os.environ["FAKE_FOREIGN"].split(":")
     return float(cores) if spec.repeat == int(repeat) else 0.03
-'''
+"""
 
 #: omp-passive at 1.25x the default trick's throughput (so the two entries differ)
 CONFTEST = fake_run_conftest({"omp-passive": 1.25}, step_s=0.25, wobble=0.02, extra=SCENARIO)
@@ -76,11 +76,19 @@ MEASURE_ONLY_TEST = PERF_TEST.replace("    result.assert_within_baseline()\n", "
 
 TRICKS = ("default", "omp-passive")
 TOPOLOGY = "server_nodes=1,servers_per_node=1,workers=2"
-WORKLOAD = ("backend=mxnet,batch_size=8,data=synthetic,dtype=float32,image_size=32,model=resnet50_v2,omp_threads=2,"
-            "steps=12,timing=overlapped")
+WORKLOAD = (
+    "backend=mxnet,batch_size=8,data=synthetic,dtype=float32,image_size=32,model=resnet50_v2,omp_threads=2,"
+    "steps=12,timing=overlapped"
+)
 # The workload is pinned: on a GPU machine the defaults (and so the keys) would differ.
-PINNED = ("--bpsperf-steps=12", "--bpsperf-batch-size=8", "--bpsperf-image-size=32", "--bpsperf-omp-threads=2",
-          "--bpsperf-no-scaling", "--bpsperf-session-spread=1%")
+PINNED = (
+    "--bpsperf-steps=12",
+    "--bpsperf-batch-size=8",
+    "--bpsperf-image-size=32",
+    "--bpsperf-omp-threads=2",
+    "--bpsperf-no-scaling",
+    "--bpsperf-session-spread=1%",
+)
 
 
 @pytest.fixture
@@ -125,11 +133,23 @@ def key(trick: str) -> str:
 
 def git_commit(path: Path) -> str:
     """Make ``path`` a git repository with one commit; return its sha."""
+
     def git(*args: str) -> str:
         return subprocess.run(
-            ["git", "-c", "user.name=bpsperf", "-c", "user.email=bpsperf@example.invalid",
-             "-c", "commit.gpgsign=false", *args],
-            cwd=path, check=True, capture_output=True, text=True,
+            [
+                "git",
+                "-c",
+                "user.name=bpsperf",
+                "-c",
+                "user.email=bpsperf@example.invalid",
+                "-c",
+                "commit.gpgsign=false",
+                *args,
+            ],
+            cwd=path,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout.strip()
 
     git("init", "-q")
@@ -146,10 +166,12 @@ def test_no_baseline_skips_with_the_update_command(ourtester):
     result.assert_outcomes(skipped=2)
     assert result.ret == pytest.ExitCode.OK
     for trick in TRICKS:
-        result.stdout.fnmatch_lines([
-            f"SKIPPED *test_x.py::test_x[[]{trick}[]] [[]profile testprof, trick {trick}[]]: no baseline *"
-            "record one with: pytest -m perf --bpsperf-update-baselines --bpsperf-repeats 3 test_x.py::test_x"
-        ])
+        result.stdout.fnmatch_lines(
+            [
+                f"SKIPPED *test_x.py::test_x[[]{trick}[]] [[]profile testprof, trick {trick}[]]: no baseline *"
+                "record one with: pytest -m perf --bpsperf-update-baselines --bpsperf-repeats 3 test_x.py::test_x"
+            ]
+        )
     assert not baselines_file(ourtester).exists()
 
 
@@ -167,9 +189,15 @@ def test_no_baseline_fails_when_strict(ourtester):
 def test_update_writes_one_entry_per_trick_and_keeps_others(ourtester, monkeypatch):
     other = {"test": "test_other.py::test_y", "trick": "default", "samples": [10.0, 11.0], "tolerance": 0.1}
     baselines_dir(ourtester).mkdir()
-    baselines_file(ourtester).write_text(json.dumps(
-        {"schema_version": 1, "profile": {"id": "testprof"}, "entries": {"test_other.py::test_y|baseline|-|-": other}}
-    ))
+    baselines_file(ourtester).write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "profile": {"id": "testprof"},
+                "entries": {"test_other.py::test_y|baseline|-|-": other},
+            }
+        )
+    )
     doc = record(ourtester, monkeypatch)
 
     assert doc["schema_version"] == 2
@@ -177,8 +205,11 @@ def test_update_writes_one_entry_per_trick_and_keeps_others(ourtester, monkeypat
     assert set(doc["entries"]) == {key("default"), key("omp-passive"), "test_other.py::test_y|baseline|-|-"}
     # the other test's entry is kept, migrated to one session
     assert doc["entries"]["test_other.py::test_y|baseline|-|-"] == {
-        "test": "test_other.py::test_y", "trick": "default", "tolerance": 0.1,
-        "sessions": [{"samples": [10.0, 11.0], "host": None, "single_img_per_sec": None}]}
+        "test": "test_other.py::test_y",
+        "trick": "default",
+        "tolerance": 0.1,
+        "sessions": [{"samples": [10.0, 11.0], "host": None, "single_img_per_sec": None}],
+    }
     for trick in TRICKS:
         entry = doc["entries"][key(trick)]
         assert (entry["test"], entry["trick"]) == ("test_x.py::test_x", trick)
@@ -216,10 +247,12 @@ def test_noisy_runs_are_refused_unless_forced(ourtester, monkeypatch):
     result.assert_outcomes(passed=6)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     for trick in TRICKS:
-        result.stdout.fnmatch_lines([
-            f"bpsperf: refused: test_x.py::test_x [[]{trick}[]]: the 3 runs spread *more than the allowed 20.0%*"
-            "more repeats (--bpsperf-repeats)*(--bpsperf-force-update records it anyway)"
-        ])
+        result.stdout.fnmatch_lines(
+            [
+                f"bpsperf: refused: test_x.py::test_x [[]{trick}[]]: the 3 runs spread *more than the allowed 20.0%*"
+                "more repeats (--bpsperf-repeats)*(--bpsperf-force-update records it anyway)"
+            ]
+        )
     result.stdout.fnmatch_lines(["bpsperf: baseline update incomplete: 2 entries refused, so the session fails"])
     assert not baselines_file(ourtester).exists()
 
@@ -252,16 +285,18 @@ def test_slowdown_fails_each_trick_naming_figures_and_bisect(ourtester, monkeypa
     result.assert_outcomes(passed=4, failed=2)
     out = result.stdout.str()
     for trick in TRICKS:
-        result.stdout.fnmatch_lines([
-            f"test_x.py::test_x[[]{trick}-r3[]] [[]profile testprof, trick {trick}[]]: REGRESSION: "
-            # 3 repeats and 2 confirmation runs
-            "measured * img/s (5 runs) vs baseline * img/s (n=3, 1 session): -[23][09].*%, tolerance -10% (a drop "
-            "of 10% fails, of 5% or less passes)*: a drop beyond noise*verdict after 5 runs",
-        ])
-        assert (f"bpsperf bisect {sha[:12]} {sha[:12]} -- -m perf --bpsperf-tricks {trick} "
-                "test_x.py::test_x") in out
-    result.stdout.fnmatch_lines(["FAILED test_x.py::test_x[[]default-r3[]]*",
-                                 "FAILED test_x.py::test_x[[]omp-passive-r3[]]*"])
+        result.stdout.fnmatch_lines(
+            [
+                f"test_x.py::test_x[[]{trick}-r3[]] [[]profile testprof, trick {trick}[]]: REGRESSION: "
+                # 3 repeats and 2 confirmation runs
+                "measured * img/s (5 runs) vs baseline * img/s (n=3, 1 session): -[23][09].*%, tolerance -10% (a drop "
+                "of 10% fails, of 5% or less passes)*: a drop beyond noise*verdict after 5 runs",
+            ]
+        )
+        assert (f"bpsperf bisect {sha[:12]} {sha[:12]} -- -m perf --bpsperf-tricks {trick} test_x.py::test_x") in out
+    result.stdout.fnmatch_lines(
+        ["FAILED test_x.py::test_x[[]default-r3[]]*", "FAILED test_x.py::test_x[[]omp-passive-r3[]]*"]
+    )
 
 
 def test_drop_within_the_baseline_noise_is_not_a_regression(ourtester, monkeypatch):
@@ -355,8 +390,9 @@ def test_junitxml_properties(ourtester, monkeypatch):
         assert p["bpsperf_status"] == "ok"
         assert float(p["bpsperf_measured_img_per_sec"]) > 0
         assert p["bpsperf_profile"] == "testprof"
-    ratio = (float(props["test_x.py::test_x[omp-passive]"]["bpsperf_measured_img_per_sec"])
-             / float(props["test_x.py::test_x[default]"]["bpsperf_measured_img_per_sec"]))
+    ratio = float(props["test_x.py::test_x[omp-passive]"]["bpsperf_measured_img_per_sec"]) / float(
+        props["test_x.py::test_x[default]"]["bpsperf_measured_img_per_sec"]
+    )
     assert ratio == pytest.approx(1.25, rel=1e-6)
 
 
@@ -406,8 +442,9 @@ def test_benchmark_json_is_readable_by_pytest_benchmark_compare(ourtester, tmp_p
     first, second = tmp_path / "0001_first.json", tmp_path / "0002_second.json"
     shutil.copy(path, first)
     shutil.copy(path, second)
-    proc = subprocess.run([str(exe), "compare", str(first), str(second)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(exe), "compare", str(first), str(second)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "test_x[default]" in proc.stdout
     assert "test_x[omp-passive]" in proc.stdout
@@ -428,24 +465,29 @@ def test_json_entries_carry_the_verdict(ourtester, monkeypatch):
         assert verdict["runs"] == 1
         assert verdict["baseline_sessions"] == 1
         assert verdict["baseline_img_per_sec"] == pytest.approx(
-            statistics.median(doc["entries"][key(t["trick"])]["sessions"][0]["samples"]))
+            statistics.median(doc["entries"][key(t["trick"])]["sessions"][0]["samples"])
+        )
 
 
 def test_profile_facts_hook_changes_the_detected_profile(ourtester):
     def detected() -> tuple:
         result = run(ourtester, "--bpsperf-json=perf.json", profile=None)
         result.assert_outcomes(skipped=2)
-        (line,) = [h for h in json.loads((ourtester.path / "perf.json").read_text())["session"]
-                   if h.startswith("profile: ")]
+        (line,) = [
+            h for h in json.loads((ourtester.path / "perf.json").read_text())["session"] if h.startswith("profile: ")
+        ]
         result.stdout.fnmatch_lines([line.replace("[", "[[]")])
         return line.split()[1], line
 
     plain_id, plain_line = detected()
-    ourtester.makeconftest(CONFTEST + '''
+    ourtester.makeconftest(
+        CONFTEST
+        + """
 
 def pytest_bpsperf_profile_facts(config, facts):
     facts["rack"] = "rack-7"
-''')
+"""
+    )
     hooked_id, hooked_line = detected()
     assert plain_id != hooked_id
     assert "rack=rack-7" in hooked_line and "rack=" not in plain_line
@@ -493,10 +535,14 @@ def test_one_recorded_session_assumes_the_between_session_spread(ourtester, monk
     # The default spread between sessions (25%) is assumed: a 30% drop could be a slow day.
     result = run(ourtester, "-v", "--bpsperf-session-spread=25%", "--bpsperf-json=perf.json")
     result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: * -30.0%, tolerance -10% (a drop of 10% "
-                                 "fails, of 5% or less passes), noise margin ±*% "
-                                 "(between sessions ±25% assumed (1 recorded session, nothing else measured on this "
-                                 "profile))*"])
+    result.stdout.fnmatch_lines(
+        [
+            "INCONCLUSIVE test_x.py::test_x[[]default[]]: * -30.0%, tolerance -10% (a drop of 10% "
+            "fails, of 5% or less passes), noise margin ±*% "
+            "(between sessions ±25% assumed (1 recorded session, nothing else measured on this "
+            "profile))*"
+        ]
+    )
     verdict = json.loads((ourtester.path / "perf.json").read_text())["tests"][0]["verdict"]
     assert verdict["between_sessions_assumed"] is True
     assert verdict["between_sessions_pct"] == pytest.approx(25.0)
@@ -520,9 +566,13 @@ def test_update_adds_a_session_and_the_window_prunes_the_oldest(ourtester, monke
     result = run(ourtester, "-v", "--bpsperf-session-spread=25%")
     assert result.parseoutcomes().get("failed", 0) == 0
     # (pooled with the other trick's entry, which has 2 recorded sessions too)
-    result.stdout.fnmatch_lines(["* test_x.py::test_x[[]default[]]: * (n=4, 2 sessions)* "
-                                 "(between sessions ±*% from 2 sessions pooled with 2 sessions of 1 other job(s) of "
-                                 "this profile)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "* test_x.py::test_x[[]default[]]: * (n=4, 2 sessions)* "
+            "(between sessions ±*% from 2 sessions pooled with 2 sessions of 1 other job(s) of "
+            "this profile)*"
+        ]
+    )
 
 
 def test_undecided_job_runs_again_until_decided_and_says_how_many_runs(ourtester, monkeypatch):
@@ -544,8 +594,12 @@ def test_undecided_job_runs_again_until_decided_and_says_how_many_runs(ourtester
     # max_repeats bounds the extra runs: with 1, the job stops undecided after one run
     result = run(ourtester, "-v", "--bpsperf-confidence=95%", "--bpsperf-max-repeats=1")
     result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: *: the data cannot tell yet: the 80% "
-                                 "interval reaches below -10% (a drop of the tolerance), *; verdict after 1 run"])
+    result.stdout.fnmatch_lines(
+        [
+            "INCONCLUSIVE test_x.py::test_x[[]default[]]: *: the data cannot tell yet: the 80% "
+            "interval reaches below -10% (a drop of the tolerance), *; verdict after 1 run"
+        ]
+    )
     # --bpsperf-strict fails what could not be told, as it fails a missing baseline
     result = run(ourtester, "-v", "--bpsperf-confidence=95%", "--bpsperf-max-repeats=1", "--bpsperf-strict")
     result.assert_outcomes(failed=2)
@@ -573,8 +627,12 @@ def test_normalize_single_takes_the_machine_speed_out(ourtester, monkeypatch):
     result.assert_outcomes(failed=2)
     result = run(ourtester, "-v", "--bpsperf-scaling", "--bpsperf-normalize=single", "--bpsperf-json=perf.json")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: measured * img/s (1 run) vs baseline *: "
-                                 "relative to single-process img/s (7.0 this session) +0.0%*"])
+    result.stdout.fnmatch_lines(
+        [
+            "OK * test_x.py::test_x[[]default[]]: measured * img/s (1 run) vs baseline *: "
+            "relative to single-process img/s (7.0 this session) +0.0%*"
+        ]
+    )
     verdict = json.loads((ourtester.path / "perf.json").read_text())["tests"][0]["verdict"]
     assert verdict["normalize"] == "single" and verdict["single_img_per_sec"] == 7.0
     assert verdict["normalized_samples"] == [pytest.approx(verdict["samples"][0] / 7.0)]
@@ -616,9 +674,12 @@ def _other_entries(n_entries=2, n_sessions=5, between=0.05, seed=1):
         for _ in range(n_sessions):
             level = 100.0 * math.exp(rng.gauss(0.0, between))
             samples = [level * (1 + 0.01 * rng.gauss(0.0, 1.0)) for _ in range(2)]
-            entry = add_session(entry, {"test": name, "trick": "default", "topology": {}, "workload": {}},
-                                make_session(samples=samples, commit=None, date="2026-11-30T00:00:00Z",
-                                             versions={}), window=10)
+            entry = add_session(
+                entry,
+                {"test": name, "trick": "default", "topology": {}, "workload": {}},
+                make_session(samples=samples, commit=None, date="2026-11-30T00:00:00Z", versions={}),
+                window=10,
+            )
         out[f"{name}|default|-|-"] = entry
     return out
 
@@ -629,15 +690,23 @@ def test_a_one_session_baseline_borrows_the_spread_the_profile_measured(ourteste
     # nothing else measured: the assumed 25% between sessions cannot call even a halved throughput
     result = run(ourtester, "-v", "--bpsperf-session-spread=25%")
     result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: * -50.0%, * (between sessions ±25% "
-                                 "assumed (1 recorded session, nothing else measured on this profile))*"])
+    result.stdout.fnmatch_lines(
+        [
+            "INCONCLUSIVE test_x.py::test_x[[]default[]]: * -50.0%, * (between sessions ±25% "
+            "assumed (1 recorded session, nothing else measured on this profile))*"
+        ]
+    )
     # other jobs of this profile have 5 recorded sessions each: their spread (about 5%) is pooled in
     doc["entries"].update(_other_entries())
     baselines_file(ourtester).write_text(json.dumps(doc))
     result = run(ourtester, "-v", "--bpsperf-session-spread=25%", "--bpsperf-json=perf.json")
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["REGRESSION   test_x.py::test_x[[]default[]]: * -50.0%, * (between sessions ±*% "
-                                 "from 1 session pooled with 10 sessions of 2 other job(s) of this profile)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "REGRESSION   test_x.py::test_x[[]default[]]: * -50.0%, * (between sessions ±*% "
+            "from 1 session pooled with 10 sessions of 2 other job(s) of this profile)*"
+        ]
+    )
     verdict = json.loads((ourtester.path / "perf.json").read_text())["tests"][-1]["verdict"]
     assert verdict["between_sessions_source"] == "pooled" and verdict["between_sessions_assumed"] is False
     assert 2.0 < verdict["between_sessions_pct"] < 10.0
@@ -668,8 +737,13 @@ def test_the_terminal_shows_one_compact_verdict_table_and_the_sentences_under_v(
 
 
 def test_a_baseline_recorded_from_a_modified_tree_says_so_and_verdicts_name_changed_versions(ourtester, monkeypatch):
-    for args in (("init", "-q"), ("config", "user.email", "t@example.invalid"), ("config", "user.name", "t"),
-                 ("add", "test_x.py", "conftest.py"), ("commit", "-q", "-m", "perf test")):
+    for args in (
+        ("init", "-q"),
+        ("config", "user.email", "t@example.invalid"),
+        ("config", "user.name", "t"),
+        ("add", "test_x.py", "conftest.py"),
+        ("commit", "-q", "-m", "perf test"),
+    ):
         subprocess.run(["git", *args], cwd=ourtester.path, check=True, capture_output=True)
     (ourtester.path / "test_x.py").write_text((ourtester.path / "test_x.py").read_text() + "\n# edited\n")
     data = record(ourtester, monkeypatch, "--bpsperf-json=rec.json")
@@ -682,20 +756,32 @@ def test_a_baseline_recorded_from_a_modified_tree_says_so_and_verdicts_name_chan
         entry["sessions"][-1]["versions"]["mxnet"] = "0.0.1"
     baselines_file(ourtester).write_text(json.dumps(data))
     result = run(ourtester, "-v")
-    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default[]]: * since the baseline was recorded: "
-                                 "mxnet 0.0.1 -> *"])
+    result.stdout.fnmatch_lines(
+        ["OK * test_x.py::test_x[[]default[]]: * since the baseline was recorded: mxnet 0.0.1 -> *"]
+    )
 
 
 def test_a_run_under_foreign_load_is_named_in_its_verdict_and_beside_its_img_per_sec(ourtester, monkeypatch):
     record(ourtester, monkeypatch)
     monkeypatch.setenv("FAKE_FOREIGN", "1:0.9")  # a neighbour used 0.9 cores beside the second repeat
-    result = run(ourtester, "-v", "--bpsperf-repeats=2", "--bpsperf-session-spread=1%", "--bpsperf-json=perf.json",
-                 "--bpsperf-markdown=perf.md")
+    result = run(
+        ourtester,
+        "-v",
+        "--bpsperf-repeats=2",
+        "--bpsperf-session-spread=1%",
+        "--bpsperf-json=perf.json",
+        "--bpsperf-markdown=perf.md",
+    )
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["OK * test_x.py::test_x[[]default-r2[]]: *; under foreign load: run 2 0.90 cores of "
-                                 "other processes on its nodes while timed, of 2 runs (foreign_load 0.25)"])
-    result.stdout.fnmatch_lines(["test_x.py::test_x[[]default-r2[]]: * img/s *; foreign load 0.90 cores (node-0 0.90 "
-                                 "of 2)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "OK * test_x.py::test_x[[]default-r2[]]: *; under foreign load: run 2 0.90 cores of "
+            "other processes on its nodes while timed, of 2 runs (foreign_load 0.25)"
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["test_x.py::test_x[[]default-r2[]]: * img/s *; foreign load 0.90 cores (node-0 0.90 of 2)*"]
+    )
     doc = json.loads((ourtester.path / "perf.json").read_text())
     tests = [t for t in doc["tests"] if t["trick"] == "default"]
     assert [t["foreign_load"]["cores"] for t in tests] == [0.03, 0.9]

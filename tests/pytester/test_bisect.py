@@ -40,13 +40,24 @@ def report(project) -> dict:
 
 
 def worktrees(project) -> list:
-    return [line for line in git(project.path, "worktree", "list", "--porcelain").splitlines()
-            if line.startswith("worktree ")]
+    return [
+        line
+        for line in git(project.path, "worktree", "list", "--porcelain").splitlines()
+        if line.startswith("worktree ")
+    ]
 
 
 def test_each_culprit_is_named_with_its_ratio_against_its_parent_and_the_part_that_grew(ourtester, capsys):
-    history = [{"subject": "good"}, {}, {"subject": "a larger layer", **COMM}, COMM, COMM,
-               {"subject": "extra compute", **COMM, **COMPUTE}, {**COMM, **COMPUTE}, {**COMM, **COMPUTE}]
+    history = [
+        {"subject": "good"},
+        {},
+        {"subject": "a larger layer", **COMM},
+        COMM,
+        COMM,
+        {"subject": "extra compute", **COMM, **COMPUTE},
+        {**COMM, **COMPUTE},
+        {**COMM, **COMPUTE},
+    ]
     shas = make_history(ourtester.path, history)
     assert bisect(ourtester, shas[0], "HEAD") == 0
     out = capsys.readouterr().out
@@ -64,14 +75,15 @@ def test_each_culprit_is_named_with_its_ratio_against_its_parent_and_the_part_th
     assert v["ci_low"] < 0.90 and v["ci_low"] < v["ratio"] < v["ci_high"] < 1.0  # the gate's rule
     assert v["breakdown"]["grew_most"]["label"] == "push/pull wait"
     assert "push/pull wait +200% (push/pull wait grew most" in v["where"]
-    assert f"culprit: {shas[2][:12]} \"a larger layer\"" in out and "where the time went: head" in out
+    assert f'culprit: {shas[2][:12]} "a larger layer"' in out and "where the time went: head" in out
     # every step: its verdict and pairs, from a session of its own; the totals
-    assert all(s["status"] in ("regression", "ok") and s["pairs"] >= 3 and os.path.isfile(s["results"])
-               for s in doc["steps"])
+    assert all(
+        s["status"] in ("regression", "ok") and s["pairs"] >= 3 and os.path.isfile(s["results"]) for s in doc["steps"]
+    )
     assert doc["pairs"] == sum(s["pairs"] for s in doc["steps"]) and doc["total_s"] > 0
     assert doc["tolerance"] == 0.10 and doc["first_parent"] is True  # the default
     md = (ourtester.path / "out" / "bisect.md").read_text()
-    assert f"**Culprit**: `{shas[2]}` \"a larger layer\", against its parent `{shas[1][:12]}`" in md
+    assert f'**Culprit**: `{shas[2]}` "a larger layer", against its parent `{shas[1][:12]}`' in md
     assert "| step | half | base | head | verdict | head/base | interval | pairs | time |" in md
     assert "![head/base img/s per tested commit](bisect.png)" in md
     assert (ourtester.path / "out" / "bisect.png").stat().st_size > 0
@@ -86,8 +98,16 @@ def test_each_culprit_is_named_with_its_ratio_against_its_parent_and_the_part_th
 
 
 def test_a_commit_that_does_not_import_is_skipped_as_git_bisect_skip_does(ourtester, capsys):
-    history = [{"files": BENCH_OK}, {}, {}, {"subject": "broken import", "files": BENCH_BROKEN},
-               {"subject": "fixed", "files": BENCH_OK}, {"subject": "slower", **COMPUTE}, COMPUTE, COMPUTE]
+    history = [
+        {"files": BENCH_OK},
+        {},
+        {},
+        {"subject": "broken import", "files": BENCH_BROKEN},
+        {"subject": "fixed", "files": BENCH_OK},
+        {"subject": "slower", **COMPUTE},
+        COMPUTE,
+        COMPUTE,
+    ]
     shas = make_history(ourtester.path, history, ini="bpsperf_entry = bench:build\n")
     assert bisect(ourtester, shas[0], "HEAD") == 0
     doc = report(ourtester)
@@ -100,8 +120,15 @@ def test_a_commit_that_does_not_import_is_skipped_as_git_bisect_skip_does(ourtes
 
 
 def test_a_culprit_next_to_a_commit_that_does_not_run_is_reported_as_a_range(ourtester):
-    history = [{}, {}, {}, {"subject": "does not run", "broken": True}, {"subject": "slower", **COMPUTE},
-               COMPUTE, COMPUTE]
+    history = [
+        {},
+        {},
+        {},
+        {"subject": "does not run", "broken": True},
+        {"subject": "slower", **COMPUTE},
+        COMPUTE,
+        COMPUTE,
+    ]
     shas = make_history(ourtester.path, history)
     assert bisect(ourtester, shas[0], "HEAD") == 4
     result = report(ourtester)["result"]
@@ -132,10 +159,13 @@ def test_a_merge_on_the_first_parent_line_is_one_step_and_can_be_the_culprit(our
     assert culprit["subject"] == "merge topic" and culprit["merge"] is True
 
 
-@pytest.mark.parametrize("good, bad, message", [
-    ("no-such", "HEAD", "invalid GOOD 'no-such': not a revision of the git repository"),
-    ("HEAD", "HEAD~1", "is not an ancestor of BAD 'HEAD~1'"),
-])
+@pytest.mark.parametrize(
+    "good, bad, message",
+    [
+        ("no-such", "HEAD", "invalid GOOD 'no-such': not a revision of the git repository"),
+        ("HEAD", "HEAD~1", "is not an ancestor of BAD 'HEAD~1'"),
+    ],
+)
 def test_a_bad_range_is_a_usage_error_before_any_session(ourtester, capsys, good, bad, message):
     make_history(ourtester.path, [{}, {}])
     assert bisect(ourtester, good, bad) == 2
@@ -152,9 +182,15 @@ def test_pytest_arguments_that_cannot_run_are_a_usage_error_naming_the_reason(ou
 def test_ctrl_c_ends_the_running_session_first_and_leaves_no_worktree(ourtester, tmp_path):
     shas = make_history(ourtester.path, [{}, COMPUTE])
     marker = tmp_path / "started"
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_bpsperf.cli", "bisect", shas[0], "HEAD", "--out", "out",
-                             "--", *SESSION_ARGS], cwd=ourtester.path, env={**os.environ, "FAKE_SLEEP": str(marker)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest_bpsperf.cli", "bisect", shas[0], "HEAD", "--out", "out", "--", *SESSION_ARGS],
+        cwd=ourtester.path,
+        env={**os.environ, "FAKE_SLEEP": str(marker)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert wait_until(marker.exists, timeout=60), "the session never started a run"
         os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C does: the bisect and its session

@@ -28,11 +28,21 @@ def run(project, *args):
 
 def test_a_base_vs_head_regression_names_the_part_that_grew_in_every_report(ourtester, tmp_path):
     make_history(ourtester.path, [{}, {"subject": "a larger layer", **COMM}])
-    result = run(ourtester, "--bpsperf-base=HEAD~1", "--bpsperf-json=r.json", "--bpsperf-markdown=r.md",
-                 "--bpsperf-plots=img", "--junitxml=j.xml")
+    result = run(
+        ourtester,
+        "--bpsperf-base=HEAD~1",
+        "--bpsperf-json=r.json",
+        "--bpsperf-markdown=r.md",
+        "--bpsperf-plots=img",
+        "--junitxml=j.xml",
+    )
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*REGRESSION: head * verdict after * pairs, * look*; head 2*.*% slower: compute "
-                                 "+0%, push/pull wait +200% (push/pull wait grew most: +0.100 of +0.100 s per step)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*REGRESSION: head * verdict after * pairs, * look*; head 2*.*% slower: compute "
+            "+0%, push/pull wait +200% (push/pull wait grew most: +0.100 of +0.100 s per step)*"
+        ]
+    )
     doc = json.loads((ourtester.path / "r.json").read_text())
     (job,) = doc["base_vs_head"]["jobs"]
     view = job["breakdown"]
@@ -47,8 +57,21 @@ def test_a_base_vs_head_regression_names_the_part_that_grew_in_every_report(ourt
     assert "push/pull wait grew most" in suite_properties(ourtester.path / "j.xml")[NODE]["bpsperf_breakdown"]
     # the pull-request comment says it before the collapsed report
     out = tmp_path / "comment.md"
-    assert main(["comment", str(ourtester.path / "r.json"), "--markdown", str(ourtester.path / "r.md"),
-                 "--marker", "cpu", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "comment",
+                str(ourtester.path / "r.json"),
+                "--markdown",
+                str(ourtester.path / "r.md"),
+                "--marker",
+                "cpu",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     body = out.read_text()
     assert body.index(f"- `{NODE}`: head 2") < body.index("<details>") and "push/pull wait +200%" in body
     # decided again from the file: the same breakdown
@@ -67,11 +90,20 @@ def test_a_stored_baseline_verdict_names_what_grew_since_the_recorded_session(ou
     assert recorded["compute_s"] == pytest.approx(0.2) and recorded["sync_s"] == pytest.approx(0.05)
     # the working tree now computes more per step
     (ourtester.path / "speed.json").write_text(json.dumps({"compute_s": 0.45, "sync_s": 0.05}))
-    result = run(ourtester, "--bpsperf-repeats=3", "--bpsperf-profile=testprof", "--bpsperf-session-spread=1%",
-                 "--bpsperf-json=r.json")
+    result = run(
+        ourtester,
+        "--bpsperf-repeats=3",
+        "--bpsperf-profile=testprof",
+        "--bpsperf-session-spread=1%",
+        "--bpsperf-json=r.json",
+    )
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*REGRESSION: measured * vs baseline *; head 5*% slower: compute +125%, push/pull "
-                                 "wait +0% (compute grew most: +0.250 of +0.250 s per step)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*REGRESSION: measured * vs baseline *; head 5*% slower: compute +125%, push/pull "
+            "wait +0% (compute grew most: +0.250 of +0.250 s per step)*"
+        ]
+    )
     (verdict,) = json.loads((ourtester.path / "r.json").read_text())["verdicts"]
     assert verdict["breakdown"]["base"]["compute_s"] == pytest.approx(0.2)  # the baseline's recorded session
     assert verdict["breakdown"]["head"]["compute_s"] == pytest.approx(0.45)

@@ -39,10 +39,16 @@ def reports(breakdown_results, tmp_path, capsys):
     for _ in range(2):
         assert bpsperf(capsys, "baselines", "record", breakdown_results, "--baselines-dir", bl)[0] == 0
     session, trends = tmp_path / "session", tmp_path / "trends"
-    assert bpsperf(capsys, "report", "--results", breakdown_results, "--history", hist, "--baselines-dir", bl,
-                   "--out", session)[0] == 0
-    assert bpsperf(capsys, "report", "--history", hist, "--baselines-dir", bl, "--profile", "testprof",
-                   "--out", trends)[0] == 0
+    assert (
+        bpsperf(
+            capsys, "report", "--results", breakdown_results, "--history", hist, "--baselines-dir", bl, "--out", session
+        )[0]
+        == 0
+    )
+    assert (
+        bpsperf(capsys, "report", "--history", hist, "--baselines-dir", bl, "--profile", "testprof", "--out", trends)[0]
+        == 0
+    )
     return session / "report.html", trends / "report.html"
 
 

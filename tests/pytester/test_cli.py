@@ -96,8 +96,15 @@ def test_record_then_check_then_prune(results, tmp_path, capsys):
 
     code, out, _ = bpsperf(capsys, "check", results, "--baselines-dir", bl)
     assert code == 0 and "2 ok" in out
-    code, out, _ = bpsperf(capsys, "check", slowed(results, 0.6, tmp_path / "slow.json"), "--baselines-dir", bl,
-                           "--markdown", tmp_path / "v.md")
+    code, out, _ = bpsperf(
+        capsys,
+        "check",
+        slowed(results, 0.6, tmp_path / "slow.json"),
+        "--baselines-dir",
+        bl,
+        "--markdown",
+        tmp_path / "v.md",
+    )
     assert code == 1 and "2 regression" in out
     assert "❌ regression" in (tmp_path / "v.md").read_text()
 
@@ -107,8 +114,7 @@ def test_record_then_check_then_prune(results, tmp_path, capsys):
     code, out, _ = bpsperf(capsys, "baselines", "show", "testprof", "--dir", bl)
     assert "median 31.9 img/s, n=6" in out
 
-    code, out, _ = bpsperf(capsys, "baselines", "prune", "testprof", "--dir", bl, "--trick", "omp-passive",
-                           "--dry-run")
+    code, out, _ = bpsperf(capsys, "baselines", "prune", "testprof", "--dir", bl, "--trick", "omp-passive", "--dry-run")
     assert "would remove" in out and len(json.loads((bl / "testprof.json").read_text())["entries"]) == 2
     code, out, _ = bpsperf(capsys, "baselines", "prune", "testprof", "--dir", bl, "--trick", "omp-passive")
     left = json.loads((bl / "testprof.json").read_text())["entries"]
@@ -147,7 +153,7 @@ def test_report_html_with_pictures(breakdown_results, tmp_path, capsys):
     code, out, _ = bpsperf(capsys, "report", "--results", breakdown_results, "--out", tmp_path / "rep")
     assert code == 0
     page = (tmp_path / "rep" / "report.html").read_text()
-    assert page.count("<img src=\"bpsperf-img/") == 3
+    assert page.count('<img src="bpsperf-img/') == 3
     for kind in ("steps", "matrix", "split"):
         (path,) = (tmp_path / "rep" / "bpsperf-img").glob(f"{kind}-test_x-*.png")
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -157,11 +163,10 @@ def test_report_html_with_pictures(breakdown_results, tmp_path, capsys):
 def test_report_of_overlapped_runs_shows_no_split(results, tmp_path, capsys, fmt, name):
     doc = read_document(results, "results")
     assert all(t["timing"] == "overlapped" and t["compute_s_per_step"] is None for t in doc["tests"])
-    code, out, err = bpsperf(capsys, "report", "--results", results, "--out", tmp_path / "rep",
-                             "--format", fmt)
+    code, out, err = bpsperf(capsys, "report", "--results", results, "--out", tmp_path / "rep", "--format", fmt)
     assert code == 0, err
     page = (tmp_path / "rep" / name).read_text()
-    cell = "<td class=\"num\">- (overlapped)</td>" * 2 if fmt == "html" else " | - (overlapped) | - (overlapped) |"
+    cell = '<td class="num">- (overlapped)</td>' * 2 if fmt == "html" else " | - (overlapped) | - (overlapped) |"
     assert page.count(cell) == 6, page
     assert not list((tmp_path / "rep" / "bpsperf-img").glob("split-*.png"))  # nothing split to draw
 
@@ -199,8 +204,10 @@ def test_prune_older_than_goes_by_each_entrys_latest_session(results, tmp_path, 
     left = json.loads((bl / "testprof.json").read_text())["entries"]
     assert code == 0 and "removed 1 entry" in out, out
     assert [e["trick"] for e in left.values()] == ["default"]
-    assert [s["date"] for s in next(iter(left.values()))["sessions"]] == ["2024-01-10T00:00:00Z",
-                                                                          "2024-06-10T00:00:00Z"]
+    assert [s["date"] for s in next(iter(left.values()))["sessions"]] == [
+        "2024-01-10T00:00:00Z",
+        "2024-06-10T00:00:00Z",
+    ]
     code, out, _ = bpsperf(capsys, "baselines", "prune", "testprof", "--dir", bl, "--older-than", "2024-01-01")
     assert code == 0 and "nothing matches" in out
     assert len(json.loads((bl / "testprof.json").read_text())["entries"]) == 1
@@ -237,9 +244,19 @@ def test_comment_of_a_results_file_leads_with_its_summary_and_folds_its_report(r
     code, _, err = bpsperf(capsys, "report", "--results", results, "--out", tmp_path / "rep", "--format", "markdown")
     assert code == 0, err
     report = (tmp_path / "rep" / "report.md").read_text()
-    code, out, err = bpsperf(capsys, "comment", results, "--markdown", tmp_path / "rep" / "report.md",
-                             "--marker", "cpu", "--link", "https://ci.invalid/run/1#artifacts",
-                             "--out", tmp_path / "comment.md")
+    code, out, err = bpsperf(
+        capsys,
+        "comment",
+        results,
+        "--markdown",
+        tmp_path / "rep" / "report.md",
+        "--marker",
+        "cpu",
+        "--link",
+        "https://ci.invalid/run/1#artifacts",
+        "--out",
+        tmp_path / "comment.md",
+    )
     assert code == 0, err
     body = (tmp_path / "comment.md").read_text()
     lines = body.splitlines()
@@ -253,8 +270,17 @@ def test_comment_of_a_results_file_leads_with_its_summary_and_folds_its_report(r
 
 
 def test_comment_names_a_missing_report(results, tmp_path, capsys):
-    code, _, err = bpsperf(capsys, "comment", results, "--markdown", tmp_path / "nope.md", "--marker", "cpu",
-                           "--out", tmp_path / "comment.md")
+    code, _, err = bpsperf(
+        capsys,
+        "comment",
+        results,
+        "--markdown",
+        tmp_path / "nope.md",
+        "--marker",
+        "cpu",
+        "--out",
+        tmp_path / "comment.md",
+    )
     assert code == 2 and "--markdown" in err and "nope.md" in err
     assert not (tmp_path / "comment.md").exists()
 
@@ -262,9 +288,18 @@ def test_comment_names_a_missing_report(results, tmp_path, capsys):
 # --- the command decides as the plugin did (fed runs of FAKE_SPEED, single process FAKE_SINGLE: ``fed``) ---
 
 #: the workload is pinned (a GPU machine's defaults would differ); the fake has no session effect
-PINNED = ("-p", "no:cacheprovider", "--bpsperf-profile=testprof", "--bpsperf-baselines-dir=bl", "--bpsperf-steps=12",
-          "--bpsperf-batch-size=8", "--bpsperf-image-size=32", "--bpsperf-omp-threads=2", "--bpsperf-scaling",
-          "--bpsperf-session-spread=1%")
+PINNED = (
+    "-p",
+    "no:cacheprovider",
+    "--bpsperf-profile=testprof",
+    "--bpsperf-baselines-dir=bl",
+    "--bpsperf-steps=12",
+    "--bpsperf-batch-size=8",
+    "--bpsperf-image-size=32",
+    "--bpsperf-omp-threads=2",
+    "--bpsperf-scaling",
+    "--bpsperf-session-spread=1%",
+)
 
 
 def _session(pytester, monkeypatch, speed: float, single: float, *args: str):
@@ -279,8 +314,9 @@ def test_check_decides_a_normalized_session_as_the_plugin_did(fed, monkeypatch):
     from pytest_bpsperf.judge.offline import check_results, compare_results
     from pytest_bpsperf.store.baselines import BaselineStore
 
-    _session(fed, monkeypatch, 1.0, 10.0, "--bpsperf-update-baselines", "--bpsperf-repeats=3",
-             "--bpsperf-json=base.json").assert_outcomes(passed=3)
+    _session(
+        fed, monkeypatch, 1.0, 10.0, "--bpsperf-update-baselines", "--bpsperf-repeats=3", "--bpsperf-json=base.json"
+    ).assert_outcomes(passed=3)
     # a day 30% slower for everything, the single process too: relative to it, nothing changed
     result = _session(fed, monkeypatch, 0.7, 7.0, "--bpsperf-normalize=single", "--bpsperf-json=head.json")
     result.assert_outcomes(passed=1)

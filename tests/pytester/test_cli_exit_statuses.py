@@ -41,8 +41,9 @@ def tiny_steps(doc):
 def no_measured(doc):
     for v in doc["verdicts"]:
         v.pop("measured_img_per_sec", None)
-    doc["verdicts"].append({"nodeid": "t::x[default]", "test": "t::x", "trick": "default", "key": "k",
-                            "status": "ok", "tolerance": 0.15})
+    doc["verdicts"].append(
+        {"nodeid": "t::x[default]", "test": "t::x", "trick": "default", "key": "k", "status": "ok", "tolerance": 0.15}
+    )
 
 
 def empty_matrix(doc):
@@ -64,17 +65,27 @@ def test_a_report_under_a_plain_file_names_it(results, tmp_path, capsys):
     assert not (tmp_path / "f").is_dir() and (tmp_path / "f").read_text() == "x"
 
 
-@pytest.mark.parametrize("change, where", [(huge_img_per_sec, "$.tests[0].img_per_sec = 1e+308"),
-                                           (tiny_steps, "$.tests[0].workers[0].step_s[0] = 1e-308"),
-                                           (empty_matrix, "$.matrix[0] = {}: 'description' is a required property")],
-                         ids=["img-per-sec-1e308", "step-1e-308", "matrix-of-an-empty-table"])
+@pytest.mark.parametrize(
+    "change, where",
+    [
+        (huge_img_per_sec, "$.tests[0].img_per_sec = 1e+308"),
+        (tiny_steps, "$.tests[0].workers[0].step_s[0] = 1e-308"),
+        (empty_matrix, "$.matrix[0] = {}: 'description' is a required property"),
+    ],
+    ids=["img-per-sec-1e308", "step-1e-308", "matrix-of-an-empty-table"],
+)
 @pytest.mark.parametrize("command", ["check", "report", "export", "compare", "history"])
-def test_schema_valid_looking_values_beyond_any_measurement_are_input_errors(results, tmp_path, capsys, change,
-                                                                             where, command):
+def test_schema_valid_looking_values_beyond_any_measurement_are_input_errors(
+    results, tmp_path, capsys, change, where, command
+):
     path = changed(results, tmp_path, change)
-    args = {"check": ["check", path], "report": ["report", "--results", path, "--out", tmp_path / "r"],
-            "export": ["export", path, "--format", "bmf", "-o", tmp_path / "b.json"],
-            "compare": ["compare", results, path], "history": ["history", "add", path, "--history", tmp_path / "h"]}
+    args = {
+        "check": ["check", path],
+        "report": ["report", "--results", path, "--out", tmp_path / "r"],
+        "export": ["export", path, "--format", "bmf", "-o", tmp_path / "b.json"],
+        "compare": ["compare", results, path],
+        "history": ["history", "add", path, "--history", tmp_path / "h"],
+    }
     code, _out, err = bpsperf(capsys, *args[command])
     assert code == 2 and path in err and where in err, err
 
@@ -89,14 +100,18 @@ def test_a_verdict_without_measured_img_per_sec_is_shown_with_a_dash(results, tm
 def test_an_internal_error_is_one_line_and_its_traceback_is_for_debug(results, monkeypatch):
     from pytest_bpsperf.cli import commands
 
-    code = ("import sys; from pytest_bpsperf.cli import commands, main\n"
-            "def broken(args):\n    raise KeyError('boom')\n"
-            "commands.check = broken\nsys.exit(main(sys.argv[1:]))\n")
+    code = (
+        "import sys; from pytest_bpsperf.cli import commands, main\n"
+        "def broken(args):\n    raise KeyError('boom')\n"
+        "commands.check = broken\nsys.exit(main(sys.argv[1:]))\n"
+    )
     plain = subprocess.run([sys.executable, "-c", code, "check", str(results)], capture_output=True, text=True)
     assert plain.returncode == 3 and "Traceback" not in plain.stderr
-    assert plain.stderr.strip() == (f"bpsperf check: internal error: KeyError: 'boom' (a bug of bpsperf "
-                                    f"{__import__('pytest_bpsperf').__version__}; run it again with --debug for "
-                                    "the traceback, and report it)")
+    assert plain.stderr.strip() == (
+        f"bpsperf check: internal error: KeyError: 'boom' (a bug of bpsperf "
+        f"{__import__('pytest_bpsperf').__version__}; run it again with --debug for "
+        "the traceback, and report it)"
+    )
     for where in (["--debug", "check", str(results)], ["check", str(results), "--debug"]):
         debug = subprocess.run([sys.executable, "-c", code, *where], capture_output=True, text=True)
         assert debug.returncode == 3 and "Traceback" in debug.stderr and "the traceback is above" in debug.stderr
@@ -104,8 +119,11 @@ def test_an_internal_error_is_one_line_and_its_traceback_is_for_debug(results, m
 
 
 def test_a_usage_error_is_status_2_without_a_traceback(results):
-    proc = subprocess.run([sys.executable, "-m", "pytest_bpsperf.cli", "check", str(results), "--tolerance=-5%"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_bpsperf.cli", "check", str(results), "--tolerance=-5%"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "--tolerance '-5%'" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -126,6 +144,10 @@ def test_the_plugin_fails_a_run_of_absurd_speed_by_name_instead_of_crashing(ourt
     ourtester.makepyfile(test_x=perf_test("result.assert_within_baseline()", tricks=("default",)))
     result = run(ourtester, "--bpsperf-steps=8", "--bpsperf-no-scaling", "--bpsperf-json=r.json")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*cannot measure: worker worker-0: step 0 took 1e-300 s; a training step takes at "
-                                 "least 1e-06 s, so these records are no measurement*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*cannot measure: worker worker-0: step 0 took 1e-300 s; a training step takes at "
+            "least 1e-06 s, so these records are no measurement*"
+        ]
+    )
     assert "OverflowError" not in result.stdout.str()

@@ -51,8 +51,11 @@ def recorded(results, tmp_path, capsys):
 
 
 def text_verdict_lines(out: str) -> "list[str]":
-    return [line for line in out.splitlines() if line.split(" ", 1)[0] in
-            ("OK", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE", "NO-BASELINE")]
+    return [
+        line
+        for line in out.splitlines()
+        if line.split(" ", 1)[0] in ("OK", "REGRESSION", "IMPROVEMENT", "INCONCLUSIVE", "NO-BASELINE")
+    ]
 
 
 def test_check_json_gives_the_texts_verdicts(results, recorded, capsys):
@@ -74,8 +77,9 @@ def test_check_json_gives_the_texts_verdicts(results, recorded, capsys):
 
 def test_check_json_keeps_the_exit_status_of_a_regression(results, recorded, tmp_path, capsys):
     slow = scaled(results, 0.6, tmp_path / "slow.json")
-    code, out, err = bpsperf(capsys, "check", slow, "--baselines-dir", recorded, "--json",
-                             "--markdown", tmp_path / "v.md")
+    code, out, err = bpsperf(
+        capsys, "check", slow, "--baselines-dir", recorded, "--json", "--markdown", tmp_path / "v.md"
+    )
     doc = document(out)
     assert code == doc["exit_status"] == 1 and err == ""
     assert doc["counts"] == {"regression": 2} and doc["markdown"] == str(tmp_path / "v.md")
@@ -215,25 +219,44 @@ def test_json_keeps_letters_beyond_ascii_as_utf8(results, tmp_path, capsys):
     for fmt in ("benchmark-json", "bmf", "github-benchmark"):
         assert bpsperf(capsys, "export", named, "--format", fmt, "-o", tmp_path / f"{fmt}.json")[0] == 0
         files.append(tmp_path / f"{fmt}.json")
-    printed = [bpsperf(capsys, *argv, "--json")[1] for argv in (
-        ("check", named, "--baselines-dir", bl), ("history", "--history", hist),
-        ("baselines", "show", "testprof", "--baselines-dir", bl))]
+    printed = [
+        bpsperf(capsys, *argv, "--json")[1]
+        for argv in (
+            ("check", named, "--baselines-dir", bl),
+            ("history", "--history", hist),
+            ("baselines", "show", "testprof", "--baselines-dir", bl),
+        )
+    ]
     for text in printed + [f.read_bytes().decode("utf-8") for f in files]:
         assert NAME in text and "\\u" not in text, text[:300]
     assert document(printed[0])["verdicts"][0]["test"].startswith(f"{NAME.split('_', 1)[0]}_")
     # on stdout as UTF-8 bytes, in a process of its own
-    proc = subprocess.run([sys.executable, "-m", "pytest_bpsperf.cli", "history", "--history", str(hist), "--json"],
-                          capture_output=True, timeout=60, env={**os.environ, "LC_ALL": "C.UTF-8"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_bpsperf.cli", "history", "--history", str(hist), "--json"],
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "LC_ALL": "C.UTF-8"},
+    )
     assert proc.returncode == 0 and NAME.encode("utf-8") in proc.stdout, proc.stderr
 
 
 def test_the_plugins_json_files_keep_letters_beyond_ascii_as_utf8(ourtester):
     ourtester.makepyfile(test_x=MATRIX_TEST.replace("def test_x", f"def {NAME}"))
     ourtester.makeini("[pytest]\nbpsperf_profile = testprof\n")
-    result = run(ourtester, "--bpsperf-json=r.json", "--bpsperf-benchmark-json=b.json", "--bpsperf-history=h",
-                 "--bpsperf-update-baselines", "--bpsperf-repeats=2")
+    result = run(
+        ourtester,
+        "--bpsperf-json=r.json",
+        "--bpsperf-benchmark-json=b.json",
+        "--bpsperf-history=h",
+        "--bpsperf-update-baselines",
+        "--bpsperf-repeats=2",
+    )
     assert result.ret == 0, result.stdout.str()
-    for path in [ourtester.path / "r.json", ourtester.path / "b.json", *(ourtester.path / "h").rglob("*.json"),
-                 *(ourtester.path / "baselines").glob("*.json")]:
+    for path in [
+        ourtester.path / "r.json",
+        ourtester.path / "b.json",
+        *(ourtester.path / "h").rglob("*.json"),
+        *(ourtester.path / "baselines").glob("*.json"),
+    ]:
         text = path.read_bytes().decode("utf-8")
         assert f"test_x.py::{NAME}" in text and "\\u" not in text, path

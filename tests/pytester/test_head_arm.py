@@ -27,8 +27,11 @@ def run(project, *args):
 
 
 def worktrees(path) -> list:
-    return [line.split(" ", 1)[1] for line in git(path, "worktree", "list", "--porcelain").splitlines()
-            if line.startswith("worktree ")]
+    return [
+        line.split(" ", 1)[1]
+        for line in git(path, "worktree", "list", "--porcelain").splitlines()
+        if line.startswith("worktree ")
+    ]
 
 
 @pytest.fixture
@@ -42,9 +45,13 @@ def test_head_as_a_revision_is_a_worktree_of_it_not_the_working_tree(project):
     shas = project.shas
     result = run(project, "--bpsperf-base=HEAD~2", "--bpsperf-head=HEAD~1", "--bpsperf-json=r.json")
     result.assert_outcomes(failed=1)  # the slow commit, though the working tree is fast
-    result.stdout.fnmatch_lines([f"*REGRESSION: head * img/s vs base * (medians of * pairs, base HEAD~2 = "
-                                 f"{shas[0][:12]})*",
-                                 f"base: HEAD~2 = {shas[0][:12]}; python *", f"head: HEAD~1 at {shas[1][:12]}; python *"])
+    result.stdout.fnmatch_lines(
+        [
+            f"*REGRESSION: head * img/s vs base * (medians of * pairs, base HEAD~2 = {shas[0][:12]})*",
+            f"base: HEAD~2 = {shas[0][:12]}; python *",
+            f"head: HEAD~1 at {shas[1][:12]}; python *",
+        ]
+    )
     result.stdout.fnmatch_lines(["bpsperf gate: *base HEAD~2, head HEAD~1*"])
     doc = json.loads((project.path / "r.json").read_text())
     head = doc["base_vs_head"]["arms"]["head"]
@@ -69,17 +76,33 @@ def test_head_as_a_directory(project, tmp_path):
     result.stdout.fnmatch_lines([f"head: directory at {other} (no git commit); python *"])
 
 
-@pytest.mark.parametrize("args, env, message", [
-    (("--bpsperf-base=HEAD", "--bpsperf-head=nope"), {}, "invalid value 'nope' for setting 'head' from command "
-                                                          "line option --bpsperf-head: neither a directory nor a "
-                                                          "revision"),
-    (("--bpsperf-base=HEAD", "--bpsperf-head="), {}, "invalid value '' for setting 'head' from command line option "
-                                                      "--bpsperf-head: the head is empty"),
-    (("--bpsperf-base=HEAD",), {"BPSPERF_HEAD": ""}, "invalid value '' for setting 'head' from environment variable "
-                                                      "BPSPERF_HEAD: the head is empty"),
-    (("--bpsperf-head=HEAD~1",), {}, "setting 'head' (HEAD~1, from command line option --bpsperf-head) needs "
-                                     "setting 'base'"),
-])
+@pytest.mark.parametrize(
+    "args, env, message",
+    [
+        (
+            ("--bpsperf-base=HEAD", "--bpsperf-head=nope"),
+            {},
+            "invalid value 'nope' for setting 'head' from command "
+            "line option --bpsperf-head: neither a directory nor a "
+            "revision",
+        ),
+        (
+            ("--bpsperf-base=HEAD", "--bpsperf-head="),
+            {},
+            "invalid value '' for setting 'head' from command line option --bpsperf-head: the head is empty",
+        ),
+        (
+            ("--bpsperf-base=HEAD",),
+            {"BPSPERF_HEAD": ""},
+            "invalid value '' for setting 'head' from environment variable BPSPERF_HEAD: the head is empty",
+        ),
+        (
+            ("--bpsperf-head=HEAD~1",),
+            {},
+            "setting 'head' (HEAD~1, from command line option --bpsperf-head) needs setting 'base'",
+        ),
+    ],
+)
 def test_a_bad_head_is_a_usage_error_naming_value_and_origin(project, monkeypatch, args, env, message):
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -91,8 +114,10 @@ def test_a_bad_head_is_a_usage_error_naming_value_and_origin(project, monkeypatc
 
 def test_a_killed_sessions_head_worktree_is_removed_by_the_next_one(project):
     repo = str(project.path)
-    code = ("import os; from pytest_bpsperf.vcs.worktrees import Worktree; "
-            f"print(Worktree({repo!r}, {project.shas[1]!r}, arm='head').create(), flush=True); os._exit(0)")
+    code = (
+        "import os; from pytest_bpsperf.vcs.worktrees import Worktree; "
+        f"print(Worktree({repo!r}, {project.shas[1]!r}, arm='head').create(), flush=True); os._exit(0)"
+    )
     path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert "bpsperf-head-" in path and len(worktrees(repo)) == 2
     assert path in remove_stale_worktrees(repo)

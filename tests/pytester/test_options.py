@@ -26,13 +26,20 @@ def says_bpsperf(result: pytest.RunResult) -> bool:
     lines = result.stdout.lines + result.stderr.lines
     return any("bpsperf" in line for line in lines if not line.startswith(("plugins:", "rootdir:")))
 
+
 #: Bad values of each source and what the usage error says of them once a perf test is selected.
 BAD = [
     ("BPSPERF_STEPS", "abc", "invalid value 'abc' for setting 'steps' from environment variable BPSPERF_STEPS"),
-    ("BPSPERF_MODEL", "no_such_model_v9", "invalid value 'no_such_model_v9' for setting 'model' from "
-                                          "environment variable BPSPERF_MODEL"),
-    ("BPSPERF_ENTRY", "nosuchmodule_unused:build", "invalid value 'nosuchmodule_unused:build' for setting 'entry' "
-                                                   "from environment variable BPSPERF_ENTRY"),
+    (
+        "BPSPERF_MODEL",
+        "no_such_model_v9",
+        "invalid value 'no_such_model_v9' for setting 'model' from environment variable BPSPERF_MODEL",
+    ),
+    (
+        "BPSPERF_ENTRY",
+        "nosuchmodule_unused:build",
+        "invalid value 'nosuchmodule_unused:build' for setting 'entry' from environment variable BPSPERF_ENTRY",
+    ),
     ("BPSPERF_TRICKS", "omp-pasive", "unknown trick 'omp-pasive' (from environment variable BPSPERF_TRICKS)"),
 ]
 
@@ -61,7 +68,10 @@ def test_the_same_bad_setting_with_a_perf_test_is_a_usage_error(ourtester, monke
 def test_a_deselected_perf_test_stops_nothing(ourtester, monkeypatch):
     # What a repository with perf tests and addopts "-m 'not perf'" does on a plain pytest: the perf
     # tests are collected, then deselected; even their own bad marker waits until one is selected.
-    ourtester.makepyfile(test_unit=PLAIN_TEST, test_perf=MATRIX_TEST, test_marked='''
+    ourtester.makepyfile(
+        test_unit=PLAIN_TEST,
+        test_perf=MATRIX_TEST,
+        test_marked="""
 import pytest
 
 
@@ -69,7 +79,8 @@ import pytest
 @pytest.mark.bpsperf(steps="x")
 def test_marked(bpsperf_train):
     bpsperf_train()
-''')
+""",
+    )
     ourtester.makeini("[pytest]\naddopts = -m 'not perf'\n")
     monkeypatch.setenv("BPSPERF_REPEATS", "zero")
     result = run(ourtester)
@@ -80,8 +91,9 @@ def test_marked(bpsperf_train):
     monkeypatch.delenv("BPSPERF_REPEATS")
     result = run(ourtester, "-m", "perf", "test_marked.py")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert ("invalid value 'x' for setting 'steps' from steps= of @pytest.mark.bpsperf(...) on "
-            "test_marked.py::test_marked") in result.stderr.str()
+    assert (
+        "invalid value 'x' for setting 'steps' from steps= of @pytest.mark.bpsperf(...) on test_marked.py::test_marked"
+    ) in result.stderr.str()
 
 
 def _shadow(tmp_path, name: str, source: str) -> str:
@@ -107,14 +119,15 @@ def test_without_gluoncv_only_a_perf_session_needs_it(ourtester, monkeypatch, tm
     ourtester.makepyfile(test_perf=MATRIX_TEST)
     result = ourtester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*setting 'model' ('resnet50_v2', from default) needs gluoncv, which is not "
-                                 "installed*"])
+    result.stderr.fnmatch_lines(
+        ["*setting 'model' ('resnet50_v2', from default) needs gluoncv, which is not installed*"]
+    )
 
 
 def test_no_hardware_is_detected_without_perf_tests(ourtester, monkeypatch, tmp_path):
     # nvidia-smi is what detection runs; this one says that it ran (and that there is no GPU).
     ran = tmp_path / "nvidia-smi-ran"
-    shadow = _shadow(tmp_path, "nvidia-smi", f"#!/bin/sh\necho \"$@\" >> {ran}\n")
+    shadow = _shadow(tmp_path, "nvidia-smi", f'#!/bin/sh\necho "$@" >> {ran}\n')
     monkeypatch.setenv("PATH", os.pathsep.join([shadow, os.environ["PATH"]]))
     ourtester.makepyfile(test_unit=PLAIN_TEST)
     result = ourtester.runpytest_subprocess("-p", "no:cacheprovider")

@@ -30,7 +30,7 @@ from pytest_bpsperf.judge.pairs import first_arm
 from pytest_bpsperf.vcs.worktrees import Worktree, remove_stale_worktrees
 
 #: The speed of a run by its arm, its noise, and the arms' faults, from the environment (see above).
-ARMS = '''
+ARMS = """
 import os
 import random
 import time
@@ -54,15 +54,22 @@ def scenario(config, spec):
         open(os.environ["FAKE_SLEEP"] + ".started", "w").close()
         time.sleep(60)
     return speed
-'''
+"""
 
 #: Flat 0.25 s steps at speed 1.
 CONFTEST = fake_run_conftest(step_s=0.25, warmup=1.0, wobble=0.0, extra=ARMS)
 
 PERF_TEST = GATED_TEST
 
-PINNED = ("-p", "no:cacheprovider", "--bpsperf-steps=8", "--bpsperf-batch-size=8", "--bpsperf-image-size=32",
-          "--bpsperf-omp-threads=2", "--bpsperf-no-scaling")
+PINNED = (
+    "-p",
+    "no:cacheprovider",
+    "--bpsperf-steps=8",
+    "--bpsperf-batch-size=8",
+    "--bpsperf-image-size=32",
+    "--bpsperf-omp-threads=2",
+    "--bpsperf-no-scaling",
+)
 
 
 def git(path, *args):
@@ -70,8 +77,11 @@ def git(path, *args):
 
 
 def worktrees(path) -> list:
-    return [line.split(" ", 1)[1] for line in git(path, "worktree", "list", "--porcelain").splitlines()
-            if line.startswith("worktree ")]
+    return [
+        line.split(" ", 1)[1]
+        for line in git(path, "worktree", "list", "--porcelain").splitlines()
+        if line.startswith("worktree ")
+    ]
 
 
 @pytest.fixture
@@ -122,8 +132,12 @@ def test_a_name_that_is_both_a_directory_and_a_revision_is_refused_naming_both(p
         resolve_base("feature", "command line option --bpsperf-base", str(project.path))
     msg = str(excinfo.value)
     sha = git(project.path, "rev-parse", "feature")
-    assert f"it names the directory {os.path.realpath(project.path / 'feature')} and the revision feature = " \
-           f"{sha[:12]}" in msg and "write ./feature" in msg and "refs/heads/feature" in msg
+    assert (
+        f"it names the directory {os.path.realpath(project.path / 'feature')} and the revision feature = {sha[:12]}"
+        in msg
+        and "write ./feature" in msg
+        and "refs/heads/feature" in msg
+    )
     # written as a path it is the directory; by its full name, the revision
     assert not resolve_base("./feature", "x", str(project.path)).is_revision
     found = resolve_base("refs/heads/feature", "x", str(project.path))
@@ -150,9 +164,11 @@ def test_worktree_is_detached_outside_the_checkout_and_removed_without_a_trace(p
 def test_a_killed_sessions_worktree_is_removed_by_the_next_one(project):
     repo = str(project.path)
     # a worktree whose owner process is gone (a session killed before its teardown)
-    code = ("import os; from pytest_bpsperf.vcs.worktrees import Worktree; "
-            f"print(Worktree({repo!r}, {git(repo, 'rev-parse', 'HEAD')!r}).create(), flush=True); "
-            "os._exit(0)")  # as a SIGKILL would: no teardown, no atexit
+    code = (
+        "import os; from pytest_bpsperf.vcs.worktrees import Worktree; "
+        f"print(Worktree({repo!r}, {git(repo, 'rev-parse', 'HEAD')!r}).create(), flush=True); "
+        "os._exit(0)"
+    )  # as a SIGKILL would: no teardown, no atexit
     path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert os.path.isdir(path) and len(worktrees(repo)) == 2
     # a live session's worktree is left alone
@@ -172,14 +188,24 @@ def test_a_killed_sessions_worktree_is_removed_by_the_next_one(project):
 def test_a_slower_head_fails_as_a_regression_naming_the_base_commit(project, monkeypatch):
     monkeypatch.setenv("FAKE_HEAD", "0.7")
     base_sha = git(project.path, "rev-parse", "HEAD~1")
-    result = run(project, "--bpsperf-base=HEAD~1", "--bpsperf-seed=5", "--bpsperf-json=r.json",
-                 "--bpsperf-markdown=r.md", "--junitxml=j.xml")
+    result = run(
+        project,
+        "--bpsperf-base=HEAD~1",
+        "--bpsperf-seed=5",
+        "--bpsperf-json=r.json",
+        "--bpsperf-markdown=r.md",
+        "--junitxml=j.xml",
+    )
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines([f"*REGRESSION: head * img/s vs base * img/s (medians of * pairs, base HEAD~1 = "
-                                 f"{base_sha[:12]}): -3*% (99% interval over all looks * to *, 80% * to *), "
-                                 "tolerance -10% (a drop of 10% fails, of 5% or less passes): a drop beyond noise "
-                                 "(99% interval below no change) and beyond half the tolerance (80% interval below "
-                                 "-5%); verdict after * pairs, * look*"])
+    result.stdout.fnmatch_lines(
+        [
+            f"*REGRESSION: head * img/s vs base * img/s (medians of * pairs, base HEAD~1 = "
+            f"{base_sha[:12]}): -3*% (99% interval over all looks * to *, 80% * to *), "
+            "tolerance -10% (a drop of 10% fails, of 5% or less passes): a drop beyond noise "
+            "(99% interval below no change) and beyond half the tolerance (80% interval below "
+            "-5%); verdict after * pairs, * look*"
+        ]
+    )
     result.stdout.fnmatch_lines([f"base: HEAD~1 = {base_sha[:12]}; python *", "head: working tree at *"])
     doc = doc_of(project)
     section = doc["base_vs_head"]
@@ -188,10 +214,14 @@ def test_a_slower_head_fails_as_a_regression_naming_the_base_commit(project, mon
         assert job["status"] == "regression" and 3 <= job["pairs"] <= 5 and job["looks"] == job["pairs"] - 2
         orders = [p["order"] for p in job["pair_table"]]
         assert orders[0] != orders[1] and orders[0] == orders[2]  # alternating
-        assert orders[0] == ("base-head" if first_arm(5, job["key"].replace("backend=mxnet", "backend=auto"), 0)
-                             == "base" else "head-base")
-        assert all(p["ratio"] == pytest.approx(p["head_img_per_sec"] / p["base_img_per_sec"])
-                   for p in job["pair_table"])
+        assert orders[0] == (
+            "base-head"
+            if first_arm(5, job["key"].replace("backend=mxnet", "backend=auto"), 0) == "base"
+            else "head-base"
+        )
+        assert all(
+            p["ratio"] == pytest.approx(p["head_img_per_sec"] / p["base_img_per_sec"]) for p in job["pair_table"]
+        )
     # every run is in the results with its arm and pair; the order of the runs is the order in the table
     for t in doc["tests"]:  # one log directory per run: the job's, then its pair and arm
         assert t["log_dir"].endswith(f"/pair{t['pair'] + 1}-{t['arm']}") and t["log_dir"].count("/pair") == 1
@@ -199,8 +229,9 @@ def test_a_slower_head_fails_as_a_regression_naming_the_base_commit(project, mon
     assert len(runs) == 2 * sum(j["pairs"] for j in section["jobs"]) and {a for _t, a, _p in runs} == {"base", "head"}
     for job in section["jobs"]:
         mine = [(a, p) for t, a, p in runs if t == job["trick"]]
-        assert [f"{mine[2 * i][0]}-{mine[2 * i + 1][0]}" for i in range(job["pairs"])] == \
-            [p["order"] for p in job["pair_table"]]
+        assert [f"{mine[2 * i][0]}-{mine[2 * i + 1][0]}" for i in range(job["pairs"])] == [
+            p["order"] for p in job["pair_table"]
+        ]
     md = (project.path / "r.md").read_text()
     assert md.index("### Base vs head") < md.index("| test | img/s")
     assert "❌ regression" in md and "| pair | order | base img/s | head img/s | head/base |" in md
@@ -215,8 +246,9 @@ def test_a_slower_head_fails_as_a_regression_naming_the_base_commit(project, mon
 def test_same_commit_is_an_aa_run_that_passes(project, monkeypatch):
     result = run(project, "-v", "--bpsperf-base=HEAD", "--bpsperf-json=r.json", "--bpsperf-plots=img")
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["A/A run: both arms are the same commit and interpreter*",
-                                 "OK * head * vs base *A/A run*"])
+    result.stdout.fnmatch_lines(
+        ["A/A run: both arms are the same commit and interpreter*", "OK * head * vs base *A/A run*"]
+    )
     doc = doc_of(project)
     assert doc["base_vs_head"]["aa"] is True
     assert {j["status"] for j in doc["base_vs_head"]["jobs"]} == {"ok"}
@@ -241,9 +273,12 @@ def test_a_directory_base_and_the_offline_command_decide_the_same(project, monke
     assert main(["compare", str(project.path / "r.json")]) == 1
     from pytest_bpsperf.judge.offline import pair_verdicts
 
-    offline = {v.nodeid: (v.status, v.comparison.pairs, round(v.comparison.ci_high, 9))
-               for v in pair_verdicts(doc_of(project))}
-    online = {j["nodeid"]: (j["status"], j["pairs"], round(j["ci_high"], 9)) for j in doc_of(project)["base_vs_head"]["jobs"]}
+    offline = {
+        v.nodeid: (v.status, v.comparison.pairs, round(v.comparison.ci_high, 9)) for v in pair_verdicts(doc_of(project))
+    }
+    online = {
+        j["nodeid"]: (j["status"], j["pairs"], round(j["ci_high"], 9)) for j in doc_of(project)["base_vs_head"]["jobs"]
+    }
     assert offline == online and len(online) == 2
 
 
@@ -252,9 +287,13 @@ def test_undecided_is_inconclusive_skipped_and_strict_fails_it(project, monkeypa
     monkeypatch.setenv("FAKE_HEAD", "0.85")
     result = run(project, "-v", "--bpsperf-base=HEAD", "--bpsperf-max-pairs=3", "--bpsperf-json=r.json")
     result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["INCONCLUSIVE test_x.py::test_x[[]default[]]: head *: the data cannot tell yet: *; "
-                                 "verdict after 3 pairs, 1 look (inconclusive after 3 pairs, the most max_pairs "
-                                 "allows)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "INCONCLUSIVE test_x.py::test_x[[]default[]]: head *: the data cannot tell yet: *; "
+            "verdict after 3 pairs, 1 look (inconclusive after 3 pairs, the most max_pairs "
+            "allows)*"
+        ]
+    )
     assert {j["status"] for j in doc_of(project)["base_vs_head"]["jobs"]} == {"inconclusive"}
     result = run(project, "-v", "--bpsperf-base=HEAD", "--bpsperf-max-pairs=3", "--bpsperf-strict")
     result.assert_outcomes(failed=2)
@@ -273,23 +312,37 @@ def test_a_failed_base_run_drops_its_pair_and_a_failure_of_head_only_fails(proje
     monkeypatch.setenv("FAKE_FAIL_ARM", "head")
     result = run(project, "-v", "--bpsperf-base=HEAD~1", "--bpsperf-tricks=default")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*head arm, pair 1: *the head arm died*",
-                                 "*a failure of head only: the base run of the same pair passed*"])
+    result.stdout.fnmatch_lines(
+        ["*head arm, pair 1: *the head arm died*", "*a failure of head only: the base run of the same pair passed*"]
+    )
     assert "REGRESSION" not in result.stdout.str()
     assert worktrees(project.path) == [os.path.realpath(project.path)]  # a failed run leaves no worktree
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--bpsperf-base=nope",), "invalid value 'nope' for setting 'base' from command line option --bpsperf-base: "
-                               "neither a directory nor a revision"),
-    # passed to git, it would be an option: refused (and git gets --end-of-options anyway)
-    (("--bpsperf-base=--output=/x",), "invalid value '--output=/x' for setting 'base' from command line option "
-                                      "--bpsperf-base: a revision cannot start with '-'"),
-    (("--bpsperf-base=HEAD", "--bpsperf-update-baselines"), "--bpsperf-update-baselines cannot be used with "
-                                                             "setting 'base'"),
-    (("--bpsperf-base=HEAD", "--bpsperf-base-python=/no/such/python"), "invalid value '/no/such/python' for "
-                                                                        "setting 'base_python'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ("--bpsperf-base=nope",),
+            "invalid value 'nope' for setting 'base' from command line option --bpsperf-base: "
+            "neither a directory nor a revision",
+        ),
+        # passed to git, it would be an option: refused (and git gets --end-of-options anyway)
+        (
+            ("--bpsperf-base=--output=/x",),
+            "invalid value '--output=/x' for setting 'base' from command line option "
+            "--bpsperf-base: a revision cannot start with '-'",
+        ),
+        (
+            ("--bpsperf-base=HEAD", "--bpsperf-update-baselines"),
+            "--bpsperf-update-baselines cannot be used with setting 'base'",
+        ),
+        (
+            ("--bpsperf-base=HEAD", "--bpsperf-base-python=/no/such/python"),
+            "invalid value '/no/such/python' for setting 'base_python'",
+        ),
+    ],
+)
 def test_bad_input_is_a_usage_error_before_anything_runs(project, args, message):
     result = run(project, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -303,8 +356,9 @@ def test_an_empty_base_is_a_usage_error_not_a_session_without_a_base(project, va
     # baselines (none on a fresh runner: every test skipped and the job green)
     result = run(project, f"--bpsperf-base={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert (f"invalid value {value!r} for setting 'base' from command line option --bpsperf-base: the base is "
-            "empty") in result.stderr.str()
+    assert (
+        f"invalid value {value!r} for setting 'base' from command line option --bpsperf-base: the base is empty"
+    ) in result.stderr.str()
     assert "skipped" not in result.stdout.str()
 
 
@@ -312,8 +366,10 @@ def test_an_empty_bpsperf_base_variable_is_a_usage_error(project, monkeypatch):
     monkeypatch.setenv("BPSPERF_BASE", "")
     result = run(project)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "invalid value '' for setting 'base' from environment variable BPSPERF_BASE: the base is empty" \
+    assert (
+        "invalid value '' for setting 'base' from environment variable BPSPERF_BASE: the base is empty"
         in result.stderr.str()
+    )
 
 
 def test_a_base_tree_without_the_entry_module_is_a_usage_error_naming_it(project):
@@ -338,9 +394,11 @@ def test_a_dirty_working_tree_is_measured_as_it_is_and_says_so(project, monkeypa
 
 def test_ctrl_c_mid_session_removes_the_worktree(project, monkeypatch):
     monkeypatch.setenv("FAKE_HEAD", "1.0")
-    project.makeconftest(CONFTEST.replace("    return speed\n", "    if len(CALLS) == 3:\n"
-                                                         "        raise KeyboardInterrupt\n"
-                                                         "    return speed\n"))
+    project.makeconftest(
+        CONFTEST.replace(
+            "    return speed\n", "    if len(CALLS) == 3:\n        raise KeyboardInterrupt\n    return speed\n"
+        )
+    )
     # in a subprocess: an interrupt of an inline run would reach this session too
     result = project.runpytest_subprocess(*PINNED, "--bpsperf-base=HEAD~1")
     assert result.ret == pytest.ExitCode.INTERRUPTED
@@ -351,8 +409,14 @@ def test_ctrl_c_mid_session_removes_the_worktree(project, monkeypatch):
 def test_sigterm_or_sighup_mid_session_removes_the_worktree(project, monkeypatch, tmp_path, sig):
     marker = tmp_path / "sleep"
     env = dict(os.environ, FAKE_SLEEP=str(marker))
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", *PINNED, "--bpsperf-base=HEAD~1"], cwd=project.path,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *PINNED, "--bpsperf-base=HEAD~1"],
+        cwd=project.path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         assert wait_until(lambda: os.path.exists(str(marker) + ".started"), 60)
         assert len(worktrees(project.path)) == 2
@@ -381,8 +445,10 @@ def holders_of(repo) -> list:
 def test_a_worktree_left_by_an_exit_that_skips_unconfigure_goes_with_the_interpreter(project):
     repo = str(project.path)
     # create and exit without removing it (as when pytest cannot reach its unconfigure)
-    code = ("from pytest_bpsperf.vcs.worktrees import Worktree; import os; "
-            f"w = Worktree({repo!r}, {git(repo, 'rev-parse', 'HEAD')!r}); print(w.create(), flush=True)")
+    code = (
+        "from pytest_bpsperf.vcs.worktrees import Worktree; import os; "
+        f"w = Worktree({repo!r}, {git(repo, 'rev-parse', 'HEAD')!r}); print(w.create(), flush=True)"
+    )
     path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert not os.path.exists(path)
     assert worktrees(repo) == [os.path.realpath(repo)]
@@ -390,10 +456,15 @@ def test_a_worktree_left_by_an_exit_that_skips_unconfigure_goes_with_the_interpr
 
 def test_a_terminal_closed_mid_session_leaves_no_worktree(project, tmp_path):
     marker = tmp_path / "sleep"
-    project.makeconftest(CONFTEST.replace('        time.sleep(60)', '        time.sleep(3)'))
+    project.makeconftest(CONFTEST.replace("        time.sleep(60)", "        time.sleep(3)"))
     env = dict(os.environ, FAKE_SLEEP=str(marker))
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", *PINNED, "--bpsperf-base=HEAD~1"], cwd=project.path,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *PINNED, "--bpsperf-base=HEAD~1"],
+        cwd=project.path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         assert wait_until(lambda: os.path.exists(str(marker) + ".started"), 60)
         proc.stdout.close()  # the reader went away: pytest's summary meets a broken pipe

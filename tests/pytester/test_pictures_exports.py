@@ -81,8 +81,11 @@ def test_history_picture_has_band_and_change_point(results, tmp_path):
         d = json.loads(json.dumps(doc))
         for k, t in enumerate(d["tests"]):
             t["img_per_sec"] *= factor * (1 + 0.01 * (k % 3 - 1))
-        records.append(make_record(d, profile=profile, commit=f"{i:x}" * 40, branch="main",
-                                   date=f"2024-06-0{i + 1}T00:00:00Z", versions={}))
+        records.append(
+            make_record(
+                d, profile=profile, commit=f"{i:x}" * 40, branch="main", date=f"2024-06-0{i + 1}T00:00:00Z", versions={}
+            )
+        )
     trend = next(t for t in trends(records) if t.trick == "default")
     samples = [30.0, 31.0, 32.0]
     pic = plots.history_picture(trend, tmp_path, baseline={"samples": samples}, tolerance=0.15)
@@ -100,31 +103,58 @@ def test_plugin_markdown_links_pictures_and_terminal_says_where(ourtester, monke
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     ourtester.makepyfile(test_x=MATRIX_TEST)
     ourtester.makeini("[pytest]\nbpsperf_profile = testprof\n")
-    result = run(ourtester, "--bpsperf-markdown=out/report.md", "--bpsperf-history=hist",
-                 "--bpsperf-bmf=bmf.json", "--bpsperf-github-benchmark=gh.json")
+    result = run(
+        ourtester,
+        "--bpsperf-markdown=out/report.md",
+        "--bpsperf-history=hist",
+        "--bpsperf-bmf=bmf.json",
+        "--bpsperf-github-benchmark=gh.json",
+    )
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["bpsperf: wrote hist/testprof/*.json", "bpsperf: wrote 3 picture(s) in */out/bpsperf-img",
-                                 "bpsperf: wrote out/report.md"])
+    result.stdout.fnmatch_lines(
+        [
+            "bpsperf: wrote hist/testprof/*.json",
+            "bpsperf: wrote 3 picture(s) in */out/bpsperf-img",
+            "bpsperf: wrote out/report.md",
+        ]
+    )
     text = (ourtester.path / "out" / "report.md").read_text()
-    links = [line[line.index("](") + 2:-1] for line in text.splitlines() if line.startswith("![")]
+    links = [line[line.index("](") + 2 : -1] for line in text.splitlines() if line.startswith("![")]
     assert [re.sub(r"-[0-9a-f]{6}\.png$", ".png", link) for link in sorted(links)] == [
-        "bpsperf-img/matrix-test_x.png", "bpsperf-img/split-test_x.png", "bpsperf-img/steps-test_x.png"]
+        "bpsperf-img/matrix-test_x.png",
+        "bpsperf-img/split-test_x.png",
+        "bpsperf-img/steps-test_x.png",
+    ]
     for link in links:
         png_size(ourtester.path / "out" / link)
     assert re.search(r"`steps-test_x-[0-9a-f]{6}\.png`", summary.read_text())
     (record,) = (ourtester.path / "hist" / "testprof").glob("*.json")
     assert [r["trick"] for r in json.loads(record.read_text())["runs"]] == ["default", "omp-passive"]
-    assert set(json.loads((ourtester.path / "bmf.json").read_text())) == {"test_x.py::test_x[default]",
-                                                                        "test_x.py::test_x[omp-passive]"}
+    assert set(json.loads((ourtester.path / "bmf.json").read_text())) == {
+        "test_x.py::test_x[default]",
+        "test_x.py::test_x[omp-passive]",
+    }
 
 
 # Bencher's published JSON Schema for BMF (https://bencher.dev/bmf.json), restated.
 BMF_SCHEMA = {
     "type": "object",
-    "patternProperties": {".+": {"type": "object", "patternProperties": {".+": {
-        "type": "object", "required": ["value"],
-        "properties": {"value": {"type": "number"}, "lower_value": {"type": "number"},
-                       "upper_value": {"type": "number"}}}}}},
+    "patternProperties": {
+        ".+": {
+            "type": "object",
+            "patternProperties": {
+                ".+": {
+                    "type": "object",
+                    "required": ["value"],
+                    "properties": {
+                        "value": {"type": "number"},
+                        "lower_value": {"type": "number"},
+                        "upper_value": {"type": "number"},
+                    },
+                }
+            },
+        }
+    },
 }
 
 
@@ -170,13 +200,19 @@ def test_pytest_benchmark_export_uses_steady_steps(results):
 # --- live progress ------------------------------------------------------------------------------
 
 #: A run that says a live line while it trains, as the launcher does.
-LIVE_CONFTEST = fake_run_conftest(step_s=1.0, warmup=1.0, wobble=0.0, workers=1, extra="""
+LIVE_CONFTEST = fake_run_conftest(
+    step_s=1.0,
+    warmup=1.0,
+    wobble=0.0,
+    workers=1,
+    extra="""
 
 def scenario(config, spec):
     runner = config.pluginmanager.get_plugin("bpsperf-RunnerPlugin")
     runner.live(f"{spec.nodeid}: step 5/20, 12.5 img/s")  # what the launcher says while training
     return 1.0
-""")
+""",
+)
 
 
 @pytest.mark.parametrize("args, shown", [((), True), (("-q",), False)])
@@ -195,7 +231,8 @@ def test_a_test_id_cannot_break_the_report_the_summary_or_the_comment(ourtester,
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     case = NASTY_ID.split("[", 1)[1][:-1]
-    ourtester.makepyfile(test_x=f"""
+    ourtester.makepyfile(
+        test_x=f"""
 import pytest
 
 pytestmark = pytest.mark.perf
@@ -205,13 +242,26 @@ pytestmark = pytest.mark.perf
 @pytest.mark.bpsperf_tricks("default", "omp-passive")
 def test_x(bpsperf_train, case):
     bpsperf_train().assert_within_baseline()
-""")
-    result = run(ourtester, "--bpsperf-markdown=out/report.md", "--bpsperf-json=out/results.json",
-                 "--bpsperf-profile=testprof")
+"""
+    )
+    result = run(
+        ourtester, "--bpsperf-markdown=out/report.md", "--bpsperf-json=out/results.json", "--bpsperf-profile=testprof"
+    )
     assert result.ret == 0, result.stdout.str()
     monkeypatch.chdir(ourtester.path)
-    code, out, err = bpsperf(capsys, "comment", "out/results.json", "--markdown", "out/report.md", "--marker", "cpu",
-                             "--link", "https://github.example/o/r/actions/runs/1#artifacts", "--out", "comment.md")
+    code, out, err = bpsperf(
+        capsys,
+        "comment",
+        "out/results.json",
+        "--markdown",
+        "out/report.md",
+        "--marker",
+        "cpu",
+        "--link",
+        "https://github.example/o/r/actions/runs/1#artifacts",
+        "--out",
+        "comment.md",
+    )
     assert code == 0, err
     for path in ("out/report.md", "summary.md", "comment.md"):
         text = (ourtester.path / path).read_text()

@@ -17,7 +17,7 @@ from helpers.fakes import GATED_TEST, MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conf
 from pytest_bpsperf.config.settings import OPTION_GROUPS, OPTIONS_BY_NAME, default_text, flag
 
 #: Each run writes what it was asked to calls.jsonl; the session writes the tests' order to order.txt.
-CALLS_AND_ORDER = '''
+CALLS_AND_ORDER = """
 import json
 
 import pytest  # for the hooks some tests append
@@ -43,7 +43,7 @@ def pytest_runtest_call(item):
 
 def pytest_sessionfinish(session):
     (session.config.rootpath / "order.txt").write_text("\\n".join(ORDER))
-'''
+"""
 
 CONFTEST = fake_run_conftest(OMP_PASSIVE_2X, extra=CALLS_AND_ORDER)
 
@@ -91,8 +91,13 @@ def test_help_groups_settings_by_what_they_are_about_each_ending_with_its_defaul
     assert result.ret == 0
     groups = _help_groups(result.stdout.str())
     headings = {h.split(":")[0]: h for h in groups}
-    assert list(headings) == ["bpsperf workload", "bpsperf topology", "bpsperf gate", "bpsperf cluster",
-                              "bpsperf reports"]
+    assert list(headings) == [
+        "bpsperf workload",
+        "bpsperf topology",
+        "bpsperf gate",
+        "bpsperf cluster",
+        "bpsperf reports",
+    ]
     for group, _title, names in OPTION_GROUPS:
         shown = groups[headings[f"bpsperf {group}"]]
         for name in names:
@@ -106,8 +111,12 @@ def test_help_groups_settings_by_what_they_are_about_each_ending_with_its_defaul
     every = [h for flags in groups.values() for h in flags.values()]
     assert all(h.rstrip().endswith(")") and "(default: " in h for h in every), every
     out = " ".join(result.stdout.str().split())  # argparse wraps the help
-    for text in ("BPSPERF_STEPS", "a percentage with % such as 10%, or a bare fraction below 1 such as 0.1",
-                 "bpsperf_steps", "bpsperf_define_tricks"):
+    for text in (
+        "BPSPERF_STEPS",
+        "a percentage with % such as 10%, or a bare fraction below 1 such as 0.1",
+        "bpsperf_steps",
+        "bpsperf_define_tricks",
+    ):
         assert text in out
 
 
@@ -133,8 +142,13 @@ def test_list_tricks(ourtester):
     ourtester.makeini("[pytest]\nbpsperf_define_tricks =\n    omp-4: worker:OMP_NUM_THREADS=4 -- four threads\n")
     result = run(ourtester, "--bpsperf-list-tricks")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["default *built-in*", "omp-4 *ini key bpsperf_define_tricks*four threads",
-                                 "omp-passive *built-in*OMP_WAIT_POLICY*"])
+    result.stdout.fnmatch_lines(
+        [
+            "default *built-in*",
+            "omp-4 *ini key bpsperf_define_tricks*four threads",
+            "omp-passive *built-in*OMP_WAIT_POLICY*",
+        ]
+    )
 
 
 # --- on/off settings are flags ---------------------------------------------------------------
@@ -215,8 +229,12 @@ def test_invalid_cli_value_is_usage_error(ourtester, args, option, value):
 
 @pytest.mark.parametrize(
     "var, raw, option",
-    [("BPSPERF_WORKERS", "0", "'workers'"), ("BPSPERF_STEPS", "many", "'steps'"),
-     ("BPSPERF_OMP_THREADS", "-2", "'omp_threads'"), ("BPSPERF_REPEATS", "0", "'repeats'")],
+    [
+        ("BPSPERF_WORKERS", "0", "'workers'"),
+        ("BPSPERF_STEPS", "many", "'steps'"),
+        ("BPSPERF_OMP_THREADS", "-2", "'omp_threads'"),
+        ("BPSPERF_REPEATS", "0", "'repeats'"),
+    ],
 )
 def test_invalid_env_value_is_usage_error(ourtester, monkeypatch, var, raw, option):
     ourtester.makepyfile(MATRIX_TEST)  # settings are checked once perf tests are collected
@@ -280,8 +298,9 @@ def test_marker_parametrizes_over_tricks(ourtester):
     ourtester.makepyfile(test_x=MATRIX_TEST)
     result = run(ourtester, "--collect-only", "-q")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["test_x.py::test_x[[]default[]]", "test_x.py::test_x[[]omp-passive[]]", "",
-                                 "2 tests collected*"])
+    result.stdout.fnmatch_lines(
+        ["test_x.py::test_x[[]default[]]", "test_x.py::test_x[[]omp-passive[]]", "", "2 tests collected*"]
+    )
 
 
 def test_without_marker_a_perf_test_runs_baseline(ourtester):
@@ -327,8 +346,10 @@ def test_unknown_cli_trick_is_usage_error_listing_known_tricks(ourtester):
 
 
 def test_unknown_marker_trick_is_an_error_listing_known_tricks(ourtester):
-    ourtester.makepyfile(test_x="import pytest\n@pytest.mark.bpsperf_tricks('default', 'nope')\n"
-                                "def test_x(bpsperf_train):\n    bpsperf_train()\n")
+    ourtester.makepyfile(
+        test_x="import pytest\n@pytest.mark.bpsperf_tricks('default', 'nope')\n"
+        "def test_x(bpsperf_train):\n    bpsperf_train()\n"
+    )
     result = run(ourtester)
     # a usage error once the test is selected (it was a collection error while parametrizing)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -340,8 +361,10 @@ def test_unknown_marker_trick_is_an_error_listing_known_tricks(ourtester):
 
 
 def test_duplicate_trick_in_marker_is_an_error(ourtester):
-    ourtester.makepyfile(test_x="import pytest\n@pytest.mark.bpsperf_tricks('default', 'default')\n"
-                                "def test_x(bpsperf_train):\n    bpsperf_train()\n")
+    ourtester.makepyfile(
+        test_x="import pytest\n@pytest.mark.bpsperf_tricks('default', 'default')\n"
+        "def test_x(bpsperf_train):\n    bpsperf_train()\n"
+    )
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "names a trick twice" in result.stderr.str()
@@ -350,36 +373,51 @@ def test_duplicate_trick_in_marker_is_an_error(ourtester):
 def test_repeats_give_ids_and_interleaved_order(ourtester):
     ourtester.makepyfile(test_x=MATRIX_TEST)
     result = run(ourtester, "--collect-only", "-q", "--bpsperf-repeats", "2")
-    result.stdout.fnmatch_lines([
-        "test_x.py::test_x[[]default-r1[]]",
-        "test_x.py::test_x[[]omp-passive-r1[]]",
-        "test_x.py::test_x[[]default-r2[]]",
-        "test_x.py::test_x[[]omp-passive-r2[]]",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "test_x.py::test_x[[]default-r1[]]",
+            "test_x.py::test_x[[]omp-passive-r1[]]",
+            "test_x.py::test_x[[]default-r2[]]",
+            "test_x.py::test_x[[]omp-passive-r2[]]",
+        ]
+    )
     result = run(ourtester, "--bpsperf-repeats", "2", "-v")
     result.assert_outcomes(passed=4)
     assert order(ourtester) == [
-        "test_x[default-r1]", "test_x[omp-passive-r1]", "test_x[default-r2]", "test_x[omp-passive-r2]",
+        "test_x[default-r1]",
+        "test_x[omp-passive-r1]",
+        "test_x[default-r2]",
+        "test_x[omp-passive-r2]",
     ]
     assert [(c["trick"], c["repeat"]) for c in calls(ourtester)] == [
-        ("default", 0), ("omp-passive", 0), ("default", 1), ("omp-passive", 1),
+        ("default", 0),
+        ("omp-passive", 0),
+        ("default", 1),
+        ("omp-passive", 1),
     ]
 
 
 def test_interleaving_restores_order_of_shuffled_items(ourtester):
     # Another plugin reorders first (e.g. grouping by repeat); the runs must still alternate.
-    ourtester.makeconftest(CONFTEST + '''
+    ourtester.makeconftest(
+        CONFTEST
+        + """
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     items.reverse()
-''')
+"""
+    )
     ourtester.makepyfile(test_x=MATRIX_TEST)
     result = run(ourtester, "--bpsperf-repeats=3")
     result.assert_outcomes(passed=6)
     assert order(ourtester) == [
-        "test_x[default-r1]", "test_x[omp-passive-r1]", "test_x[default-r2]", "test_x[omp-passive-r2]",
-        "test_x[default-r3]", "test_x[omp-passive-r3]",
+        "test_x[default-r1]",
+        "test_x[omp-passive-r1]",
+        "test_x[default-r2]",
+        "test_x[omp-passive-r2]",
+        "test_x[default-r3]",
+        "test_x[omp-passive-r3]",
     ]
 
 
@@ -392,9 +430,15 @@ def test_interleaving_keeps_other_tests_in_place(ourtester):
     result = run(ourtester, "--bpsperf-repeats=2")
     result.assert_outcomes(passed=9)
     assert order(ourtester) == [
-        "test_x[default-r1]", "test_x[omp-passive-r1]", "test_x[default-r2]", "test_x[omp-passive-r2]",
+        "test_x[default-r1]",
+        "test_x[omp-passive-r1]",
+        "test_x[default-r2]",
+        "test_x[omp-passive-r2]",
         "test_plain",
-        "test_z[extra-servers-r1]", "test_z[default-r1]", "test_z[extra-servers-r2]", "test_z[default-r2]",
+        "test_z[extra-servers-r1]",
+        "test_z[default-r1]",
+        "test_z[extra-servers-r2]",
+        "test_z[default-r2]",
     ]
 
 
@@ -407,14 +451,16 @@ def test_ini_defined_trick_is_selectable_and_reaches_the_job(ourtester):
         "    omp-4: server,worker:OMP_NUM_THREADS=4 -- four OpenMP threads\n"
         "    more: extra_servers=2\n"
     )
-    ourtester.makepyfile(test_x="""
+    ourtester.makepyfile(
+        test_x="""
 import pytest
 
 @pytest.mark.bpsperf_tricks("omp-4", "omp-4+omp-passive", "more")
 def test_x(bpsperf_train, bpsperf_trick):
     result = bpsperf_train()
     assert result.spec.trick is bpsperf_trick
-""")
+"""
+    )
     result = run(ourtester)
     result.assert_outcomes(passed=3)
     seen = {c["trick"]: c for c in calls(ourtester)}
@@ -425,9 +471,7 @@ def test_x(bpsperf_train, bpsperf_trick):
 
 
 def test_pyproject_defined_trick(ourtester):
-    ourtester.makepyprojecttoml(
-        "[tool.pytest.ini_options]\nbpsperf_define_tricks = ['kmp-0: all:KMP_BLOCKTIME=0']\n"
-    )
+    ourtester.makepyprojecttoml("[tool.pytest.ini_options]\nbpsperf_define_tricks = ['kmp-0: all:KMP_BLOCKTIME=0']\n")
     ourtester.makepyfile(test_x="def test_x(bpsperf_train):\n    bpsperf_train()\n")
     result = run(ourtester, "--bpsperf-tricks=kmp-0")
     result.assert_outcomes(passed=1)
@@ -436,14 +480,17 @@ def test_pyproject_defined_trick(ourtester):
 
 
 def test_hook_defined_trick_is_selectable_and_reaches_the_job(ourtester):
-    ourtester.makeconftest(CONFTEST + '''
+    ourtester.makeconftest(
+        CONFTEST
+        + """
 
 from pytest_bpsperf.config.tricks import Trick
 
 
 def pytest_bpsperf_tricks(config):
     return {"no-spin": Trick("no-spin", "spin less", env={"worker": {"GOMP_SPINCOUNT": "0"}})}
-''')
+"""
+    )
     ourtester.makepyfile(test_x="def test_x(bpsperf_train):\n    bpsperf_train()\n")
     result = run(ourtester, "--bpsperf-tricks", "default,no-spin+extra-servers", "-v")
     result.assert_outcomes(passed=2)
@@ -455,14 +502,17 @@ def pytest_bpsperf_tricks(config):
 
 
 def test_hook_trick_with_wrong_name_is_usage_error(ourtester):
-    ourtester.makeconftest(CONFTEST + '''
+    ourtester.makeconftest(
+        CONFTEST
+        + """
 
 from pytest_bpsperf.config.tricks import Trick
 
 
 def pytest_bpsperf_tricks(config):
     return {"alias": Trick("other")}
-''')
+"""
+    )
     ourtester.makepyfile(MATRIX_TEST)
     result = run(ourtester, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -475,7 +525,9 @@ def pytest_bpsperf_tricks(config):
 def test_json_report_says_where_each_setting_of_each_run_came_from(ourtester, monkeypatch):
     from pytest_bpsperf.store.results import read_document
 
-    ourtester.makepyfile(test_x=MATRIX_TEST, test_y='''
+    ourtester.makepyfile(
+        test_x=MATRIX_TEST,
+        test_y="""
 import pytest
 
 pytestmark = pytest.mark.perf
@@ -484,7 +536,8 @@ pytestmark = pytest.mark.perf
 @pytest.mark.bpsperf(batch_size=4)
 def test_y(bpsperf_train):
     bpsperf_train(steps=12)
-''')
+""",
+    )
     ini = ourtester.makeini("[pytest]\nbpsperf_confirm = 1\n")
     monkeypatch.setenv("BPSPERF_STEPS", "8")
     result = run(ourtester, "--bpsperf-json=perf.json", "--bpsperf-tolerance=10%", "--bpsperf-no-scaling")
@@ -577,7 +630,8 @@ def test_no_summary_without_perf_tests(ourtester):
 
 
 def test_marker_settings_beat_the_command_line(ourtester):
-    ourtester.makepyfile(test_x="""
+    ourtester.makepyfile(
+        test_x="""
 import pytest
 
 @pytest.mark.bpsperf(steps=12)
@@ -589,18 +643,23 @@ def test_marked(bpsperf_train, bpsperf_settings):
 
 def test_unmarked(bpsperf_train):
     assert bpsperf_train().spec.settings.steps == 7
-""")
+"""
+    )
     result = run(ourtester, "--bpsperf-steps=7")
     result.assert_outcomes(passed=2)
     seen = {c["test"].split("::")[1]: c for c in calls(ourtester)}
     assert seen["test_marked"]["steps"] == 12
-    assert seen["test_marked"]["origins"]["steps"] == "steps= of @pytest.mark.bpsperf(...) on test_x.py::test_marked[default]"
+    assert (
+        seen["test_marked"]["origins"]["steps"]
+        == "steps= of @pytest.mark.bpsperf(...) on test_x.py::test_marked[default]"
+    )
     assert seen["test_unmarked"]["steps"] == 7
     assert seen["test_unmarked"]["origins"]["steps"] == "command line option --bpsperf-steps"
 
 
 def test_call_arguments_beat_the_marker(ourtester):
-    ourtester.makepyfile(test_x="""
+    ourtester.makepyfile(
+        test_x="""
 import pytest
 
 @pytest.mark.bpsperf(steps=12, batch_size=4)
@@ -608,7 +667,8 @@ def test_x(bpsperf_train):
     result = bpsperf_train(steps=6)
     assert result.spec.settings.steps == 6
     assert result.spec.settings.batch_size == 4
-""")
+"""
+    )
     result = run(ourtester, "--bpsperf-steps=9")
     result.assert_outcomes(passed=1)
     (call,) = calls(ourtester)
@@ -617,13 +677,15 @@ def test_x(bpsperf_train):
 
 
 def test_marker_repeats_and_tricks_drive_parametrization(ourtester):
-    ourtester.makepyfile(test_x="""
+    ourtester.makepyfile(
+        test_x="""
 import pytest
 
 @pytest.mark.bpsperf(repeats=2, tricks="omp-passive")
 def test_x(bpsperf_train):
     bpsperf_train()
-""")
+"""
+    )
     result = run(ourtester, "--collect-only", "-q")
     result.stdout.fnmatch_lines(["test_x.py::test_x[[]omp-passive-r1[]]", "test_x.py::test_x[[]omp-passive-r2[]]"])
 
@@ -638,13 +700,15 @@ def test_invalid_call_argument_fails_naming_it(ourtester):
 
 
 def test_unknown_marker_setting_is_an_error(ourtester):
-    ourtester.makepyfile(test_x="""
+    ourtester.makepyfile(
+        test_x="""
 import pytest
 
 @pytest.mark.bpsperf(stepz=12)
 def test_x(bpsperf_train):
     bpsperf_train()
-""")
+"""
+    )
     result = run(ourtester)
     assert result.ret != 0
     assert "unknown setting 'stepz'" in result.stdout.str() + result.stderr.str()
@@ -655,7 +719,9 @@ def test_x(bpsperf_train):
 
 
 def test_role_failure_fails_the_test_with_its_message(ourtester):
-    ourtester.makeconftest(CONFTEST + '''
+    ourtester.makeconftest(
+        CONFTEST
+        + """
 
 from pytest_bpsperf.launch.launcher import RoleFailed
 
@@ -666,7 +732,8 @@ def pytest_bpsperf_run(config, spec):
     if spec.trick.name == "omp-passive":
         raise RoleFailed("role worker-1 on node-0 exited 86; last log lines: boom")
     return _original(config, spec)
-''')
+"""
+    )
     ourtester.makepyfile(test_x=MATRIX_TEST)
     result = run(ourtester, "-rf", "--bpsperf-json", "perf.json")
     result.assert_outcomes(passed=1, failed=1)
@@ -677,13 +744,19 @@ def pytest_bpsperf_run(config, spec):
     result.stdout.fnmatch_lines(["FAILED test_x.py::test_x[[]omp-passive[]] - Failed: role worker-1 on node-0*"])
     result.stdout.fnmatch_lines(["test_x.py::test_x[[]omp-passive[]]: FAILED to measure: role worker-1 on node-0*"])
     doc = json.loads((ourtester.path / "perf.json").read_text())
-    assert doc["failures"] == [{"nodeid": "test_x.py::test_x[omp-passive]",
-                                "reason": "role worker-1 on node-0 exited 86; last log lines: boom"}]
+    assert doc["failures"] == [
+        {
+            "nodeid": "test_x.py::test_x[omp-passive]",
+            "reason": "role worker-1 on node-0 exited 86; last log lines: boom",
+        }
+    ]
     assert [t["trick"] for t in doc["tests"]] == ["default"]
 
 
 def test_too_few_records_fail_the_test(ourtester):
-    ourtester.makeconftest(CONFTEST + '''
+    ourtester.makeconftest(
+        CONFTEST
+        + """
 
 from pytest_bpsperf.runs.output import RunOutput as _RunOutput
 
@@ -691,11 +764,14 @@ from pytest_bpsperf.runs.output import RunOutput as _RunOutput
 def pytest_bpsperf_run(config, spec):
     return _RunOutput(workers=(), roles=(), bringup_s=0.0, teardown_s=0.0, wall_s=0.0, log_dir=spec.log_dir,
                        backend="mxnet")
-''')
+"""
+    )
     ourtester.makepyfile(test_x="def test_x(bpsperf_train):\n    bpsperf_train()\n")
     result = run(ourtester, "-rf")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["bpsperf: test_x.py::test_x[[]default[]]: cannot measure: the run has no worker records"])
+    result.stdout.fnmatch_lines(
+        ["bpsperf: test_x.py::test_x[[]default[]]: cannot measure: the run has no worker records"]
+    )
     assert "During handling" not in result.stdout.str()
 
 
@@ -759,8 +835,10 @@ def test_header_of_a_perf_session_names_version_profile_baselines_ray_and_gate(o
     result.stdout.fnmatch_lines(["collected 2 items", "bpsperf: *", "*", "*", "bpsperf gate: *", "", "test_x.py *"])
     # recorded, the file is named with its entries, sessions and latest date
     result = run(ourtester, "--bpsperf-update-baselines", "--bpsperf-repeats=3")
-    assert "bpsperf gate: tolerance 10%, confidence 99%, strict off, recording baselines " \
-           "(--bpsperf-update-baselines)" in _header(result)
+    assert (
+        "bpsperf gate: tolerance 10%, confidence 99%, strict off, recording baselines "
+        "(--bpsperf-update-baselines)" in _header(result)
+    )
     date = json.loads((ourtester.path / "baselines" / "testprof.json").read_text())
     date = next(iter(date["entries"].values()))["sessions"][0]["date"]
     result = run(ourtester)
@@ -773,10 +851,11 @@ def test_header_names_other_profiles_when_this_one_has_none(ourtester):
         run(ourtester, f"--bpsperf-profile={name}", "--bpsperf-update-baselines", "--bpsperf-repeats=3")
     result = run(ourtester, "--bpsperf-profile=mine")
     # the nearest recorded profile is named with how it differs, as information (all three are this machine)
-    assert ("bpsperf baselines: none for this profile: no file baselines/mine.json; baselines holds 2 other "
-            "profile(s): other-a, other-b (pytest -m perf --bpsperf-update-baselines records them); nearest recorded "
-            "profile: other-a (no fact differs but the id), for information: nothing is compared with it") \
-        in _header(result)
+    assert (
+        "bpsperf baselines: none for this profile: no file baselines/mine.json; baselines holds 2 other "
+        "profile(s): other-a, other-b (pytest -m perf --bpsperf-update-baselines records them); nearest recorded "
+        "profile: other-a (no fact differs but the id), for information: nothing is compared with it"
+    ) in _header(result)
 
 
 def test_baselines_of_the_older_profile_scheme_are_named_then_adopted_and_used(ourtester, monkeypatch):
@@ -791,9 +870,15 @@ def test_baselines_of_the_older_profile_scheme_are_named_then_adopted_and_used(o
     # the same file as the older scheme wrote it: its id and facts do not name the CPU's identity
     doc = json.loads(new.read_text())
     old_id = legacy_id(doc["profile"]["facts"])
-    doc["profile"] = {"id": old_id, "facts": {k: v for k, v in doc["profile"]["facts"].items()
-                                              if not k.startswith("cpu_") or k == "cpu_model"
-                                              if k != "profile_scheme"}}
+    doc["profile"] = {
+        "id": old_id,
+        "facts": {
+            k: v
+            for k, v in doc["profile"]["facts"].items()
+            if not k.startswith("cpu_") or k == "cpu_model"
+            if k != "profile_scheme"
+        },
+    }
     assert is_legacy(doc["profile"]["facts"]) and old_id != new_id
     new.unlink()
     (ourtester.path / "baselines" / f"{old_id}.json").write_text(json.dumps(doc))
@@ -820,7 +905,7 @@ def test_detected_profile_in_the_header_is_the_one_the_runs_get(ourtester):
     result = run(ourtester, "--bpsperf-json=out.json")
     said = _header(result)[0].split("profile ", 1)[1]
     assert said.endswith(" (this machine)")
-    assert json.loads((ourtester.path / "out.json").read_text())["profile"]["id"] == said[:-len(" (this machine)")]
+    assert json.loads((ourtester.path / "out.json").read_text())["profile"]["id"] == said[: -len(" (this machine)")]
     result.stdout.no_fnmatch_line("*not * as the header said*")
 
 
@@ -849,7 +934,9 @@ def test_show_settings_shows_the_header_too_with_a_cluster_and_a_base(ourtester)
 def test_a_profile_other_than_the_headers_is_said_at_the_end(ourtester):
     # Facts that change between the header and the runs (here a hook's counter; for real, Ray counting
     # this machine's cores otherwise) give another profile: the summary says so.
-    ourtester.makeconftest(CONFTEST + '''
+    ourtester.makeconftest(
+        CONFTEST
+        + """
 
 CALLS = []
 
@@ -857,7 +944,8 @@ CALLS = []
 def pytest_bpsperf_profile_facts(config, facts):
     CALLS.append(1)
     facts["seen"] = len(CALLS)
-''')
+"""
+    )
     ourtester.makepyfile(test_x=MATRIX_TEST)
     result = run(ourtester)
     said = _header(result)[0].split("profile ", 1)[1].split(" ")[0]
@@ -868,14 +956,16 @@ def test_a_notice_while_a_test_runs_is_shown_and_the_next_live_line_starts_its_o
     # a notice mid-test (the wait for another session's machine lock) was written into the test's
     # capture: lost, and the terminal took its line as ended, so the next live line ran on after
     # pytest's file name ("test_x.py bpsperf: ...")
-    ourtester.makepyfile(test_x="""
+    ourtester.makepyfile(
+        test_x="""
         from pytest_bpsperf.plugin import runner_key
 
         def test_waits(request):
             runner = request.config.stash[runner_key]
             runner.notice("waiting for the machine lock")
             runner.live("4 roles up")
-    """)
+    """
+    )
     result = ourtester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["test_x.py ", "bpsperf: waiting for the machine lock", "bpsperf: 4 roles up"])
@@ -892,10 +982,14 @@ def test_one_baselines_directory_for_the_plugin_and_the_command(pytester, monkey
 
     monkeypatch.setattr(settings, "BASELINES_DIR", "perf-baselines")
     parse = _parser().parse_args
-    assert {parse(["check", "r.json"]).baselines_dir, parse(["report", "--out", "o"]).baselines_dir,
-            parse(["baselines", "list"]).baselines_dir, parse(["baselines", "record", "r.json"]).baselines_dir,
-            parse(["baselines", "show", "p"]).baselines_dir, parse(["baselines", "prune", "p"]).baselines_dir} \
-        == {"perf-baselines"}
+    assert {
+        parse(["check", "r.json"]).baselines_dir,
+        parse(["report", "--out", "o"]).baselines_dir,
+        parse(["baselines", "list"]).baselines_dir,
+        parse(["baselines", "record", "r.json"]).baselines_dir,
+        parse(["baselines", "show", "p"]).baselines_dir,
+        parse(["baselines", "prune", "p"]).baselines_dir,
+    } == {"perf-baselines"}
     for key in list(os.environ):
         if key.startswith("BPSPERF_"):
             monkeypatch.delenv(key)

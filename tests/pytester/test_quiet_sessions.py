@@ -77,11 +77,14 @@ def test_the_session_prints_what_pytest_alone_prints(user_repo, args):
 @BOTH
 def test_the_session_warns_nothing_and_imports_none_of_the_heavy_dependencies(user_repo):
     # pytest.main in a fresh interpreter, every warning an error: what the session imported, and its status
-    code = ("import json, sys, pytest\n"
-            "status = pytest.main(['-p', 'no:cacheprovider', '-q', '-W', 'error'])\n"
-            f"print(json.dumps([int(status), sorted(m for m in {HEAVY!r} if m in sys.modules)]))\n")
-    proc = subprocess.run([sys.executable, "-W", "error", "-c", code], cwd=user_repo.path, capture_output=True,
-                          text=True, timeout=120)
+    code = (
+        "import json, sys, pytest\n"
+        "status = pytest.main(['-p', 'no:cacheprovider', '-q', '-W', 'error'])\n"
+        f"print(json.dumps([int(status), sorted(m for m in {HEAVY!r} if m in sys.modules)]))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code], cwd=user_repo.path, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     status, imported = json.loads(proc.stdout.strip().splitlines()[-1])
     assert status == 0 and imported == [], proc.stdout

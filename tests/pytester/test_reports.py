@@ -24,7 +24,8 @@ from pytest_bpsperf.store.results import read_document
 
 #: The fed run (tests/helpers/fakes.py): FAKE_TIMING picks the timing, FAKE_TRICK_SPEED how much faster
 #: omp-passive is, FAKE_HEAD the head arm's speed; runs differ a little (identical runs have no spread).
-FAKE_RUN = fake_run_conftest(extra='''
+FAKE_RUN = fake_run_conftest(
+    extra="""
 
 import os
 
@@ -37,9 +38,10 @@ def scenario(config, spec):
         speed *= float(os.environ.get("FAKE_HEAD", "1.0"))
     n = spec.repeat + (spec.pair or 0) + (1 if spec.arm is not None and spec.arm.name == "base" else 0)
     return speed / (1.0 + 0.01 * (n % 3 - 1))
-''')
+"""
+)
 
-GATED_TEST = '''
+GATED_TEST = """
 import pytest
 
 pytestmark = pytest.mark.perf
@@ -48,7 +50,7 @@ pytestmark = pytest.mark.perf
 @pytest.mark.bpsperf_tricks("default", "omp-passive")
 def test_x(bpsperf_train):
     bpsperf_train().assert_within_baseline()
-'''
+"""
 
 
 @pytest.fixture
@@ -66,14 +68,27 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
 
 
 def session(project: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return project.runpytest("-p", "no:cacheprovider", "--bpsperf-json=out/results.json",
-                             "--bpsperf-markdown=out/report.md", *args)
+    return project.runpytest(
+        "-p", "no:cacheprovider", "--bpsperf-json=out/results.json", "--bpsperf-markdown=out/report.md", *args
+    )
 
 
 def cli_report(project: pytest.Pytester, capsys: pytest.CaptureFixture, fmt: str, *args: str) -> str:
     """``bpsperf report`` of the session's results file; the report's text."""
-    code = main(["report", "--results", str(project.path / "out" / "results.json"), "--out", str(project.path / "rep"),
-                 "--baselines-dir", str(project.path / "baselines"), "--format", fmt, *args])
+    code = main(
+        [
+            "report",
+            "--results",
+            str(project.path / "out" / "results.json"),
+            "--out",
+            str(project.path / "rep"),
+            "--baselines-dir",
+            str(project.path / "baselines"),
+            "--format",
+            fmt,
+            *args,
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     return (project.path / "rep" / ("report.html" if fmt == "html" else "report.md")).read_text()
@@ -139,7 +154,9 @@ def test_the_results_document_holds_the_verdicts_in_the_order_the_jobs_started(p
     doc = read_document(project.path / "out" / "results.json", "results")
     assert doc["schema_version"] == 3
     assert [(v["nodeid"], v["status"]) for v in doc["verdicts"]] == [
-        ("test_x.py::test_x[default]", "no-baseline"), ("test_x.py::test_x[omp-passive]", "no-baseline")]
+        ("test_x.py::test_x[default]", "no-baseline"),
+        ("test_x.py::test_x[omp-passive]", "no-baseline"),
+    ]
     assert all(v["key"] == t["key"] for v, t in zip(doc["verdicts"], doc["tests"]))
 
 
@@ -162,7 +179,9 @@ def test_files_before_schema_3_render_their_verdicts_alike(project, monkeypatch,
         assert all(v["kind"] == "pairs" for v in doc["verdicts"])
     else:
         assert [v["nodeid"] for v in doc["verdicts"]] == [  # named by the run that decided: the job's last
-            "test_x.py::test_x[default-r2]", "test_x.py::test_x[omp-passive-r2]"]
+            "test_x.py::test_x[default-r2]",
+            "test_x.py::test_x[omp-passive-r2]",
+        ]
     assert verdicts_of(older) == verdicts_of(doc)
     text = blocks.markdown(session_pieces(older))
     assert text == blocks.markdown(session_pieces(doc)) and "### Verdicts" in text or "### Base vs head" in text
@@ -185,7 +204,7 @@ def test_overlapped_runs_render_a_dash_for_compute_and_sync(project, capsys, fmt
     doc = read_document(project.path / "out" / "results.json", "results")
     assert all(t["compute_s_per_step"] is None and t["sync_s_per_step"] is None for t in doc["tests"])
     text = cli_report(project, capsys, fmt)
-    split = " | - (overlapped) | - (overlapped) |" if fmt == "markdown" else "<td class=\"num\">- (overlapped)</td>" * 2
+    split = " | - (overlapped) | - (overlapped) |" if fmt == "markdown" else '<td class="num">- (overlapped)</td>' * 2
     assert text.count(split) == 4 and "0.000s" not in text
     if fmt == "markdown":
         rows = _md_rows(text)

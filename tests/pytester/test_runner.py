@@ -13,12 +13,14 @@ from pathlib import Path
 import pytest
 
 
-def test_embedded_session_with_two_mxnets_is_a_usage_error(pytester: pytest.Pytester, two_mxnets: Path,
-                                                           monkeypatch: pytest.MonkeyPatch):
+def test_embedded_session_with_two_mxnets_is_a_usage_error(
+    pytester: pytest.Pytester, two_mxnets: Path, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.syspath_prepend(str(two_mxnets))
     # an entry point of its own: no gluoncv needed, and nothing is trained (the error comes first)
     pytester.makepyfile(mymodel="def build(ctx):\n    raise AssertionError('never built')\n")
-    pytester.makepyfile(test_perf=textwrap.dedent("""
+    pytester.makepyfile(
+        test_perf=textwrap.dedent("""
         import pytest
 
         pytestmark = pytest.mark.perf
@@ -26,7 +28,8 @@ def test_embedded_session_with_two_mxnets_is_a_usage_error(pytester: pytest.Pyte
 
         def test_train(bpsperf_train):
             bpsperf_train()
-    """))
+    """)
+    )
     result = pytester.runpytest("-p", "no:cacheprovider", "--bpsperf-entry=mymodel:build")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()

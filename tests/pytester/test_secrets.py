@@ -24,7 +24,7 @@ from helpers.fakes import fake_run_conftest, perf_test, run
 TOKEN = "ghp_s3cr3tV4lueThatMustNeverBeWritten"
 
 #: The fed run, whose roles report an environment with secrets in it, as a real role's /proc would.
-ROLES_WITH_SECRETS = '''
+ROLES_WITH_SECRETS = """
 
 _fed = pytest_bpsperf_run
 
@@ -40,7 +40,7 @@ def pytest_bpsperf_run(config, spec):
            "BYTEPS_KEY_HASH_FN": "djb2"}
     out = _fed(config, spec)
     return dataclasses.replace(out, roles=tuple(dataclasses.replace(r, environ=env) for r in out.roles))
-'''
+"""
 
 
 @pytest.fixture
@@ -57,18 +57,37 @@ def test_a_token_reaches_no_output_of_a_session_or_of_the_command(ourtester, mon
     monkeypatch.setenv("BPSPERF_PR_TOKEN", TOKEN)  # as the recording workflow's job would have it
     ourtester.makepyfile(test_perf=perf_test("result.assert_within_baseline()", tricks=("default", "secret-trick")))
     ourtester.makeini("[pytest]\nbpsperf_steps = 8\nbpsperf_profile = testprof\nbpsperf_scaling = off\n")
-    secrets = ("-o", f"bpsperf_define_tricks=secret-trick: worker:MY_SECRET={TOKEN} -- a trick that sets a secret",
-               f"--bpsperf-role-env=worker:HF_TOKEN={TOKEN} worker:DMLC_INTERFACE=lo")
-    recorded = run(ourtester, *secrets, "--bpsperf-repeats=2", "--bpsperf-update-baselines",
-                   "--bpsperf-baselines-dir=baselines", "--bpsperf-json=recorded.json")
+    secrets = (
+        "-o",
+        f"bpsperf_define_tricks=secret-trick: worker:MY_SECRET={TOKEN} -- a trick that sets a secret",
+        f"--bpsperf-role-env=worker:HF_TOKEN={TOKEN} worker:DMLC_INTERFACE=lo",
+    )
+    recorded = run(
+        ourtester,
+        *secrets,
+        "--bpsperf-repeats=2",
+        "--bpsperf-update-baselines",
+        "--bpsperf-baselines-dir=baselines",
+        "--bpsperf-json=recorded.json",
+    )
     assert recorded.ret == 0, recorded.stdout.str()
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(ourtester.path / "summary.md"))
     # against no baselines: the verdicts are no-baseline, which the annotations show
-    gated = run(ourtester, *secrets, "-v", "--bpsperf-baselines-dir=empty", "--bpsperf-json=out/results.json",
-                "--bpsperf-markdown=out/report.md", "--bpsperf-plots=out/img", "--bpsperf-history=history",
-                "--bpsperf-benchmark-json=out/bench.json", "--bpsperf-bmf=out/bmf.json",
-                "--bpsperf-github-benchmark=out/gh.json", "--junitxml=out/junit.xml")
+    gated = run(
+        ourtester,
+        *secrets,
+        "-v",
+        "--bpsperf-baselines-dir=empty",
+        "--bpsperf-json=out/results.json",
+        "--bpsperf-markdown=out/report.md",
+        "--bpsperf-plots=out/img",
+        "--bpsperf-history=history",
+        "--bpsperf-benchmark-json=out/bench.json",
+        "--bpsperf-bmf=out/bmf.json",
+        "--bpsperf-github-benchmark=out/gh.json",
+        "--junitxml=out/junit.xml",
+    )
     assert gated.ret == 0, gated.stdout.str()
     assert "::warning " in gated.stdout.str()  # the annotations were printed
     shown = run(ourtester, *secrets, "--bpsperf-show-settings")
@@ -76,15 +95,17 @@ def test_a_token_reaches_no_output_of_a_session_or_of_the_command(ourtester, mon
     assert refused.ret == pytest.ExitCode.USAGE_ERROR and "HF_TOKEN=***" in refused.stderr.str()
     monkeypatch.delenv("GITHUB_ACTIONS")
     results = ourtester.path / "out" / "results.json"
-    for args in (("report", "--results", results, "--history", "history", "--out", "html"),
-                 ("report", "--results", results, "--format", "markdown", "--out", "md"),
-                 ("export", results, "--format", "bmf", "-o", "exports/bmf.json"),
-                 ("export", results, "--format", "github-benchmark", "-o", "exports/gh.json"),
-                 ("export", results, "--format", "benchmark-json", "-o", "exports/bench.json"),
-                 ("comment", results, "--markdown", "out/report.md", "--marker", "cpu", "--out", "comment.md"),
-                 ("check", results, "--baselines-dir", "baselines", "--markdown", "check.md", "--json"),
-                 ("history", "add", results, "--history", "history2"),
-                 ("baselines", "record", "recorded.json", "--baselines-dir", "baselines2", "--force")):
+    for args in (
+        ("report", "--results", results, "--history", "history", "--out", "html"),
+        ("report", "--results", results, "--format", "markdown", "--out", "md"),
+        ("export", results, "--format", "bmf", "-o", "exports/bmf.json"),
+        ("export", results, "--format", "github-benchmark", "-o", "exports/gh.json"),
+        ("export", results, "--format", "benchmark-json", "-o", "exports/bench.json"),
+        ("comment", results, "--markdown", "out/report.md", "--marker", "cpu", "--out", "comment.md"),
+        ("check", results, "--baselines-dir", "baselines", "--markdown", "check.md", "--json"),
+        ("history", "add", results, "--history", "history2"),
+        ("baselines", "record", "recorded.json", "--baselines-dir", "baselines2", "--force"),
+    ):
         with monkeypatch.context() as m:
             m.chdir(ourtester.path)
             code, out, err = bpsperf(capsys, *args)
@@ -92,8 +113,16 @@ def test_a_token_reaches_no_output_of_a_session_or_of_the_command(ourtester, mon
 
     written = _files(ourtester.path)
     names = {p.relative_to(ourtester.path).as_posix() for p in written}
-    assert {"summary.md", "comment.md", "check.md", "html/report.html", "md/report.md", "out/junit.xml",
-            "baselines/testprof.json", "baselines2/testprof.json"} <= names
+    assert {
+        "summary.md",
+        "comment.md",
+        "check.md",
+        "html/report.html",
+        "md/report.md",
+        "out/junit.xml",
+        "baselines/testprof.json",
+        "baselines2/testprof.json",
+    } <= names
     assert any(n.startswith("out/img/") and n.endswith(".png") for n in names)
     assert any(n.startswith("history/") for n in names) and any(n.startswith("history2/") for n in names)
     leaks = [p.relative_to(ourtester.path).as_posix() for p in written if TOKEN.encode() in p.read_bytes()]

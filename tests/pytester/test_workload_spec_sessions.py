@@ -48,26 +48,31 @@ def test_marker_entry_imports_from_the_rootdir(pytester):
     pytester.makeini("[pytest]\n")
     pytester.mkpydir("team")
     pytester.path.joinpath("team", "nets.py").write_text("def build(ctx):\n    return lambda: None\n")
-    pytester.makepyfile(test_perf=textwrap.dedent("""
+    pytester.makepyfile(
+        test_perf=textwrap.dedent("""
         import pytest
 
         @pytest.mark.bpsperf(entry="team.nets:build")
         def test_x(bpsperf_settings):
             print("ENTRY", bpsperf_settings.entry.spec, bpsperf_settings.entry.path)
 
-    """))
+    """)
+    )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
     result.stdout.fnmatch_lines([f"*ENTRY team.nets:build {pytester.path}"])
     result.assert_outcomes(passed=1)
     # A test's own bad entry is a usage error before anything runs (it was an error of that test's setup).
-    pytester.makepyfile(test_other=textwrap.dedent("""
+    pytester.makepyfile(
+        test_other=textwrap.dedent("""
         import pytest
 
         @pytest.mark.bpsperf(entry="team.nets:missing")
         def test_y(bpsperf_settings):
             pass
-    """))
+    """)
+    )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*entry= of @pytest.mark.bpsperf(...) on test_other.py::test_y*has no function "
-                                 "'missing'*"])
+    result.stderr.fnmatch_lines(
+        ["*entry= of @pytest.mark.bpsperf(...) on test_other.py::test_y*has no function 'missing'*"]
+    )

@@ -18,8 +18,20 @@ PUBLIC = [n for n in pytest_bpsperf.__all__ if n != "__version__"]
 
 
 def test_the_face_holds_what_the_brief_of_a_backend_and_a_test_needs():
-    needed = {"RunResult", "TrainContext", "Trick", "Backend", "BackendBase", "WorkerProcess", "register",
-              "PYTHON", "RECORDS", "RunSpec", "RunOutput", "WorkerRecords"}
+    needed = {
+        "RunResult",
+        "TrainContext",
+        "Trick",
+        "Backend",
+        "BackendBase",
+        "WorkerProcess",
+        "register",
+        "PYTHON",
+        "RECORDS",
+        "RunSpec",
+        "RunOutput",
+        "WorkerRecords",
+    }
     assert needed <= set(pytest_bpsperf.__all__)
     assert len(set(pytest_bpsperf.__all__)) == len(pytest_bpsperf.__all__)
 
@@ -43,8 +55,10 @@ def test_an_unknown_name_is_an_attribute_error_that_lists_the_public_ones():
 
 def test_importing_the_package_imports_none_of_its_modules():
     # a role process imports pytest_bpsperf too: the face must cost nothing until a name is used
-    code = ("import sys, pytest_bpsperf; print(sorted(m for m in sys.modules if m.startswith('pytest_bpsperf.')));"
-            "pytest_bpsperf.PYTHON; print(sorted(m for m in sys.modules if m.startswith('pytest_bpsperf.')))")
+    code = (
+        "import sys, pytest_bpsperf; print(sorted(m for m in sys.modules if m.startswith('pytest_bpsperf.')));"
+        "pytest_bpsperf.PYTHON; print(sorted(m for m in sys.modules if m.startswith('pytest_bpsperf.')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     before, after = out.splitlines()
     assert before == "[]"
@@ -78,5 +92,6 @@ def test_the_writing_a_backend_page_names_every_public_name_and_the_records_even
         assert f"| `{event}` |" in page
     # every method of the protocol is in its table
     from pytest_bpsperf import Backend
+
     members = [m for m in vars(Backend) if not m.startswith("_")] + list(Backend.__annotations__)
     assert all(f"`{m}" in page for m in members), [m for m in members if f"`{m}" not in page]

@@ -17,8 +17,10 @@ import sys
 
 #: The variable the plugin reads (``pytest_bpsperf.remote.environ.SIMULATION``), and what it says.
 SIMULATION_ENV = "BPSPERF_SIMULATION"
-SIMULATION = ("BytePS stand-in (tests/helpers/standin): BytePS's MXNet plugin simulated on CPU MXNet, "
-              "its push_pulls carried by MXNet's dist_sync servers; GPUs are simulated")
+SIMULATION = (
+    "BytePS stand-in (tests/helpers/standin): BytePS's MXNet plugin simulated on CPU MXNet, "
+    "its push_pulls carried by MXNet's dist_sync servers; GPUs are simulated"
+)
 
 
 def visible_gpus() -> "int | None":
@@ -40,7 +42,8 @@ def map_gpu(mx: object) -> None:
         if device_id < 0 or (visible is not None and device_id >= visible):
             raise mx.base.MXNetError(  # type: ignore[attr-defined]
                 f"[simulated CUDA] cudaSetDevice({device_id}) failed: invalid device ordinal "
-                f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r})")
+                f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r})"
+            )
         return cpu(0)
 
     mx.gpu = gpu  # type: ignore[attr-defined]

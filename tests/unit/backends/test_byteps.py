@@ -39,8 +39,9 @@ def test_bpslaunch_mode_plans_one_launcher_per_worker_node():
     assert workload[:3] == (PYTHON, "-m", "pytest_bpsperf.remote.workload")
     assert "--records-per-rank" in workload and RECORDS in workload
     # the node's variables, as a bpslaunch user exports them: bpslaunch adds the per-rank ones
-    assert {k: worker.env[k] for k in bpslaunch_node_env(worker_id=0, local_size=4, num_workers=1)} == \
-        bpslaunch_node_env(worker_id=0, local_size=4, num_workers=1)
+    assert {
+        k: worker.env[k] for k in bpslaunch_node_env(worker_id=0, local_size=4, num_workers=1)
+    } == bpslaunch_node_env(worker_id=0, local_size=4, num_workers=1)
     for per_rank in ("BYTEPS_LOCAL_RANK", "BYTEPS_LOCAL_SIZE", "BYTEPS_NUMA_ON"):
         assert per_rank not in worker.env  # NUMA pinning: bpslaunch's default, on
     assert worker.env["NVIDIA_VISIBLE_DEVICES"] == "0,1,2,3"
@@ -59,8 +60,15 @@ def _plan(with_workers=True, **values):
 
     settings = resolve([Source("cli", "test", values)], Hardware(gpus=0, cores=2))
     nodes = [Node("cpu", "10.0.1.1", 16, 0, "cpu"), Node("gpu", "10.0.0.1", 32, 2, "gpu")]
-    return make_plan(settings, BUILTIN_TRICKS["omp-passive"], nodes, backend=backends.get("byteps"), run_id="r",
-                     with_workers=with_workers, verbose_ps=2)
+    return make_plan(
+        settings,
+        BUILTIN_TRICKS["omp-passive"],
+        nodes,
+        backend=backends.get("byteps"),
+        run_id="r",
+        with_workers=with_workers,
+        verbose_ps=2,
+    )
 
 
 def test_plan_gives_byteps_roles_their_environment():
@@ -85,15 +93,23 @@ def test_server_side_plan_without_gpus():
     cpu_only = [Node("n0", "127.0.0.1", 2, 0)]
     with pytest.raises(PlanError, match="GPU worker node"):
         make_plan(settings, BUILTIN_TRICKS["default"], cpu_only, backend=backends.get("byteps"), run_id="r")
-    plan = make_plan(settings, BUILTIN_TRICKS["default"], cpu_only, backend=backends.get("byteps"), run_id="r",
-                     with_workers=False)
+    plan = make_plan(
+        settings, BUILTIN_TRICKS["default"], cpu_only, backend=backends.get("byteps"), run_id="r", with_workers=False
+    )
     assert [r.name for r in plan.roles] == ["scheduler", "server-0"]
     assert plan.worker_processes == 0
     # the servers still wait for the configured workers
     assert {r.env["DMLC_NUM_WORKER"] for r in plan.roles} == {"2"}
     with pytest.raises(PlanError, match="PS_VERBOSE"):
-        make_plan(settings, BUILTIN_TRICKS["default"], cpu_only, backend=backends.get("byteps"), run_id="r",
-                  with_workers=False, verbose_ps=3)
+        make_plan(
+            settings,
+            BUILTIN_TRICKS["default"],
+            cpu_only,
+            backend=backends.get("byteps"),
+            run_id="r",
+            with_workers=False,
+            verbose_ps=3,
+        )
 
 
 def test_the_byteps_preflight_is_one_push_pull_through_a_real_scheduler_and_server():
@@ -104,8 +120,9 @@ def test_the_byteps_preflight_is_one_push_pull_through_a_real_scheduler_and_serv
 
     s = resolve([Source("cli", "c", {"backend": "byteps", "workers": "1"})], Hardware(gpus=8, cores=8))
     nodes = [Node("g", "10.0.0.2", 8, 8, "gpu"), Node("c", "10.0.0.3", 8, 0, "cpu")]
-    plan = make_plan(s.with_values(gpus_per_worker=1), BUILTIN_TRICKS["default"], nodes, backend=PushPullProbe(),
-                     run_id="pre")
+    plan = make_plan(
+        s.with_values(gpus_per_worker=1), BUILTIN_TRICKS["default"], nodes, backend=PushPullProbe(), run_id="pre"
+    )
     assert [r.role for r in plan.roles] == ["scheduler", "server", "worker"]
     (worker,) = plan.by_role("worker")
     assert worker.gpus == 1 and worker.env["BYTEPS_FORCE_DISTRIBUTED"] == "1"  # through the server, not NCCL only
@@ -135,8 +152,9 @@ def test_byteps_backend_collects_timelines_from_comm_json():
     from pytest_bpsperf.runs.plan import Node
 
     gpu = Node("g", "10.9.9.9", 8, 1, "gpu")
-    s = resolve([Source("cli", "command line", {"trace": "3:4", "steps": "10", "workers": "1"})],
-                Hardware(gpus=1, cores=8))
+    s = resolve(
+        [Source("cli", "command line", {"trace": "3:4", "steps": "10", "workers": "1"})], Hardware(gpus=1, cores=8)
+    )
     plan = make_plan(s, REGISTRY.get("default"), [gpu], backend=backends.get("byteps"), run_id="r")
     byteps = backends.get("byteps")
     (worker,) = plan.by_role("worker")
@@ -165,10 +183,16 @@ def test_byteps_timeline_reads_the_root_local_rank_only():
     from pytest_bpsperf.runs.plan import Node
 
     gpu = Node("g", "10.9.9.9", 8, 4, "gpu")
-    s = resolve([Source("cli", "command line", {"trace": "3:4", "steps": "10", "workers": "1"})],
-                Hardware(gpus=4, cores=8))
-    plan = make_plan(s, REGISTRY.get("default"), [gpu, Node("c", "10.9.9.8", 8, 0, "cpu")], backend=backends.get("byteps"),
-                     run_id="r")
+    s = resolve(
+        [Source("cli", "command line", {"trace": "3:4", "steps": "10", "workers": "1"})], Hardware(gpus=4, cores=8)
+    )
+    plan = make_plan(
+        s,
+        REGISTRY.get("default"),
+        [gpu, Node("c", "10.9.9.8", 8, 0, "cpu")],
+        backend=backends.get("byteps"),
+        run_id="r",
+    )
     byteps = backends.get("byteps")
     root_events, other_events = [], []
     for t0 in (0, 1_000_000):
@@ -182,8 +206,10 @@ def test_byteps_timeline_reads_the_root_local_rank_only():
             {"name": "Comm.w", "ph": "X", "tid": "total", "ts": t0, "dur": 300_000, "pid": 0},
             {"name": "Comm.w.REDUCE", "ph": "X", "tid": "1", "ts": t0, "dur": 50_000, "pid": 0},
         ]
-    texts = {f"trace/worker-0/{rank}/comm.json": json.dumps({"traceEvents": root_events if rank == 3 else other_events})
-             for rank in range(4)}
+    texts = {
+        f"trace/worker-0/{rank}/comm.json": json.dumps({"traceEvents": root_events if rank == 3 else other_events})
+        for rank in range(4)
+    }
     files = {w.name: texts for w in plan.by_role("worker")}
     (window,) = byteps.collect(plan, files)
     assert window.push_s == pytest.approx(0.1)  # averaging 4 ranks would give 0.025
@@ -200,15 +226,30 @@ def test_byteps_trace_with_bpslaunch_reads_the_root_rank_of_the_launchers_node()
     from pytest_bpsperf.runs.plan import Node
 
     gpu = Node("g", "10.9.9.9", 8, 4, "gpu")
-    s = resolve([Source("cli", "command line", {"trace": "3:4", "steps": "10", "workers": "1", "backend": "byteps",
-                                                "launch": "bpslaunch"})], Hardware(gpus=4, cores=8))
-    plan = make_plan(s, REGISTRY.get("default"), [gpu, Node("c", "10.9.9.8", 8, 0, "cpu")], backend=backends.get("byteps"),
-                     run_id="r")
+    s = resolve(
+        [
+            Source(
+                "cli",
+                "command line",
+                {"trace": "3:4", "steps": "10", "workers": "1", "backend": "byteps", "launch": "bpslaunch"},
+            )
+        ],
+        Hardware(gpus=4, cores=8),
+    )
+    plan = make_plan(
+        s,
+        REGISTRY.get("default"),
+        [gpu, Node("c", "10.9.9.8", 8, 0, "cpu")],
+        backend=backends.get("byteps"),
+        run_id="r",
+    )
     byteps = backends.get("byteps")
     (launcher,) = plan.by_role("worker")
     assert "BYTEPS_LOCAL_SIZE" not in launcher.env
     assert byteps.artifact_dirs(launcher) == ("trace/worker-0/3",)
     events = [{"name": "Comm.w", "ph": "X", "tid": "total", "ts": t0, "dur": 300_000, "pid": 0} for t0 in (0, 10**6)]
     events += [{"name": "Comm.w.PUSH", "ph": "X", "tid": "1", "ts": t0, "dur": 100_000, "pid": 0} for t0 in (0, 10**6)]
-    (window,) = byteps.collect(plan, {launcher.name: {"trace/worker-0/3/comm.json": json.dumps({"traceEvents": events})}})
+    (window,) = byteps.collect(
+        plan, {launcher.name: {"trace/worker-0/3/comm.json": json.dumps({"traceEvents": events})}}
+    )
     assert window.error is None and window.push_s == pytest.approx(0.1)

@@ -157,5 +157,6 @@ def test_bpslaunch_node_env_is_worker_env_without_the_per_rank_part():
     window = TraceWindow(3, 6, "trace/worker-1")
     node = bpslaunch_node_env(worker_id=1, local_size=2, num_workers=2, trace=window)
     rank0 = worker_env(worker_id=1, local_rank=0, local_size=2, num_workers=2, trace=window)
-    assert node == {k: v for k, v in rank0.items() if k not in ("BYTEPS_LOCAL_RANK", "BYTEPS_LOCAL_SIZE",
-                                                                 "BYTEPS_NUMA_ON")}
+    assert node == {
+        k: v for k, v in rank0.items() if k not in ("BYTEPS_LOCAL_RANK", "BYTEPS_LOCAL_SIZE", "BYTEPS_NUMA_ON")
+    }

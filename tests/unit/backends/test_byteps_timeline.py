@@ -18,8 +18,16 @@ from pytest_bpsperf.backends.byteps_timeline import (
 
 def _event(tensor: str, ts: int, dur: int, stage: str = "", key: str = "total") -> dict:
     pid = "Comm." + tensor
-    return {"ph": "X", "args": {"name": pid}, "pid": pid, "name": pid + ("." + stage if stage else ""),
-            "ts": ts, "dur": dur, "tid": key if stage else "total", "cat": "Comm"}
+    return {
+        "ph": "X",
+        "args": {"name": pid},
+        "pid": pid,
+        "name": pid + ("." + stage if stage else ""),
+        "ts": ts,
+        "dur": dur,
+        "tid": key if stage else "total",
+        "cat": "Comm",
+    }
 
 
 def _comm_json(events: list) -> str:
@@ -79,8 +87,10 @@ def test_tensor_names_with_dots_and_unordered_events():
 def test_tensor_without_total_events_uses_its_own_order():
     events = [e for e in _tensor_steps("g", ["1"], 0, 1000, 2, 10, 20) if e["tid"] != "total"]
     steps = step_timeline(load_comm_json(_comm_json(events)))
-    assert [(s.step, s.push_busy_s, s.comm_s) for s in steps] == [(0, pytest.approx(10e-6), 0.0),
-                                                                  (1, pytest.approx(10e-6), 0.0)]
+    assert [(s.step, s.push_busy_s, s.comm_s) for s in steps] == [
+        (0, pytest.approx(10e-6), 0.0),
+        (1, pytest.approx(10e-6), 0.0),
+    ]
 
 
 def test_read_window_over_local_ranks_and_summary(tmp_path):
@@ -137,8 +147,11 @@ def test_tensor_times_say_which_tensor_pushes_and_pulls_for_how_long():
     small = _tensor_steps("gradient_0", ["0"], 1_000_000, 1000, 3, 100, 200)
     big = _tensor_steps("gradient_1", ["65536", "65537", "65538"], 1_000_050, 1000, 3, 100, 300)
     slower = _tensor_steps("gradient_1", ["65536", "65537", "65538"], 1_000_050, 1000, 3, 100, 500)
-    files = {"trace/0/comm.json": _comm_json(small + big), "trace/1/comm.json": _comm_json(slower),
-             "trace/notes.txt": "ignored"}
+    files = {
+        "trace/0/comm.json": _comm_json(small + big),
+        "trace/1/comm.json": _comm_json(slower),
+        "trace/notes.txt": "ignored",
+    }
     times = tensor_times(files)
     assert sorted(times) == ["gradient_0", "gradient_1"]
     assert times["gradient_0"] == pytest.approx({"push_s": 100e-6, "pull_s": 200e-6})
@@ -147,4 +160,5 @@ def test_tensor_times_say_which_tensor_pushes_and_pulls_for_how_long():
     # without whole-tensor events a tensor's steps are its partitions' push count, not all of them together
     alone = [e for e in big if e["tid"] != "total"]
     assert tensor_times({"t/0/comm.json": _comm_json(alone)})["gradient_1"] == pytest.approx(
-        {"push_s": 300e-6, "pull_s": 900e-6})
+        {"push_s": 300e-6, "pull_s": 900e-6}
+    )

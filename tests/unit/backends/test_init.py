@@ -24,8 +24,11 @@ def test_explicit_gpu_backend_is_probed_on_a_gpu_node_and_refused_where_it_canno
     probed = []
     assert resolve_backend("byteps", [CPU, GPU], lambda b, n: probed.append(n) or None)[0] == "byteps"
     assert probed == [GPU]
-    with pytest.raises(PlanError, match="backend byteps cannot run on the GPU node node-1: byteps.mxnet does not "
-                                        "import: ImportError: libcudart.so.11.0"):
+    with pytest.raises(
+        PlanError,
+        match="backend byteps cannot run on the GPU node node-1: byteps.mxnet does not "
+        "import: ImportError: libcudart.so.11.0",
+    ):
         resolve_backend("byteps", [GPU], lambda b, n: "byteps.mxnet does not import: ImportError: libcudart.so.11.0")
     # without GPU nodes there is nothing to probe: planning says what is missing
     assert resolve_backend("byteps", [CPU], never_called)[0] == "byteps"
@@ -46,19 +49,36 @@ def test_auto_with_gpus_and_byteps_picks_byteps():
 
 
 def test_auto_with_gpus_but_no_byteps_plugin_picks_mxnet_with_the_import_error():
-    backend, reason = resolve_backend("auto", [GPU], lambda b, n: "byteps.mxnet does not import: ImportError: libcudart.so.11.0")
+    backend, reason = resolve_backend(
+        "auto", [GPU], lambda b, n: "byteps.mxnet does not import: ImportError: libcudart.so.11.0"
+    )
     assert backend == "mxnet"
     assert "on node-1, byteps.mxnet does not import: ImportError: libcudart.so.11.0" in reason
 
 
-@pytest.mark.parametrize("backend, values, message", [
-    ("mxnet", {"dtype": "float16"}, r"setting 'dtype' \(float16, from command line option --bpsperf-dtype\) needs "
-                                    r"GPU workers: backend mxnet trains on CPU.*FP16 gemm"),
-    ("auto", {"dtype": "float16"}, r"setting 'dtype' .*backend mxnet trains on CPU.*\(backend auto is mxnet on this "
-                                   r"machine: no GPU\)"),
-    ("mxnet", {"launch": "bpslaunch"}, r"setting 'launch' \(bpslaunch, from command line option --bpsperf-launch\) "
-                                       r".*needs backend byteps, not mxnet"),
-])
+@pytest.mark.parametrize(
+    "backend, values, message",
+    [
+        (
+            "mxnet",
+            {"dtype": "float16"},
+            r"setting 'dtype' \(float16, from command line option --bpsperf-dtype\) needs "
+            r"GPU workers: backend mxnet trains on CPU.*FP16 gemm",
+        ),
+        (
+            "auto",
+            {"dtype": "float16"},
+            r"setting 'dtype' .*backend mxnet trains on CPU.*\(backend auto is mxnet on this "
+            r"machine: no GPU\)",
+        ),
+        (
+            "mxnet",
+            {"launch": "bpslaunch"},
+            r"setting 'launch' \(bpslaunch, from command line option --bpsperf-launch\) "
+            r".*needs backend byteps, not mxnet",
+        ),
+    ],
+)
 def test_what_the_workers_cannot_run_is_refused_before_ray(backend, values, message):
     # these were also written in config/workload_spec.py, with the backends' names
     from pytest_bpsperf import backends
@@ -69,9 +89,16 @@ def test_what_the_workers_cannot_run_is_refused_before_ray(backend, values, mess
         backends.check_settings(s, gpus=0)
 
 
-@pytest.mark.parametrize("backend, gpus, ray_address, launch", [
-    ("byteps", 0, "", "direct"), ("auto", 2, "", "direct"), ("auto", 0, "auto", "direct"), ("byteps", 0, "", "bpslaunch"),
-    ("auto", 0, "auto", "bpslaunch")])
+@pytest.mark.parametrize(
+    "backend, gpus, ray_address, launch",
+    [
+        ("byteps", 0, "", "direct"),
+        ("auto", 2, "", "direct"),
+        ("auto", 0, "auto", "direct"),
+        ("byteps", 0, "", "bpslaunch"),
+        ("auto", 0, "auto", "bpslaunch"),
+    ],
+)
 def test_what_workers_may_run_passes_before_ray(backend, gpus, ray_address, launch):
     # auto on an existing cluster is known once resolved there: planning checks it then
     from pytest_bpsperf import backends

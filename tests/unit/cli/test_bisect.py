@@ -12,15 +12,28 @@ from pytest_bpsperf.cli.bisect import outcome_of
 
 
 def verdict(status, ratio, nodeid="t.py::t[default]"):
-    return {"kind": "pairs", "status": status, "ratio": ratio, "ci_low": ratio - 0.05, "ci_high": ratio + 0.05,
-            "pairs": 4, "looks": 2, "nodeid": nodeid, "change_pct": 100 * (ratio - 1),
-            "breakdown": {"base": {"total_s": 0.3, "compute_s": 0.2, "sync_s": 0.1},
-                          "head": {"total_s": 0.4, "compute_s": 0.3, "sync_s": 0.1}}}
+    return {
+        "kind": "pairs",
+        "status": status,
+        "ratio": ratio,
+        "ci_low": ratio - 0.05,
+        "ci_high": ratio + 0.05,
+        "pairs": 4,
+        "looks": 2,
+        "nodeid": nodeid,
+        "change_pct": 100 * (ratio - 1),
+        "breakdown": {
+            "base": {"total_s": 0.3, "compute_s": 0.2, "sync_s": 0.1},
+            "head": {"total_s": 0.4, "compute_s": 0.3, "sync_s": 0.1},
+        },
+    }
 
 
 def test_the_worst_job_of_a_session_decides_its_step():
-    doc = {"verdicts": [verdict("ok", 0.99, "a"), verdict("regression", 0.7, "b"), verdict("regression", 0.8, "c")],
-           "tests": [{"settings": {"max_pairs": 12}}]}
+    doc = {
+        "verdicts": [verdict("ok", 0.99, "a"), verdict("regression", 0.7, "b"), verdict("regression", 0.8, "c")],
+        "tests": [{"settings": {"max_pairs": 12}}],
+    }
     o = outcome_of(doc, 1, "")
     assert (o.status, o.nodeid, o.ratio, o.max_pairs) == ("regression", "b", 0.7, 12)
     assert o.where.startswith("head 30.0% slower: compute +50%")
@@ -28,12 +41,19 @@ def test_the_worst_job_of_a_session_decides_its_step():
     assert outcome_of(doc, 0, "").status == "inconclusive"
 
 
-@pytest.mark.parametrize("output, doc, broken", [
-    ("ERROR: bpsperf: head arm (/tmp/x/tree) on this machine: entry point bench:build: module 'bench' does not "
-     "import: SyntaxError", None, "head"),
-    ("", {"failures": [{"nodeid": "t", "reason": "worker-0 (head arm, pair 1): died"}], "verdicts": []}, "head"),
-    ("ERROR: file or directory not found: nope.py", None, ""),
-])
+@pytest.mark.parametrize(
+    "output, doc, broken",
+    [
+        (
+            "ERROR: bpsperf: head arm (/tmp/x/tree) on this machine: entry point bench:build: module 'bench' does not "
+            "import: SyntaxError",
+            None,
+            "head",
+        ),
+        ("", {"failures": [{"nodeid": "t", "reason": "worker-0 (head arm, pair 1): died"}], "verdicts": []}, "head"),
+        ("ERROR: file or directory not found: nope.py", None, ""),
+    ],
+)
 def test_a_session_without_a_verdict_failed_and_says_which_arm(output, doc, broken):
     o = outcome_of(doc, 4, output)
     assert o.status == "failed" and o.broken == broken and o.reason

@@ -14,17 +14,35 @@ from pytest_bpsperf.cli import main
 from pytest_bpsperf.report import pages
 
 
-@pytest.mark.parametrize("args, message", [
-    (["check", "missing.json"], "results file missing.json does not exist"),
-    (["compare", "bad.json", "bad.json"], "is not valid JSON (line 1"),
-    (["check", "wrong.json"], "$.tests[0].img_per_sec = \"fast\""),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["check", "missing.json"], "results file missing.json does not exist"),
+        (["compare", "bad.json", "bad.json"], "is not valid JSON (line 1"),
+        (["check", "wrong.json"], '$.tests[0].img_per_sec = "fast"'),
+    ],
+)
 def test_bad_input_is_named(tmp_path, capsys, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bad.json").write_text("{")
-    (tmp_path / "wrong.json").write_text(json.dumps({"schema_version": 1, "tests": [
-        {"nodeid": "a", "test": "a", "trick": "default", "repeat": 0, "backend": "mxnet",
-         "settings": {"tolerance": 0.1}, "img_per_sec": "fast"}]}))
+    (tmp_path / "wrong.json").write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "tests": [
+                    {
+                        "nodeid": "a",
+                        "test": "a",
+                        "trick": "default",
+                        "repeat": 0,
+                        "backend": "mxnet",
+                        "settings": {"tolerance": 0.1},
+                        "img_per_sec": "fast",
+                    }
+                ],
+            }
+        )
+    )
     code, _, err = bpsperf(capsys, *args)
     assert code == 2
     assert message in err

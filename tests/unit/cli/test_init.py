@@ -23,8 +23,15 @@ def parse(*argv: str):
 
 
 #: The commands that print facts (verdicts, trends, profiles, entries): each takes --json.
-JSON_COMMANDS = (["check", "r.json"], ["compare", "a.json", "b.json"], ["compare", "pairs.json"], ["history"],
-                 ["history", "show"], ["baselines", "list"], ["baselines", "show", "prof"])
+JSON_COMMANDS = (
+    ["check", "r.json"],
+    ["compare", "a.json", "b.json"],
+    ["compare", "pairs.json"],
+    ["history"],
+    ["history", "show"],
+    ["baselines", "list"],
+    ["baselines", "show", "prof"],
+)
 
 
 @pytest.mark.parametrize("argv", JSON_COMMANDS, ids=" ".join)
@@ -33,8 +40,15 @@ def test_the_commands_that_print_facts_take_json(argv):
     assert parse(*argv, "--json").json is True
 
 
-@pytest.mark.parametrize("argv", [["export", "r.json", "--format", "bmf", "-o", "x"], ["history", "add", "r.json"],
-                                  ["baselines", "record", "r.json"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["export", "r.json", "--format", "bmf", "-o", "x"],
+        ["history", "add", "r.json"],
+        ["baselines", "record", "r.json"],
+    ],
+    ids=" ".join,
+)
 def test_commands_that_write_files_take_no_json(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         parse(*argv, "--json")
@@ -75,17 +89,30 @@ def test_an_option_that_mirrors_a_setting_has_its_name_and_parser(argv, option, 
     assert option == flag(setting).replace("--bpsperf-", "--")
     action = _action(argv, option)
     assert action.dest == setting and flag(setting) in action.help
-    good = {"tolerance": "10%", "session_spread": "7%", "max_spread": "30%", "sessions": "3", "profile": "cpu-x.1",
-            "baselines_dir": "perf/bl"}[setting]
+    good = {
+        "tolerance": "10%",
+        "session_spread": "7%",
+        "max_spread": "30%",
+        "sessions": "3",
+        "profile": "cpu-x.1",
+        "baselines_dir": "perf/bl",
+    }[setting]
     assert getattr(parse(*argv, option, good), setting) == OPTIONS_BY_NAME[setting].parse(good)
     with pytest.raises(SystemExit) as exc:
         parse(*argv, option, bad)
     assert exc.value.code == 2 and f"{option} {bad!r}" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, option", [(["check", "r.json"], "--markdown"), (["check", "r.json"], "--history"),
-                                          (["history"], "--history"), (["history", "add", "r.json"], "--history")],
-                         ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["check", "r.json"], "--markdown"),
+        (["check", "r.json"], "--history"),
+        (["history"], "--history"),
+        (["history", "add", "r.json"], "--history"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else v,
+)
 def test_an_option_that_mirrors_a_report_option_has_its_name(argv, option):
     [report] = [o for o in REPORT_OPTIONS if o.flag == option.replace("--", "--bpsperf-")]
     action = _action(argv, option)
@@ -148,7 +175,9 @@ def test_pytest_arguments_are_what_follows_the_first_double_dash_after_bisect():
     from pytest_bpsperf.cli import split_pytest_args
 
     assert split_pytest_args(["bisect", "A", "B", "--out", "x", "--", "-k", "t", "--", "y"]) == (
-        ["bisect", "A", "B", "--out", "x"], ["-k", "t", "--", "y"])
+        ["bisect", "A", "B", "--out", "x"],
+        ["-k", "t", "--", "y"],
+    )
     assert split_pytest_args(["check", "r.json"]) == (["check", "r.json"], None)
 
 
@@ -182,13 +211,19 @@ def test_one_history_directory_for_the_plugin_and_the_command(monkeypatch):
     assert history.HISTORY_DIR == ".bpsperf-history" and history.HISTORY_DIR in option.help
     monkeypatch.setattr(history, "HISTORY_DIR", "perf-history")
     parse = _parser().parse_args
-    assert {parse(argv).history for argv in (["history"], ["history", "show"], ["history", "add", "r.json"])} \
-        == {"perf-history"}
+    assert {parse(argv).history for argv in (["history"], ["history", "show"], ["history", "add", "r.json"])} == {
+        "perf-history"
+    }
 
 
 def test_the_table_is_what_the_command_says():
-    assert EXIT_STATUSES == {0: "ok", 1: "regression (the gate says no)", 2: "usage or input error",
-                             3: "internal error"}
+    assert EXIT_STATUSES == {
+        0: "ok",
+        1: "regression (the gate says no)",
+        2: "usage or input error",
+        3: "internal error",
+    }
     proc = subprocess.run([sys.executable, "-m", "pytest_bpsperf.cli", "--help"], capture_output=True, text=True)
-    assert "exit statuses: 0 ok, 1 regression (the gate says no), 2 usage or input error, 3 internal error" \
-        in " ".join(proc.stdout.split())
+    assert "exit statuses: 0 ok, 1 regression (the gate says no), 2 usage or input error, 3 internal error" in " ".join(
+        proc.stdout.split()
+    )

@@ -10,8 +10,11 @@ import pytest
 from helpers.cli import bpsperf
 
 
-@pytest.mark.parametrize("argv", [["check", "missing.json"], ["compare", "missing.json", "missing.json"],
-                                  ["baselines", "show", "nope"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "argv",
+    [["check", "missing.json"], ["compare", "missing.json", "missing.json"], ["baselines", "show", "nope"]],
+    ids=" ".join,
+)
 def test_errors_stay_on_stderr_with_json(argv, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code, out, err = bpsperf(capsys, *argv, "--json")

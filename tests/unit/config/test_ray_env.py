@@ -35,9 +35,11 @@ PACKAGE = "/site/pytest_bpsperf"
 
 # --- merging the layers ----------------------------------------------------------------------------
 
-JOB_LAYER = Layer(JOB, "the runtime_env of Ray job raysubmit_1",
-                  {"working_dir": "gcs://_ray_pkg_wd.zip", "py_modules": ["gcs://_ray_pkg_m.zip"],
-                   "env_vars": {"FROM_JOB": "j"}})
+JOB_LAYER = Layer(
+    JOB,
+    "the runtime_env of Ray job raysubmit_1",
+    {"working_dir": "gcs://_ray_pkg_wd.zip", "py_modules": ["gcs://_ray_pkg_m.zip"], "env_vars": {"FROM_JOB": "j"}},
+)
 
 
 def setting(env):
@@ -48,13 +50,26 @@ PLUGIN_PACKAGE = Layer(PLUGIN, "the plugin, which ships its own package to the n
 
 
 def test_py_modules_joined_env_vars_merged_other_fields_kept():
-    merged = merge([JOB_LAYER, setting({"py_modules": ["/repo/mylib"], "env_vars": {"NCCL_DEBUG": "INFO"},
-                                        "pip": ["six"], "excludes": ["*.ckpt"]}), PLUGIN_PACKAGE])
+    merged = merge(
+        [
+            JOB_LAYER,
+            setting(
+                {
+                    "py_modules": ["/repo/mylib"],
+                    "env_vars": {"NCCL_DEBUG": "INFO"},
+                    "pip": ["six"],
+                    "excludes": ["*.ckpt"],
+                }
+            ),
+            PLUGIN_PACKAGE,
+        ]
+    )
     assert merged.env == {
         "working_dir": "gcs://_ray_pkg_wd.zip",
         "py_modules": ["gcs://_ray_pkg_m.zip", "/repo/mylib", PACKAGE],
         "env_vars": {"FROM_JOB": "j", "NCCL_DEBUG": "INFO"},
-        "pip": ["six"], "excludes": ["*.ckpt"],
+        "pip": ["six"],
+        "excludes": ["*.ckpt"],
     }
     assert merged.notes == ()
     # the same module twice is one entry; the same value of a field twice is no conflict
@@ -77,15 +92,21 @@ def test_a_field_set_twice_names_both_values_and_places():
     msg = str(excinfo.value)
     assert "runtime_env field 'working_dir' is set twice" in msg
     assert '"gcs://_ray_pkg_wd.zip" by the runtime_env of Ray job raysubmit_1' in msg
-    assert '"/repo" by setting \'runtime_env\'' in msg and "accepted: working_dir set in one place" in msg
-    with pytest.raises(RuntimeEnvError, match=r"env_vars FROM_JOB is set twice: 'j' by the runtime_env of Ray job "
-                                              r"raysubmit_1 and 'k' by setting"):
+    assert "\"/repo\" by setting 'runtime_env'" in msg and "accepted: working_dir set in one place" in msg
+    with pytest.raises(
+        RuntimeEnvError,
+        match=r"env_vars FROM_JOB is set twice: 'j' by the runtime_env of Ray job "
+        r"raysubmit_1 and 'k' by setting",
+    ):
         merge([JOB_LAYER, setting({"env_vars": {"FROM_JOB": "k"}})])
 
 
 def test_an_arms_tree_replaces_the_jobs_working_dir_and_says_so_but_not_the_settings():
-    arm = Layer(PLUGIN, "the plugin, which ships the base arm's tree as the role actors' working_dir",
-                {"working_dir": "gcs://_ray_pkg_base.zip"})
+    arm = Layer(
+        PLUGIN,
+        "the plugin, which ships the base arm's tree as the role actors' working_dir",
+        {"working_dir": "gcs://_ray_pkg_base.zip"},
+    )
     merged = merge([JOB_LAYER, arm])
     assert merged.env["working_dir"] == "gcs://_ray_pkg_base.zip"
     assert merged.env["py_modules"] == ["gcs://_ray_pkg_m.zip"]  # the job's modules are kept
@@ -95,12 +116,15 @@ def test_an_arms_tree_replaces_the_jobs_working_dir_and_says_so_but_not_the_sett
         merge([setting({"working_dir": "/repo"}), arm])
 
 
-@pytest.mark.parametrize("var, says", [
-    ("DMLC_ROLE", "is set by the planner for each role"),
-    ("BPSPERF_RUN_ID", "is set by the planner for each role"),
-    ("DMLC_INTERFACE", "would never reach the roles"),
-    ("OMP_NUM_THREADS", "would never reach the roles"),
-])
+@pytest.mark.parametrize(
+    "var, says",
+    [
+        ("DMLC_ROLE", "is set by the planner for each role"),
+        ("BPSPERF_RUN_ID", "is set by the planner for each role"),
+        ("DMLC_INTERFACE", "would never reach the roles"),
+        ("OMP_NUM_THREADS", "would never reach the roles"),
+    ],
+)
 def test_env_vars_the_roles_never_get_are_refused(var, says):
     with pytest.raises(RuntimeEnvError) as excinfo:
         merge([setting({"env_vars": {var: "x"}})])
@@ -150,9 +174,12 @@ def test_the_entry_points_top_level_module_is_what_travels(tmp_path):
 #: What Ray 2.60's job supervisor gives the entrypoint (ray job submit --working-dir . -- pytest ...).
 JOB_ENV = {
     "RAY_ADDRESS": "127.0.0.1:48393",
-    JOB_CONFIG_VAR: json.dumps({"runtime_env": {"working_dir": "gcs://_ray_pkg_64418a401e7ded0e.zip",
-                                                "env_vars": {"FROM_JOB": "j"}},
-                                "metadata": {"job_submission_id": "raysubmit_jAm2", "job_name": "raysubmit_jAm2"}}),
+    JOB_CONFIG_VAR: json.dumps(
+        {
+            "runtime_env": {"working_dir": "gcs://_ray_pkg_64418a401e7ded0e.zip", "env_vars": {"FROM_JOB": "j"}},
+            "metadata": {"job_submission_id": "raysubmit_jAm2", "job_name": "raysubmit_jAm2"},
+        }
+    ),
 }
 
 
@@ -177,21 +204,37 @@ def test_inside_a_job_ray_address_defaults_to_the_jobs_cluster_and_says_where_fr
     assert s.origins["ray_address"] == job_origin(RayJob.detect(JOB_ENV))
     assert "the Ray job this session runs in (Ray job raysubmit_jAm2" in s.origins["ray_address"]
     (line,) = ray_notices(JOB_ENV, s)
-    assert line.startswith("inside Ray job raysubmit_jAm2 (RAY_JOB_CONFIG_JSON_ENV_VAR set by ray job submit; "
-                           "RAY_ADDRESS=127.0.0.1:48393): the roles run on the job's cluster (127.0.0.1:48393), "
-                           "not on an embedded Ray beside it")
+    assert line.startswith(
+        "inside Ray job raysubmit_jAm2 (RAY_JOB_CONFIG_JSON_ENV_VAR set by ray job submit; "
+        "RAY_ADDRESS=127.0.0.1:48393): the roles run on the job's cluster (127.0.0.1:48393), "
+        "not on an embedded Ray beside it"
+    )
 
 
-@pytest.mark.parametrize("source, value, says", [
-    (Source("cli", "command line", {"ray_address": "auto"}), "auto", "the roles run on the job's cluster (ray_address "
-                                                                     "auto, from command line option "
-                                                                     "--bpsperf-ray-address, is RAY_ADDRESS)"),
-    (Source("cli", "command line", {"ray_address": "10.0.0.9:6379"}), "10.0.0.9:6379",
-     "the roles run on 10.0.0.9:6379 (setting 'ray_address' from command line option"),
-    (Source("ini", "/r/pytest.ini", {"ray_address": "local"}), "", "but ray_address is empty (from ini key "
-                                                                   "bpsperf_ray_address in /r/pytest.ini): an "
-                                                                   "embedded Ray on this node runs the roles"),
-])
+@pytest.mark.parametrize(
+    "source, value, says",
+    [
+        (
+            Source("cli", "command line", {"ray_address": "auto"}),
+            "auto",
+            "the roles run on the job's cluster (ray_address "
+            "auto, from command line option "
+            "--bpsperf-ray-address, is RAY_ADDRESS)",
+        ),
+        (
+            Source("cli", "command line", {"ray_address": "10.0.0.9:6379"}),
+            "10.0.0.9:6379",
+            "the roles run on 10.0.0.9:6379 (setting 'ray_address' from command line option",
+        ),
+        (
+            Source("ini", "/r/pytest.ini", {"ray_address": "local"}),
+            "",
+            "but ray_address is empty (from ini key "
+            "bpsperf_ray_address in /r/pytest.ini): an "
+            "embedded Ray on this node runs the roles",
+        ),
+    ],
+)
 def test_what_the_user_set_wins_over_the_job_and_is_said(source, value, says):
     s = settings(JOB_ENV, source)
     assert s.ray_address == value
@@ -204,9 +247,11 @@ def test_ray_address_without_a_job_is_not_used_and_that_is_said():
     s = settings(environ)
     assert s.ray_address == "" and s.origins["ray_address"] == "default"
     (line,) = ray_notices(environ, s)
-    assert line == ("RAY_ADDRESS=10.0.0.1:6379 is set, but ray_address is empty (from default): perf tests start an "
-                    "embedded Ray on 127.0.0.1 and train on this machine alone; --bpsperf-ray-address=auto trains on "
-                    "the cluster RAY_ADDRESS names")
+    assert line == (
+        "RAY_ADDRESS=10.0.0.1:6379 is set, but ray_address is empty (from default): perf tests start an "
+        "embedded Ray on 127.0.0.1 and train on this machine alone; --bpsperf-ray-address=auto trains on "
+        "the cluster RAY_ADDRESS names"
+    )
     (line,) = ray_notices({"RAY_JOB_ID": "02000000"}, s)
     assert "RAY_JOB_ID=02000000 is set (pytest runs in a Ray worker process)" in line
     assert ray_notices({}, s) == []

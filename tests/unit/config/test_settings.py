@@ -152,8 +152,15 @@ def test_settings_views():
     assert d["tricks"] == ["default", "omp-passive"]
     assert "origins" not in d
     assert s.workload() == {
-        "backend": "auto", "model": "resnet50_v2", "steps": 20, "batch_size": 8, "image_size": 32, "omp_threads": 2,
-        "timing": "overlapped", "dtype": "float32", "data": "synthetic",
+        "backend": "auto",
+        "model": "resnet50_v2",
+        "steps": 20,
+        "batch_size": 8,
+        "image_size": 32,
+        "omp_threads": 2,
+        "timing": "overlapped",
+        "dtype": "float32",
+        "data": "synthetic",
     }
     assert s.topology() == {"workers": 2, "server_nodes": 1, "servers_per_node": 1}
     assert s.with_values(steps=40).steps == 40
@@ -167,14 +174,17 @@ def test_tolerance_forms(raw):
     assert resolve([cli(tolerance=raw)], CPU).tolerance == pytest.approx(0.1)
 
 
-@pytest.mark.parametrize("raw, expected", [("2.5%", 0.025), ("50%", 0.5), ("0.5", 0.5), ("99%", 0.99),
-                                           ("1%", 0.01), ("0.5%", 0.005)])
+@pytest.mark.parametrize(
+    "raw, expected", [("2.5%", 0.025), ("50%", 0.5), ("0.5", 0.5), ("99%", 0.99), ("1%", 0.01), ("0.5%", 0.005)]
+)
 def test_tolerance_values(raw, expected):
     assert resolve([env(tolerance=raw)], CPU).tolerance == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("name, raw", [("tolerance", "10"), ("tolerance", "1"), ("confidence", "99"),
-                                       ("max_spread", "20"), ("session_spread", "1.0")])
+@pytest.mark.parametrize(
+    "name, raw",
+    [("tolerance", "10"), ("tolerance", "1"), ("confidence", "99"), ("max_spread", "20"), ("session_spread", "1.0")],
+)
 def test_a_bare_number_of_one_or_more_is_never_read_as_a_percentage(name, raw):
     # 1 once meant 1% and 0.9 meant 90%: a bare number is a fraction now, so 1 or more is refused.
     with pytest.raises(SettingsError) as info:
@@ -187,8 +197,11 @@ def test_a_bare_number_of_one_or_more_is_never_read_as_a_percentage(name, raw):
 
 def test_a_markers_number_follows_the_same_rule():
     assert resolve([marker(tolerance=0.1)], CPU).tolerance == pytest.approx(0.1)
-    with pytest.raises(SettingsError, match=r"invalid value 10 for setting 'tolerance' from tolerance= of .*"
-                                            r"a bare number is a fraction of 1, so 10 would be 1000%"):
+    with pytest.raises(
+        SettingsError,
+        match=r"invalid value 10 for setting 'tolerance' from tolerance= of .*"
+        r"a bare number is a fraction of 1, so 10 would be 1000%",
+    ):
         resolve([marker(tolerance=10)], CPU)
 
 
@@ -210,8 +223,16 @@ def test_ray_address_forms(raw, expected):
 
 @pytest.mark.parametrize(
     "raw, expected",
-    [("on", True), ("YES", True), ("1", True), ("true", True), ("off", False), ("no", False), ("0", False),
-     (" False ", False)],
+    [
+        ("on", True),
+        ("YES", True),
+        ("1", True),
+        ("true", True),
+        ("off", False),
+        ("no", False),
+        ("0", False),
+        (" False ", False),
+    ],
 )
 def test_switches(raw, expected):
     s = resolve([env(scaling=raw), cli(strict=raw)], CPU)
@@ -431,8 +452,11 @@ def test_blank_environment_variable_counts_as_unset():
 
 def test_role_env_items_and_planner_owned_variables():
     s = resolve([cli(role_env="server,scheduler:DMLC_INTERFACE=eth0 worker:DMLC_ENABLE_RDMA=1")], CPU)
-    assert s.role_env == (("server", "DMLC_INTERFACE", "eth0"), ("scheduler", "DMLC_INTERFACE", "eth0"),
-                          ("worker", "DMLC_ENABLE_RDMA", "1"))
+    assert s.role_env == (
+        ("server", "DMLC_INTERFACE", "eth0"),
+        ("scheduler", "DMLC_INTERFACE", "eth0"),
+        ("worker", "DMLC_ENABLE_RDMA", "1"),
+    )
     with pytest.raises(SettingsError, match="DMLC_PS_ROOT_URI is set by the planner"):
         resolve([cli(role_env="all:DMLC_PS_ROOT_URI=10.0.0.1")], CPU)
 
@@ -440,8 +464,22 @@ def test_role_env_items_and_planner_owned_variables():
 def test_verdict_settings_defaults_and_spellings():
     s = resolve([], Hardware(gpus=0, cores=2))
     assert (s.max_repeats, s.confidence, s.session_spread, s.sessions, s.normalize) == (4, 0.99, 0.25, 10, "off")
-    s = resolve([Source("cli", "command line", {"max_repeats": "6", "confidence": "95%", "session_spread": "5%",
-                                                "sessions": "3", "normalize": "Single"})], Hardware(gpus=0, cores=2))
+    s = resolve(
+        [
+            Source(
+                "cli",
+                "command line",
+                {
+                    "max_repeats": "6",
+                    "confidence": "95%",
+                    "session_spread": "5%",
+                    "sessions": "3",
+                    "normalize": "Single",
+                },
+            )
+        ],
+        Hardware(gpus=0, cores=2),
+    )
     assert (s.max_repeats, s.confidence, s.session_spread, s.sessions, s.normalize) == (6, 0.95, 0.05, 3, "single")
 
 
@@ -452,32 +490,39 @@ def test_every_option_is_in_one_help_group():
     assert sorted(names) == sorted(o.name for o in OPTIONS) and len(names) == len(set(names))
 
 
-@pytest.mark.parametrize("hw, values, expected", [
-    (Hardware(gpus=8, cores=32, gpu_nodes=2, server_nodes=2), {}, 2),  # 2 GPU nodes, 2 CPU nodes: one each
-    (Hardware(gpus=8, cores=32, gpu_nodes=4, server_nodes=2), {}, 2),  # no more than the cluster has
-    (Hardware(gpus=8, cores=32, gpu_nodes=2, server_nodes=5), {}, 2),  # no more than the workers
-    (Hardware(gpus=8, cores=32, gpu_nodes=2, server_nodes=0), {}, 1),  # none: planning asks for colocate
-    (Hardware(gpus=8, cores=32, gpu_nodes=2, server_nodes=0), {"colocate": "on"}, 2),
-    (Hardware(gpus=1, cores=8), {}, 1),  # a single machine
-    (Hardware(gpus=8, cores=32, gpu_nodes=2, server_nodes=2), {"server_nodes": "1"}, 1),  # as set
-])
+@pytest.mark.parametrize(
+    "hw, values, expected",
+    [
+        (Hardware(gpus=8, cores=32, gpu_nodes=2, server_nodes=2), {}, 2),  # 2 GPU nodes, 2 CPU nodes: one each
+        (Hardware(gpus=8, cores=32, gpu_nodes=4, server_nodes=2), {}, 2),  # no more than the cluster has
+        (Hardware(gpus=8, cores=32, gpu_nodes=2, server_nodes=5), {}, 2),  # no more than the workers
+        (Hardware(gpus=8, cores=32, gpu_nodes=2, server_nodes=0), {}, 1),  # none: planning asks for colocate
+        (Hardware(gpus=8, cores=32, gpu_nodes=2, server_nodes=0), {"colocate": "on"}, 2),
+        (Hardware(gpus=1, cores=8), {}, 1),  # a single machine
+        (Hardware(gpus=8, cores=32, gpu_nodes=2, server_nodes=2), {"server_nodes": "1"}, 1),  # as set
+    ],
+)
 def test_server_nodes_default_to_one_per_worker_node_as_byteps_asks(hw, values, expected):
     tutorial = byteps_source("docs/step-by-step-tutorial.md").splitlines()[73]
     assert "at least equal to the number of workers" in tutorial  # docs/step-by-step-tutorial.md:74
     s = resolve([Source("cli", "c", {"backend": "byteps", **values})], hw, backends.workload_defaults)
     assert s.server_nodes == expected
-    assert s.origins["server_nodes"] == ("default" if "server_nodes" not in values else "command line option "
-                                                                                         "--bpsperf-server-nodes")
+    assert s.origins["server_nodes"] == (
+        "default" if "server_nodes" not in values else "command line option --bpsperf-server-nodes"
+    )
 
 
-@pytest.mark.parametrize("hw, values, expected", [
-    (Hardware(gpus=8, cores=32), {"backend": "byteps"}, 10),  # 100 steps: a sync every 10
-    (Hardware(gpus=8, cores=32), {"backend": "byteps", "steps": "12"}, 4),  # at most a third of the steps
-    (Hardware(gpus=8, cores=32), {"backend": "byteps", "timing": "breakdown"}, 1),  # it syncs in every step
-    (Hardware(gpus=8, cores=32), {"backend": "byteps", "sync_every": "1"}, 1),  # as set
-    (Hardware(gpus=8, cores=32), {"backend": "mxnet"}, 1),  # MXNet's workers train on the CPUs
-    (Hardware(gpus=0, cores=2), {}, 1),  # CPUs
-])
+@pytest.mark.parametrize(
+    "hw, values, expected",
+    [
+        (Hardware(gpus=8, cores=32), {"backend": "byteps"}, 10),  # 100 steps: a sync every 10
+        (Hardware(gpus=8, cores=32), {"backend": "byteps", "steps": "12"}, 4),  # at most a third of the steps
+        (Hardware(gpus=8, cores=32), {"backend": "byteps", "timing": "breakdown"}, 1),  # it syncs in every step
+        (Hardware(gpus=8, cores=32), {"backend": "byteps", "sync_every": "1"}, 1),  # as set
+        (Hardware(gpus=8, cores=32), {"backend": "mxnet"}, 1),  # MXNet's workers train on the CPUs
+        (Hardware(gpus=0, cores=2), {}, 1),  # CPUs
+    ],
+)
 def test_sync_every_defaults_to_a_window_on_gpus(hw, values, expected):
     s = resolve([Source("cli", "c", values)], hw, backends.workload_defaults)
     assert s.sync_every == expected
@@ -492,11 +537,20 @@ def test_traced_runs_are_a_workload_of_their_own():
     assert traced.workload("byteps")["trace"] == "10:20"
 
 
-@pytest.mark.parametrize("source, where", [
-    (Source("cli", "command line", {"ray_address": "ray://10.0.0.1:10001"}), "command line option --bpsperf-ray-address"),
-    (env_source({"BPSPERF_RAY_ADDRESS": "ray://head:10001"}), "environment variable BPSPERF_RAY_ADDRESS"),
-    (Source("ini", "/repo/pytest.ini", {"ray_address": " ray://head:10001 "}), "ini key bpsperf_ray_address in /repo/pytest.ini"),
-])
+@pytest.mark.parametrize(
+    "source, where",
+    [
+        (
+            Source("cli", "command line", {"ray_address": "ray://10.0.0.1:10001"}),
+            "command line option --bpsperf-ray-address",
+        ),
+        (env_source({"BPSPERF_RAY_ADDRESS": "ray://head:10001"}), "environment variable BPSPERF_RAY_ADDRESS"),
+        (
+            Source("ini", "/repo/pytest.ini", {"ray_address": " ray://head:10001 "}),
+            "ini key bpsperf_ray_address in /repo/pytest.ini",
+        ),
+    ],
+)
 def test_a_ray_client_address_is_a_usage_error_pointing_at_ray_jobs(source, where):
     with pytest.raises(SettingsError) as excinfo:
         resolve([source], CPU)
@@ -505,7 +559,9 @@ def test_a_ray_client_address_is_a_usage_error_pointing_at_ray_jobs(source, wher
     assert "Ray Client (ray://) is not supported" in msg
     # why, and what to run instead
     assert "runtime_env uploads" in msg and "ray._private.state" in msg
-    assert "ray job submit --address http://HEAD:8265 --working-dir . -- pytest -m perf --bpsperf-ray-address=auto" in msg
+    assert (
+        "ray job submit --address http://HEAD:8265 --working-dir . -- pytest -m perf --bpsperf-ray-address=auto" in msg
+    )
 
 
 @pytest.mark.parametrize("raw", ["auto", "127.0.0.1:6379", "head.example:6379"])

@@ -179,8 +179,9 @@ def test_parse_definition_roles_and_description():
 
 
 def test_parse_definition_all_roles_several_items_and_extra_servers():
-    t = parse_definition("  big.v2: all:KMP_BLOCKTIME=0 worker:MXNET_ENGINE_TYPE=ThreadedEngine extra_servers=2 ",
-                         WHERE)
+    t = parse_definition(
+        "  big.v2: all:KMP_BLOCKTIME=0 worker:MXNET_ENGINE_TYPE=ThreadedEngine extra_servers=2 ", WHERE
+    )
     assert t.name == "big.v2"
     for role in ROLES:
         assert t.env_for(role)["KMP_BLOCKTIME"] == "0"

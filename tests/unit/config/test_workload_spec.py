@@ -26,15 +26,25 @@ def test_zoo_names_are_gluoncvs_own_list_without_importing_it():
     names = zoo_model_names()
     listed = subprocess.run(
         [sys.executable, "-c", "from gluoncv.model_zoo import get_model_list; print('\\n'.join(get_model_list()))"],
-        stdout=subprocess.PIPE, universal_newlines=True, check=True, timeout=300,
+        stdout=subprocess.PIPE,
+        universal_newlines=True,
+        check=True,
+        timeout=300,
     ).stdout.split()
     assert names == frozenset(listed)
     # reading the names imports neither gluoncv nor MXNet
     imported = subprocess.run(
-        [sys.executable, "-c", "import sys; from pytest_bpsperf.config.workload_spec import zoo_model_names; "
-         "assert 'resnet50_v2' in zoo_model_names(); print(sorted(m for m in sys.modules "
-         "if m.split('.')[0] in ('mxnet', 'gluoncv')))"],
-        stdout=subprocess.PIPE, universal_newlines=True, check=True, timeout=300,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pytest_bpsperf.config.workload_spec import zoo_model_names; "
+            "assert 'resnet50_v2' in zoo_model_names(); print(sorted(m for m in sys.modules "
+            "if m.split('.')[0] in ('mxnet', 'gluoncv')))",
+        ],
+        stdout=subprocess.PIPE,
+        universal_newlines=True,
+        check=True,
+        timeout=300,
     ).stdout.strip()
     assert imported == "[]"
 
@@ -47,8 +57,11 @@ def test_zoo_models_pass(name):
 
 def test_unknown_model_is_an_error_naming_setting_value_and_origin():
     pytest.importorskip("gluoncv")
-    with pytest.raises(WorkloadSpecError, match=r"'resnet51_v2' for setting 'model' from command line option "
-                                                r"--bpsperf-model: not in gluoncv's model zoo.*similar: resnet"):
+    with pytest.raises(
+        WorkloadSpecError,
+        match=r"'resnet51_v2' for setting 'model' from command line option "
+        r"--bpsperf-model: not in gluoncv's model zoo.*similar: resnet",
+    ):
         check_workload(settings(model="resnet51_v2"), gpus=0)
 
 
@@ -80,8 +93,9 @@ def test_entry_in_a_package_imports_from_the_package_root(tmp_path):
 def test_entry_that_does_not_import_is_an_error(tmp_path, source, spec, message):
     if source:
         (tmp_path / (spec.split(":")[0] + ".py")).write_text(source)
-    with pytest.raises(WorkloadSpecError, match=rf"invalid value '{spec}' for setting 'entry' from command line.*"
-                                                + message):
+    with pytest.raises(
+        WorkloadSpecError, match=rf"invalid value '{spec}' for setting 'entry' from command line.*" + message
+    ):
         check_workload(settings(entry=spec), gpus=0, search=[str(tmp_path)])
 
 

@@ -35,4 +35,8 @@ def test_the_ledger_writes_its_own_lists():
     assert (first, ledger.job("k", lambda: made.append(2) or "another"), made) == ("job of k", "job of k", [1])
     ledger.keep("a run")
     assert (ledger.notes, ledger.failures, ledger.jobs, ledger.runs) == (
-        ["recorded a session"], [RunFailure("t.py::test", "role worker-0 died")], {"k": "job of k"}, ["a run"])
+        ["recorded a session"],
+        [RunFailure("t.py::test", "role worker-0 died")],
+        {"k": "job of k"},
+        ["a run"],
+    )

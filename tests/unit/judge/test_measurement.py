@@ -79,8 +79,9 @@ def test_no_workers_is_a_measurement_error():
 
 
 def test_missing_batch_size_is_a_measurement_error():
-    w = WorkerRecords("worker-0", "n0", ({"event": "step", "step": 0, "total_s": 1.0},
-                                          {"event": "step", "step": 1, "total_s": 1.0}))
+    w = WorkerRecords(
+        "worker-0", "n0", ({"event": "step", "step": 0, "total_s": 1.0}, {"event": "step", "step": 1, "total_s": 1.0})
+    )
     with pytest.raises(MeasurementError, match="batch size"):
         measure_worker(w)
 
@@ -97,8 +98,9 @@ def _overlapped_result(trick="default", speed=1.0):
         start = dict(w.records[0], timing="overlapped")
         records.append(WorkerRecords(w.name, w.node, (start,) + w.records[1:]))
     output = job_output(records)
-    spec = RunSpec(nodeid=f"{TEST}[{trick}]", test=TEST, trick=REGISTRY.get(trick), repeat=0, settings=s,
-                   log_dir="/logs")
+    spec = RunSpec(
+        nodeid=f"{TEST}[{trick}]", test=TEST, trick=REGISTRY.get(trick), repeat=0, settings=s, log_dir="/logs"
+    )
     return RunResult(spec=spec, output=output, measurement=measure(output))
 
 

@@ -10,8 +10,15 @@ import pytest
 
 def _run(test: str, img_per_sec: float, **extra) -> dict:
     """One run of a results document, as the plugin writes it, with only the settings a verdict needs."""
-    return {"key": f"{test}|default|-|-", "test": test, "trick": "default", "nodeid": f"{test}[default]",
-            "img_per_sec": img_per_sec, "settings": {"tolerance": 0.15}, **extra}
+    return {
+        "key": f"{test}|default|-|-",
+        "test": test,
+        "trick": "default",
+        "nodeid": f"{test}[default]",
+        "img_per_sec": img_per_sec,
+        "settings": {"tolerance": 0.15},
+        **extra,
+    }
 
 
 def test_offline_verdicts_take_the_tables_defaults_for_settings_a_file_lacks(retabled):

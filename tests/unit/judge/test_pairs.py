@@ -31,19 +31,26 @@ from helpers.verdicts import paired_verdict
 from pytest_bpsperf.config.settings import OPTIONS_BY_NAME
 from pytest_bpsperf.judge.pairs import FOREIGN, Pair, PairedJob, first_arm
 
-SETTINGS = dict(tolerance=0.10, confidence=0.99, session_spread=0.25, normalize="off", repeats=1, max_pairs=12,
-                foreign_load=0.25)
+SETTINGS = dict(
+    tolerance=0.10, confidence=0.99, session_spread=0.25, normalize="off", repeats=1, max_pairs=12, foreign_load=0.25
+)
 
 
 def spec(**settings):
-    return SimpleNamespace(nodeid="t.py::test_x[default]", test="t.py::test_x", trick=SimpleNamespace(name="default"),
-                           repeat=0, settings=SimpleNamespace(**{**SETTINGS, **settings}))
+    return SimpleNamespace(
+        nodeid="t.py::test_x[default]",
+        test="t.py::test_x",
+        trick=SimpleNamespace(name="default"),
+        repeat=0,
+        settings=SimpleNamespace(**{**SETTINGS, **settings}),
+    )
 
 
 def run(img: float, foreign: "float | None" = 0.0):
     """What a pair needs of a run: its img/s, its foreign load, a job to belong to."""
-    return SimpleNamespace(img_per_sec=img, foreign_cores=foreign, job=None, spec=spec(),
-                           measurement=SimpleNamespace(breakdown=None))
+    return SimpleNamespace(
+        img_per_sec=img, foreign_cores=foreign, job=None, spec=spec(), measurement=SimpleNamespace(breakdown=None)
+    )
 
 
 class Runner:
@@ -56,8 +63,12 @@ class Runner:
     def __call__(self, _spec, index, first):
         self.asked.append(index)
         base_load, head_load = (self.foreign or {}).get(index, (0.0, 0.0))
-        pair = Pair(index, first, base=None if index in self.fail_base else run(100.0, base_load),
-                    head=run(100.0 * self.ratios(index), head_load))
+        pair = Pair(
+            index,
+            first,
+            base=None if index in self.fail_base else run(100.0, base_load),
+            head=run(100.0 * self.ratios(index), head_load),
+        )
         if pair.base is None:
             pair.dropped = "base run failed: worker-0 died"
         return self.job.add(pair, foreign_limit=self.limit)
@@ -102,8 +113,11 @@ def test_foreign_load_reruns_are_bounded_and_the_rest_are_kept_and_named():
     job.assert_within_baseline(run(100.0))
     assert job.foreign_dropped == PairedJob.MAX_FOREIGN
     assert job.foreign_kept >= 1 and job.verdict.status != "inconclusive"
-    assert (f"kept although their runs saw different foreign load (after {PairedJob.MAX_FOREIGN} re-runs)"
-            in job.verdict.figures() or "kept although its runs" in job.verdict.figures())
+    assert (
+        f"kept although their runs saw different foreign load (after {PairedJob.MAX_FOREIGN} re-runs)"
+        in job.verdict.figures()
+        or "kept although its runs" in job.verdict.figures()
+    )
 
 
 def test_equal_foreign_load_on_both_runs_is_no_reason_to_run_again():
@@ -137,8 +151,10 @@ def rates(change_pct: float, tolerance: float = DEFAULTS.tolerance, jobs: int = 
 
 
 def test_the_defaults_are_the_gates():
-    assert (DEFAULTS.tolerance, DEFAULTS.max_pairs) == (OPTIONS_BY_NAME["tolerance"].default,
-                                                          OPTIONS_BY_NAME["max_pairs"].default)
+    assert (DEFAULTS.tolerance, DEFAULTS.max_pairs) == (
+        OPTIONS_BY_NAME["tolerance"].default,
+        OPTIONS_BY_NAME["max_pairs"].default,
+    )
 
 
 def test_the_noise_comes_from_real_sessions_of_each_kind():
@@ -152,8 +168,16 @@ def test_the_noise_comes_from_real_sessions_of_each_kind():
 
 def test_the_fit_recovers_a_known_noise_model():
     # sessions drawn from a model with per-session noise and within-pair correlation give it back
-    truth = tables.Noise(sd_median=0.05, sd_spread=0.3, rho=0.3, drift=0.0, drift_sd=0.0, sessions=0,
-                         seconds_fixed=10.0, seconds_per_run=20.0)
+    truth = tables.Noise(
+        sd_median=0.05,
+        sd_spread=0.3,
+        rho=0.3,
+        drift=0.0,
+        drift_sd=0.0,
+        sessions=0,
+        seconds_fixed=10.0,
+        seconds_per_run=20.0,
+    )
     rng = random.Random(5)
     made = []
     for k in range(150):
@@ -161,13 +185,25 @@ def test_the_fit_recovers_a_known_noise_model():
         table = []
         for i in range(4 + k % 5):
             u = rng.gauss(0.0, 1.0)
-            b, h = (math.exp(sd * (math.sqrt(truth.rho) * u + math.sqrt(1 - truth.rho) * rng.gauss(0.0, 1.0)))
-                    for _ in range(2))
-            table.append({"pair": i + 1, "order": ("base-head", "head-base")[i % 2], "base_img_per_sec": b,
-                          "head_img_per_sec": h, "ratio": h / b})
+            b, h = (
+                math.exp(sd * (math.sqrt(truth.rho) * u + math.sqrt(1 - truth.rho) * rng.gauss(0.0, 1.0)))
+                for _ in range(2)
+            )
+            table.append(
+                {
+                    "pair": i + 1,
+                    "order": ("base-head", "head-base")[i % 2],
+                    "base_img_per_sec": b,
+                    "head_img_per_sec": h,
+                    "ratio": h / b,
+                }
+            )
         runs = 2 * len(table)
-        made.append(tables.Session(k, "aa", 0.0, tuple(table), "ok", len(table), 10.0 + 20.0 * runs, runs,
-                                   "tolerance-interval", DEFAULTS))
+        made.append(
+            tables.Session(
+                k, "aa", 0.0, tuple(table), "ok", len(table), 10.0 + 20.0 * runs, runs, "tolerance-interval", DEFAULTS
+            )
+        )
     got = tables.fit(made)
     assert got.sd_median == pytest.approx(0.05, rel=0.08)
     assert got.sd_spread == pytest.approx(0.3, abs=0.08)

@@ -83,7 +83,7 @@ def session_sd(sigma: float, *, normalize: bool) -> float:
         means.append(sum(logs) / len(logs))
         inv_n.append(1.0 / len(logs))
     var_means = _ss(means) / (len(means) - 1)
-    return math.sqrt(max(0.0, var_means - sigma ** 2 * sum(inv_n) / len(inv_n)))
+    return math.sqrt(max(0.0, var_means - sigma**2 * sum(inv_n) / len(inv_n)))
 
 
 RUN_SD = run_sd()
@@ -115,11 +115,21 @@ def simulate_test(rng: random.Random, gate: Gate, change: float) -> "tuple[str, 
     samples = [math.exp(effect + rng.gauss(0.0, RUN_SD)) for _ in range(gate.repeats)]
     confirmations = 0
     while True:
-        verdict = decide(nodeid="t", test="t", trick="x", profile_id="p", key="k", samples=samples,
-                         baseline=entry, tolerance=gate.tolerance, confidence=gate.confidence,
-                         session_spread=gate.session_spread)
-        step = next_step(verdict, confirmations=confirmations, confirm=gate.confirm,
-                         max_repeats=max(gate.max_repeats, gate.repeats))
+        verdict = decide(
+            nodeid="t",
+            test="t",
+            trick="x",
+            profile_id="p",
+            key="k",
+            samples=samples,
+            baseline=entry,
+            tolerance=gate.tolerance,
+            confidence=gate.confidence,
+            session_spread=gate.session_spread,
+        )
+        step = next_step(
+            verdict, confirmations=confirmations, confirm=gate.confirm, max_repeats=max(gate.max_repeats, gate.repeats)
+        )
         if step == STOP:
             return verdict.status, len(samples)
         confirmations += step == CONFIRM
@@ -181,8 +191,18 @@ def test_more_runs_never_widen_the_margin():
     entry = {"sessions": [{"samples": [16.98, 16.28]}, {"samples": [17.28, 18.78]}, {"samples": [17.3, 17.7]}]}
     margins = []
     for k in range(1, 7):
-        verdict = decide(nodeid="t", test="t", trick="x", profile_id="p", key="k", samples=[11.5] * k,
-                         baseline=entry, tolerance=0.15, confidence=0.99, session_spread=0.25)
+        verdict = decide(
+            nodeid="t",
+            test="t",
+            trick="x",
+            profile_id="p",
+            key="k",
+            samples=[11.5] * k,
+            baseline=entry,
+            tolerance=0.15,
+            confidence=0.99,
+            session_spread=0.25,
+        )
         margins.append(verdict.comparison.margin_pct)
     assert all(later <= earlier + 1e-9 for earlier, later in zip(margins, margins[1:])), margins
 
@@ -198,9 +218,18 @@ def test_without_the_session_effect_the_tolerance_is_within_reach():
         for _ in range(500):
             base = [math.exp(rng.gauss(0.0, RUN_SD)) for _ in range(20)]
             head = [math.exp(change + rng.gauss(0.0, RUN_SD)) for _ in range(20)]
-            verdict = decide(nodeid="t", test="t", trick="x", profile_id="p", key="k", samples=head,
-                             baseline={"sessions": [{"samples": base}]}, tolerance=0.10, confidence=0.99,
-                             session_spread=None)
+            verdict = decide(
+                nodeid="t",
+                test="t",
+                trick="x",
+                profile_id="p",
+                key="k",
+                samples=head,
+                baseline={"sessions": [{"samples": base}]},
+                tolerance=0.10,
+                confidence=0.99,
+                session_spread=None,
+            )
             called[change] += verdict.status == REGRESSION
     assert called[0.0] / 500 <= 0.01
     assert called[DROP] / 500 >= 0.9
@@ -211,34 +240,66 @@ def test_figures_in_the_method_page_are_these(sessions):
     # docs/method.md quotes these simulated rates; a change of method or noise data must update it.
     page = (ROOT / "docs" / "method.md").read_text()
     false_alarms, caught, runs, inconclusive = rates(Gate(recorded_sessions=sessions), trials=600, seed=10 + sessions)
-    row = (f"| defaults, {sessions} recorded sessions | {false_alarms:.1%} | {inconclusive:.0%} | {caught:.0%} | "
-           f"{runs:.1f} |")
+    row = (
+        f"| defaults, {sessions} recorded sessions | {false_alarms:.1%} | {inconclusive:.0%} | {caught:.0%} | "
+        f"{runs:.1f} |"
+    )
     assert row in page
 
 
-BASELINE = {"sessions": [
-    {"samples": [10.0, 10.1], "date": "2026-11-01T00:00:00Z", "host": "old-box",
-     "versions": {"mxnet": "1.9.0", "byteps": "0.2.5", "gluoncv": "0.10.5", "ray": "2.49.0", "python": "3.11.7"}},
-    {"samples": [10.0, 10.2], "date": "2026-11-02T00:00:00Z", "host": "old-box",
-     "versions": {"mxnet": "1.9.1", "byteps": "0.2.5", "gluoncv": "0.10.5", "ray": "2.49.0", "python": "3.11.7"}},
-]}
+BASELINE = {
+    "sessions": [
+        {
+            "samples": [10.0, 10.1],
+            "date": "2026-11-01T00:00:00Z",
+            "host": "old-box",
+            "versions": {"mxnet": "1.9.0", "byteps": "0.2.5", "gluoncv": "0.10.5", "ray": "2.49.0", "python": "3.11.7"},
+        },
+        {
+            "samples": [10.0, 10.2],
+            "date": "2026-11-02T00:00:00Z",
+            "host": "old-box",
+            "versions": {"mxnet": "1.9.1", "byteps": "0.2.5", "gluoncv": "0.10.5", "ray": "2.49.0", "python": "3.11.7"},
+        },
+    ]
+}
 
 
 def test_software_changes_compare_the_latest_recorded_session_with_today():
-    now = {"versions": {"mxnet": "1.9.1", "byteps": "not installed", "gluoncv": "0.10.5", "ray": "2.60.0",
-                        "python": "3.11.7"}, "host": "new-box"}
-    assert software_changes(BASELINE, now) == ("byteps 0.2.5 -> not installed", "ray 2.49.0 -> 2.60.0",
-                                               "host old-box -> new-box")
+    now = {
+        "versions": {
+            "mxnet": "1.9.1",
+            "byteps": "not installed",
+            "gluoncv": "0.10.5",
+            "ray": "2.60.0",
+            "python": "3.11.7",
+        },
+        "host": "new-box",
+    }
+    assert software_changes(BASELINE, now) == (
+        "byteps 0.2.5 -> not installed",
+        "ray 2.49.0 -> 2.60.0",
+        "host old-box -> new-box",
+    )
     # what one side does not record says nothing
     assert software_changes(BASELINE, {"versions": {"ray": "2.49.0"}}) == ()
     assert software_changes(None, now) == () and software_changes(BASELINE, None) == ()
 
 
 def test_the_verdict_says_what_changed_since_the_baseline():
-    settings = VerdictSettings(tolerance=0.15, confidence=0.99, session_spread=0.05, normalize="off", repeats=3,
-                               max_pairs=12)
-    common = dict(nodeid="t.py::t[default]", test="t.py::t", trick="default", profile_id="p", key="k",
-                  samples=[10.0, 10.1, 9.9], baseline=BASELINE, settings=settings)
+    settings = VerdictSettings(
+        tolerance=0.15, confidence=0.99, session_spread=0.05, normalize="off", repeats=3, max_pairs=12
+    )
+    common = dict(
+        nodeid="t.py::t[default]",
+        test="t.py::t",
+        trick="default",
+        profile_id="p",
+        key="k",
+        samples=[10.0, 10.1, 9.9],
+        baseline=BASELINE,
+        settings=settings,
+    )
     verdict = decide_job(**common, now={"versions": {"mxnet": "1.9.2"}, "host": "old-box"})
     assert verdict.changed == ("mxnet 1.9.1 -> 1.9.2",)
     assert verdict.figures().endswith("; since the baseline was recorded: mxnet 1.9.1 -> 1.9.2")
@@ -250,8 +311,16 @@ def test_the_verdict_says_what_changed_since_the_baseline():
 def test_decide_defaults_to_the_option_tables_confidence_and_session_spread():
     from pytest_bpsperf.judge.verdict import decide
 
-    verdict = decide(nodeid="t", test="t", trick="x", profile_id="p", key="k", samples=[100.0, 101.0],
-                     baseline={"sessions": [{"samples": [100.0, 99.0, 101.0]}]}, tolerance=0.15)
+    verdict = decide(
+        nodeid="t",
+        test="t",
+        trick="x",
+        profile_id="p",
+        key="k",
+        samples=[100.0, 101.0],
+        baseline={"sessions": [{"samples": [100.0, 99.0, 101.0]}]},
+        tolerance=0.15,
+    )
     assert verdict.comparison.confidence == table("confidence") == 0.99  # the user-facing default
     assert verdict.comparison.between_assumed  # one recorded session: the assumed spread, the table's
     assert verdict.comparison.between_sd_pct == pytest.approx(table("session_spread") * 100)

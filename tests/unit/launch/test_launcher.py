@@ -9,10 +9,18 @@ from pytest_bpsperf.launch import launcher
 def test_the_run_notes_which_roles_would_outlive_their_actor_and_where():
     from pytest_bpsperf.launch.launcher import pdeathsig_notes
 
-    infos = {"scheduler": {"pdeathsig": True}, "server-0": {"pdeathsig": False},
-             "worker-0": {"pdeathsig": False}, "worker-1": {"pdeathsig": False}, "gone": {}}
-    where = {"server-0": {"hostname": "n1", "ip": "10.0.0.1"}, "worker-0": {"hostname": "n1", "ip": "10.0.0.1"},
-             "worker-1": {"hostname": "", "ip": "10.0.0.2"}}
+    infos = {
+        "scheduler": {"pdeathsig": True},
+        "server-0": {"pdeathsig": False},
+        "worker-0": {"pdeathsig": False},
+        "worker-1": {"pdeathsig": False},
+        "gone": {},
+    }
+    where = {
+        "server-0": {"hostname": "n1", "ip": "10.0.0.1"},
+        "worker-0": {"hostname": "n1", "ip": "10.0.0.1"},
+        "worker-1": {"hostname": "", "ip": "10.0.0.2"},
+    }
     assert pdeathsig_notes(infos, where) == (
         "setpriv not found on n1: server-0, worker-0 do not die with their actor (no PR_SET_PDEATHSIG; "
         "install util-linux there)",
@@ -52,16 +60,23 @@ def _plan_settings(**values):
 def _layered_trick():
     from pytest_bpsperf.config.tricks import Trick
 
-    return Trick("mixed", env={"worker": {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"},
-                               "server": {"OMP_NUM_THREADS": "3"}})
+    return Trick(
+        "mixed",
+        env={"worker": {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}, "server": {"OMP_NUM_THREADS": "3"}},
+    )
 
 
 def _embedded_plan():
     from pytest_bpsperf.planning.planner import make_plan
     from pytest_bpsperf.runs.plan import Node
 
-    return make_plan(_plan_settings(), _layered_trick(), [Node("n0", "127.0.0.1", 2, 0)],
-                     backend=backends.get("mxnet"), run_id="run-1")
+    return make_plan(
+        _plan_settings(),
+        _layered_trick(),
+        [Node("n0", "127.0.0.1", 2, 0)],
+        backend=backends.get("mxnet"),
+        run_id="run-1",
+    )
 
 
 class _Group:

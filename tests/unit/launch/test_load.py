@@ -13,9 +13,14 @@ from pytest_bpsperf.launch.load import LoadWatch
 
 def status(t, busy, roles, *, steps=3, finished=False, alive=True):
     """What a poll brings: per role its progress and its actor's CPU snapshot (all on node n1)."""
-    return {name: {"steps": steps, "finished": finished and name.startswith("worker"),
-                   "cpu": {"time": t, "busy_s": busy, "steal_s": 0.0, "role_s": r, "alive": alive, "cpus": 2}}
-            for name, r in roles.items()}
+    return {
+        name: {
+            "steps": steps,
+            "finished": finished and name.startswith("worker"),
+            "cpu": {"time": t, "busy_s": busy, "steal_s": 0.0, "role_s": r, "alive": alive, "cpus": 2},
+        }
+        for name, r in roles.items()
+    }
 
 
 def test_the_window_runs_from_the_first_step_to_the_last_poll_while_every_role_ran():
@@ -42,11 +47,30 @@ def test_snapshots_of_one_poll_taken_apart_still_give_the_load():
     # the node runs 2 cores busy: the worker 1.0, the server 0.5, others 0.5; on a loaded node the
     # actors answer one poll at different moments, and each role counts over its own actor's interval
     def poll(t_worker, t_server, *, steps=3, finished=False):
-        return {"worker-0": {"steps": steps, "finished": finished,
-                             "cpu": {"time": t_worker, "busy_s": 2.0 * t_worker, "steal_s": 0.0,
-                                     "role_s": 1.0 * t_worker, "alive": True, "cpus": 2}},
-                "server-0": {"cpu": {"time": t_server, "busy_s": 2.0 * t_server, "steal_s": 0.0,
-                                     "role_s": 0.5 * t_server, "alive": True, "cpus": 2}}}
+        return {
+            "worker-0": {
+                "steps": steps,
+                "finished": finished,
+                "cpu": {
+                    "time": t_worker,
+                    "busy_s": 2.0 * t_worker,
+                    "steal_s": 0.0,
+                    "role_s": 1.0 * t_worker,
+                    "alive": True,
+                    "cpus": 2,
+                },
+            },
+            "server-0": {
+                "cpu": {
+                    "time": t_server,
+                    "busy_s": 2.0 * t_server,
+                    "steal_s": 0.0,
+                    "role_s": 0.5 * t_server,
+                    "alive": True,
+                    "cpus": 2,
+                }
+            },
+        }
 
     watch = LoadWatch({"worker-0": "n1", "server-0": "n1"})
     watch.observe(poll(1.0, 1.3), ["worker-0"])

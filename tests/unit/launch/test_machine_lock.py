@@ -13,11 +13,20 @@ from pytest_bpsperf.launch.machine_lock import LockError, MachineLock
 
 def test_second_session_waits_for_the_lock_and_says_so(tmp_path):
     path = str(tmp_path / "measure.lock")
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; sys.path.insert(0, %r)\n"
-        "from pytest_bpsperf.launch.machine_lock import MachineLock\n"
-        "MachineLock(%r).acquire(5); print('held', flush=True); time.sleep(3)\n"
-    ) % (str(ROOT), path)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time; sys.path.insert(0, %r)\n"
+                "from pytest_bpsperf.launch.machine_lock import MachineLock\n"
+                "MachineLock(%r).acquire(5); print('held', flush=True); time.sleep(3)\n"
+            )
+            % (str(ROOT), path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         said = []

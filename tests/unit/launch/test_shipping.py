@@ -14,8 +14,7 @@ def test_a_session_ships_the_entry_module_on_a_cluster_only(tmp_path):
     from pytest_bpsperf.launch.session import PerfSession
 
     (tmp_path / "single.py").write_text("def build(ctx): pass\n")
-    settings = resolve([cli(entry="single:build")], CPU).with_values(entry=EntryPoint("single", "build",
-                                                                                        str(tmp_path)))
+    settings = resolve([cli(entry="single:build")], CPU).with_values(entry=EntryPoint("single", "build", str(tmp_path)))
     session = PerfSession(ray_address="10.0.0.1:6379", base_log_dir=str(tmp_path))
     assert session.shipping.entry_module(settings, None) == str(tmp_path / "single.py")
     # the plan's workers import the shipped copy: no --entry-path of the driver's directory

@@ -13,9 +13,9 @@ from pytest_bpsperf.launch.watchdog import FIRST_STEP_S, FLOOR_S, StallWatch
 
 # --- stall watchdog ---------------------------------------------------------------
 
+
 def _status(steps: int, state: str = "S", step_s: float = 0.5) -> dict:
-    return {"code": None, "state": state, "steps": steps, "last_step": steps - 1 if steps else None,
-            "step_s": step_s}
+    return {"code": None, "state": state, "steps": steps, "last_step": steps - 1 if steps else None, "step_s": step_s}
 
 
 def test_stall_names_the_stopped_worker_with_its_last_step():
@@ -53,8 +53,12 @@ def test_derived_stall_limit_follows_step_times_with_a_floor_and_allows_a_slow_f
 
 
 def test_progress_line_uses_the_slowest_worker_and_sums_rates():
-    latest = {"worker-0": {"event": "step", "step": 11, "images": 8, "total_s": 0.5},
-              "worker-1": {"event": "step", "step": 10, "images": 8, "total_s": 0.25}}
-    assert watchdog.progress_line("t[omp-passive] repeat 1/3", 20, latest) == \
-        "t[omp-passive] repeat 1/3: step 11/20, 48.0 img/s"
+    latest = {
+        "worker-0": {"event": "step", "step": 11, "images": 8, "total_s": 0.5},
+        "worker-1": {"event": "step", "step": 10, "images": 8, "total_s": 0.25},
+    }
+    assert (
+        watchdog.progress_line("t[omp-passive] repeat 1/3", 20, latest)
+        == "t[omp-passive] repeat 1/3: step 11/20, 48.0 img/s"
+    )
     assert watchdog.progress_line("t", 20, {"worker-0": None, "worker-1": latest["worker-1"]}) is None

@@ -45,7 +45,12 @@ def test_embedded_mxnet_roles():
     assert len(plan.by_role("worker")) == 2
     assert (plan.num_workers, plan.num_servers, plan.worker_processes) == (2, 1, 2)
     assert plan.topology() == {
-        "workers": 2, "worker_processes": 2, "server_nodes": 1, "servers_per_node": 1, "servers": 1, "machines": 1,
+        "workers": 2,
+        "worker_processes": 2,
+        "server_nodes": 1,
+        "servers_per_node": 1,
+        "servers": 1,
+        "machines": 1,
     }
     assert [r.worker_rank for r in plan.by_role("worker")] == [0, 1]
 
@@ -71,9 +76,17 @@ def test_commands():
     assert cmd[:3] == (PYTHON, "-m", "pytest_bpsperf.remote.workload")
     args = dict(zip(cmd[3::2], cmd[4::2]))
     assert args == {
-        "--backend": "mxnet", "--model": "resnet18_v1", "--steps": "9", "--batch-size": "3", "--image-size": "40",
-        "--timing": "overlapped", "--dtype": "float32", "--data": "synthetic", "--data-threads": "4",
-        "--records": RECORDS, "--diagnostic-steps": "3",
+        "--backend": "mxnet",
+        "--model": "resnet18_v1",
+        "--steps": "9",
+        "--batch-size": "3",
+        "--image-size": "40",
+        "--timing": "overlapped",
+        "--dtype": "float32",
+        "--data": "synthetic",
+        "--data-threads": "4",
+        "--records": RECORDS,
+        "--diagnostic-steps": "3",
     }
     assert workload_command(settings(), "local")[4] == "local"
     # the single-process reference trains no diagnostic steps (it is never broken down)
@@ -82,7 +95,9 @@ def test_commands():
 
 
 def test_verbose_ps_reaches_every_role():
-    plan = make_plan(settings(), trick("default"), [EMBEDDED], backend=backends.get("mxnet"), run_id="r", verbose_ps=True)
+    plan = make_plan(
+        settings(), trick("default"), [EMBEDDED], backend=backends.get("mxnet"), run_id="r", verbose_ps=True
+    )
     assert all(r.env["PS_VERBOSE"] == "1" for r in plan.roles)
 
 
@@ -94,8 +109,9 @@ def test_omp_num_threads_comes_from_settings(configured, expected):
 
 def test_omp_num_threads_is_never_ray_default_one_unless_configured():
     # Ray hands actors OMP_NUM_THREADS=1; the plan must set the configured value explicitly.
-    plan = make_plan(resolve([], Hardware(gpus=0, cores=8)), trick("default"), [EMBEDDED], backend=backends.get("mxnet"),
-                     run_id="r")
+    plan = make_plan(
+        resolve([], Hardware(gpus=0, cores=8)), trick("default"), [EMBEDDED], backend=backends.get("mxnet"), run_id="r"
+    )
     assert {r.env["OMP_NUM_THREADS"] for r in plan.roles} == {"4"}
 
 
@@ -188,8 +204,7 @@ def test_servers_share_gpu_nodes_only_with_colocate():
 
 HEAD = Node("head", "127.0.0.1", 0, 0, "head")
 MARKED = [Node(f"srv-{i}", f"127.0.0.{4 + i}", 1, 0, f"srv-{i}", {"CPU": 1, "bpsperf_server": 1}) for i in range(2)]
-FAKE_GPU = [Node(f"g{i}", f"127.0.0.{2 + i}", 1, 2, f"g{i}", {"GPU": 2, "accelerator_type:V100": 1})
-            for i in range(2)]
+FAKE_GPU = [Node(f"g{i}", f"127.0.0.{2 + i}", 1, 2, f"g{i}", {"GPU": 2, "accelerator_type:V100": 1}) for i in range(2)]
 
 
 def test_marked_server_nodes_take_the_servers_and_the_head_stays_out():
@@ -206,20 +221,42 @@ def test_bundles_reserve_worker_gpus_and_server_nodes():
     # each bundle holds its node's CPUs too: the workers' (half a CPU per GPU process here), a sliver for
     # the scheduler and the rest of its node for the server
     assert [(b.node.node_id, dict(b.resources)) for b in plan.bundles] == [
-        ("g0", {"GPU": 2.0, "CPU": 1.0}), ("g1", {"GPU": 2.0, "CPU": 1.0}), ("srv-0", {"CPU": 1.0}),
-        ("srv-1", {"CPU": 1.0})]
+        ("g0", {"GPU": 2.0, "CPU": 1.0}),
+        ("g1", {"GPU": 2.0, "CPU": 1.0}),
+        ("srv-0", {"CPU": 1.0}),
+        ("srv-1", {"CPU": 1.0}),
+    ]
     assert {r.name: r.cpus for r in plan.roles} == {
-        "scheduler": 0.01, "server-0": 0.99, "server-1": 1.0, "worker-0.0": 0.5, "worker-0.1": 0.5,
-        "worker-1.0": 0.5, "worker-1.1": 0.5}
-    assert {r.name: r.bundle for r in plan.roles if r.role != "worker"} == {"scheduler": 2, "server-0": 2,
-                                                                            "server-1": 3}
+        "scheduler": 0.01,
+        "server-0": 0.99,
+        "server-1": 1.0,
+        "worker-0.0": 0.5,
+        "worker-0.1": 0.5,
+        "worker-1.0": 0.5,
+        "worker-1.1": 0.5,
+    }
+    assert {r.name: r.bundle for r in plan.roles if r.role != "worker"} == {
+        "scheduler": 2,
+        "server-0": 2,
+        "server-1": 3,
+    }
     assert {r.name: (r.bundle, r.gpus) for r in plan.by_role("worker")} == {
-        "worker-0.0": (0, 1), "worker-0.1": (0, 1), "worker-1.0": (1, 1), "worker-1.1": (1, 1)}
+        "worker-0.0": (0, 1),
+        "worker-0.1": (0, 1),
+        "worker-1.0": (1, 1),
+        "worker-1.1": (1, 1),
+    }
 
 
 def test_gpu_ids_from_ray_become_local_ranks_and_visible_devices():
-    plan = make_plan(settings(), trick("default"), [HEAD] + FAKE_GPU + MARKED, backend=backends.get("byteps"), run_id="r",
-                     gpu_ids={0: [3, 1], 1: [0, 2]})
+    plan = make_plan(
+        settings(),
+        trick("default"),
+        [HEAD] + FAKE_GPU + MARKED,
+        backend=backends.get("byteps"),
+        run_id="r",
+        gpu_ids={0: [3, 1], 1: [0, 2]},
+    )
     env = {r.name: r.env for r in plan.by_role("worker")}
     assert env["worker-0.0"]["CUDA_VISIBLE_DEVICES"] == "1,3" == env["worker-0.1"]["CUDA_VISIBLE_DEVICES"]
     assert (env["worker-0.0"]["BYTEPS_LOCAL_RANK"], env["worker-0.1"]["BYTEPS_LOCAL_RANK"]) == ("0", "1")
@@ -359,8 +396,9 @@ def test_omp_threads_sets_the_byteps_servers_summation_threads_too():
 def test_the_scaling_reference_is_one_worker_node_alone_under_the_same_trick():
     from pytest_bpsperf.planning.planner import reference_plan
 
-    passive = Trick("omp-passive", env={"server": {"OMP_WAIT_POLICY": "PASSIVE"},
-                                        "worker": {"OMP_WAIT_POLICY": "PASSIVE"}})
+    passive = Trick(
+        "omp-passive", env={"server": {"OMP_WAIT_POLICY": "PASSIVE"}, "worker": {"OMP_WAIT_POLICY": "PASSIVE"}}
+    )
     # CPU: a worker node runs one process, so the node reference is one process, no kvstore
     cpu = reference_plan(settings(), passive, MARKED[0], backend=backends.get("mxnet"), run_id="r")
     (single,) = cpu.roles
@@ -377,8 +415,9 @@ def test_the_scaling_reference_is_one_worker_node_alone_under_the_same_trick():
         assert r.command[r.command.index("--backend") + 1] == "byteps"
     assert node.bundles[0].resources == {"GPU": 2.0, "CPU": 1.0} and node.worker_processes == 2
     # and one process on one GPU alone: the per-GPU figure
-    (gpu,) = reference_plan(settings(), passive, FAKE_GPU[0], backend=backends.get("byteps"), run_id="r", gpus=2,
-                            one_gpu=True).roles
+    (gpu,) = reference_plan(
+        settings(), passive, FAKE_GPU[0], backend=backends.get("byteps"), run_id="r", gpus=2, one_gpu=True
+    ).roles
     assert gpu.gpus == 1 and gpu.command[-2:] == ("--device", "gpu")
 
 
@@ -394,25 +433,52 @@ _LAYERED = dict(role_env="server,scheduler:DMLC_ENABLE_RDMA=1 worker:OMP_WAIT_PO
 def _layered_trick():
     from pytest_bpsperf.config.tricks import Trick
 
-    return Trick("mixed", env={"worker": {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"},
-                               "server": {"OMP_NUM_THREADS": "3"}})
+    return Trick(
+        "mixed",
+        env={"worker": {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}, "server": {"OMP_NUM_THREADS": "3"}},
+    )
 
 
 def _common(role, chosen):
-    return [("BPSPERF_CHOSEN_VARS", chosen), ("DMLC_NUM_WORKER", "2"), ("DMLC_NUM_SERVER", "1"),
-            ("BPSPERF_RUN_ID", "run-1"), ("PS_VERBOSE", "2"), ("DMLC_ROLE", role), ("DMLC_NODE_HOST", "127.0.0.1")]
+    return [
+        ("BPSPERF_CHOSEN_VARS", chosen),
+        ("DMLC_NUM_WORKER", "2"),
+        ("DMLC_NUM_SERVER", "1"),
+        ("BPSPERF_RUN_ID", "run-1"),
+        ("PS_VERBOSE", "2"),
+        ("DMLC_ROLE", role),
+        ("DMLC_NODE_HOST", "127.0.0.1"),
+    ]
 
 
 #: the embedded mxnet plan as make_plan made it before the split: (name, bundle, worker_rank, env in order)
 EMBEDDED_PLAN = [
-    ("scheduler", 2, None, [("OMP_NUM_THREADS", "2"), ("DMLC_ENABLE_RDMA", "1")]
-     + _common("scheduler", "DMLC_ENABLE_RDMA")),
-    ("server-0", 2, None, [("OMP_NUM_THREADS", "3"), ("DMLC_ENABLE_RDMA", "1")]
-     + _common("server", "DMLC_ENABLE_RDMA,OMP_NUM_THREADS")),
-    ("worker-0", 0, 0, [("OMP_NUM_THREADS", "2"), ("OMP_WAIT_POLICY", "PASSIVE"), ("KMP_BLOCKTIME", "0")]
-     + _common("worker", "KMP_BLOCKTIME,OMP_WAIT_POLICY")),
-    ("worker-1", 1, 1, [("OMP_NUM_THREADS", "2"), ("OMP_WAIT_POLICY", "PASSIVE"), ("KMP_BLOCKTIME", "0")]
-     + _common("worker", "KMP_BLOCKTIME,OMP_WAIT_POLICY")),
+    (
+        "scheduler",
+        2,
+        None,
+        [("OMP_NUM_THREADS", "2"), ("DMLC_ENABLE_RDMA", "1")] + _common("scheduler", "DMLC_ENABLE_RDMA"),
+    ),
+    (
+        "server-0",
+        2,
+        None,
+        [("OMP_NUM_THREADS", "3"), ("DMLC_ENABLE_RDMA", "1")] + _common("server", "DMLC_ENABLE_RDMA,OMP_NUM_THREADS"),
+    ),
+    (
+        "worker-0",
+        0,
+        0,
+        [("OMP_NUM_THREADS", "2"), ("OMP_WAIT_POLICY", "PASSIVE"), ("KMP_BLOCKTIME", "0")]
+        + _common("worker", "KMP_BLOCKTIME,OMP_WAIT_POLICY"),
+    ),
+    (
+        "worker-1",
+        1,
+        1,
+        [("OMP_NUM_THREADS", "2"), ("OMP_WAIT_POLICY", "PASSIVE"), ("KMP_BLOCKTIME", "0")]
+        + _common("worker", "KMP_BLOCKTIME,OMP_WAIT_POLICY"),
+    ),
 ]
 
 
@@ -421,8 +487,14 @@ def test_make_plan_gives_the_environments_it_gave_before_the_split():
     from pytest_bpsperf.planning.planner import make_plan
     from pytest_bpsperf.runs.plan import Node
 
-    plan = make_plan(_plan_settings(**_LAYERED), _layered_trick(), [Node("n0", "127.0.0.1", 2, 0)],
-                     backend=backends.get("mxnet"), run_id="run-1", verbose_ps=2)
+    plan = make_plan(
+        _plan_settings(**_LAYERED),
+        _layered_trick(),
+        [Node("n0", "127.0.0.1", 2, 0)],
+        backend=backends.get("mxnet"),
+        run_id="run-1",
+        verbose_ps=2,
+    )
     assert [(r.name, r.bundle, r.worker_rank, list(r.env.items())) for r in plan.roles] == EMBEDDED_PLAN
     # the machine's 2 CPUs held by the run: a sliver for the scheduler, the rest split among its 3 processes
     assert [dict(b.resources) for b in plan.bundles] == [{"CPU": 0.66}, {"CPU": 0.66}, {"CPU": 0.67}]
@@ -437,10 +509,27 @@ def test_make_plan_places_byteps_processes_as_it_did_before_the_split():
     head = Node("head", "127.0.0.1", 0, 0, "head")
     marked = [Node(f"srv-{i}", f"127.0.0.{4 + i}", 1, 0, f"srv-{i}", {"CPU": 1, "bpsperf_server": 1}) for i in range(2)]
     gpus = [Node(f"g{i}", f"127.0.0.{2 + i}", 1, 2, f"g{i}", {"GPU": 2, "accelerator_type:V100": 1}) for i in range(2)]
-    plan = make_plan(_plan_settings(**_LAYERED), _layered_trick(), [head] + gpus + marked,
-                     backend=backends.get("byteps"), run_id="r", gpu_ids={0: [3, 1], 1: [0, 2]})
-    got = [(r.name, r.node.node_id, r.bundle, r.worker_rank, r.gpus, r.env.get("CUDA_VISIBLE_DEVICES"),
-            r.env["BPSPERF_CHOSEN_VARS"], r.command[2]) for r in plan.roles]
+    plan = make_plan(
+        _plan_settings(**_LAYERED),
+        _layered_trick(),
+        [head] + gpus + marked,
+        backend=backends.get("byteps"),
+        run_id="r",
+        gpu_ids={0: [3, 1], 1: [0, 2]},
+    )
+    got = [
+        (
+            r.name,
+            r.node.node_id,
+            r.bundle,
+            r.worker_rank,
+            r.gpus,
+            r.env.get("CUDA_VISIBLE_DEVICES"),
+            r.env["BPSPERF_CHOSEN_VARS"],
+            r.command[2],
+        )
+        for r in plan.roles
+    ]
     server, worker = "import byteps.server", "pytest_bpsperf.remote.workload"
     assert got == [
         ("scheduler", "srv-0", 2, None, 0, None, "DMLC_ENABLE_RDMA", server),
@@ -451,7 +540,10 @@ def test_make_plan_places_byteps_processes_as_it_did_before_the_split():
         ("worker-1.1", "g1", 1, 3, 1, "0,2", "KMP_BLOCKTIME,OMP_WAIT_POLICY", worker),
     ]
     assert [(b.node.node_id, dict(b.resources)) for b in plan.bundles] == [
-        ("g0", {"GPU": 2.0, "CPU": 1.0}), ("g1", {"GPU": 2.0, "CPU": 1.0}), ("srv-0", {"CPU": 1.0})]
+        ("g0", {"GPU": 2.0, "CPU": 1.0}),
+        ("g1", {"GPU": 2.0, "CPU": 1.0}),
+        ("srv-0", {"CPU": 1.0}),
+    ]
     assert (plan.num_servers, plan.worker_processes) == (1, 4)
 
 

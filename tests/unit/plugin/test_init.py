@@ -63,9 +63,15 @@ def test_no_object_of_the_pytest_layer_writes_another_ones_attributes():
 
 def test_the_check_finds_what_the_pytest_layer_used_to_write(tmp_path):
     old = tmp_path / "__init__.py"
-    old.write_text("def f(gate, runner, self):\n    gate.lines.append('x')\n    gate.update_failed = True\n"
-                   "    self.settings_plugin.hardware = 1\n    self.gate.lines.append('y')\n"
-                   "    self.ledger.failures.append(2)\n    self.written.append(3)\n    runner.before_ray = f\n")
-    assert _foreign_writes(old) == ["__init__.py:2 gate.lines", "__init__.py:3 gate.update_failed",
-                                    "__init__.py:4 self.settings_plugin.hardware", "__init__.py:5 self.gate.lines",
-                                    "__init__.py:6 self.ledger.failures"]
+    old.write_text(
+        "def f(gate, runner, self):\n    gate.lines.append('x')\n    gate.update_failed = True\n"
+        "    self.settings_plugin.hardware = 1\n    self.gate.lines.append('y')\n"
+        "    self.ledger.failures.append(2)\n    self.written.append(3)\n    runner.before_ray = f\n"
+    )
+    assert _foreign_writes(old) == [
+        "__init__.py:2 gate.lines",
+        "__init__.py:3 gate.update_failed",
+        "__init__.py:4 self.settings_plugin.hardware",
+        "__init__.py:5 self.gate.lines",
+        "__init__.py:6 self.ledger.failures",
+    ]

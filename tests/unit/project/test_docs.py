@@ -47,8 +47,11 @@ def test_configuration_page_has_every_setting_with_all_its_spellings():
     text = (DOCS / "configuration.md").read_text()
     for opt in OPTIONS:
         section = text.split(f"\n## `{opt.name}`\n", 1)[1].split("\n## ", 1)[0]
-        command_line = (f"`{flag(opt.name)}`, `{no_flag(opt.name)}`" if opt.switch  # flags without a value
-                        else f"`{flag(opt.name)}=VALUE`")
+        command_line = (
+            f"`{flag(opt.name)}`, `{no_flag(opt.name)}`"
+            if opt.switch  # flags without a value
+            else f"`{flag(opt.name)}=VALUE`"
+        )
         for spelling in (command_line, f"`{env_var(opt.name)}`", f"`{ini_key(opt.name)}`"):
             assert spelling in section, (opt.name, spelling)
         assert f"| accepted | {reference_pages._cell(opt.accepted)} |" in section
@@ -79,8 +82,18 @@ def test_cli_page_does_not_depend_on_the_terminal_width(monkeypatch: pytest.Monk
 
 def test_cli_page_has_every_command_and_pytest_flag():
     text = (DOCS / "cli.md").read_text()
-    for command in ("compare", "check", "baselines list", "baselines show", "baselines record", "baselines prune",
-                    "history add", "history show", "report", "export"):
+    for command in (
+        "compare",
+        "check",
+        "baselines list",
+        "baselines show",
+        "baselines record",
+        "baselines prune",
+        "history add",
+        "history show",
+        "report",
+        "export",
+    ):
         assert f" bpsperf {command}\n" in text, command
     for name in ("--bpsperf-json=PATH", "--bpsperf-update-baselines", "--bpsperf-list-tricks", "bpsperf_define_tricks"):
         assert f"`{name}`" in text
@@ -90,7 +103,7 @@ def test_cli_page_has_every_command_and_pytest_flag():
 def _nav_files(nav) -> "list[str]":
     out = []
     for entry in nav:
-        for value in (entry.values() if isinstance(entry, dict) else [entry]):
+        for value in entry.values() if isinstance(entry, dict) else [entry]:
             out += _nav_files(value) if isinstance(value, list) else [value]
     return out
 
@@ -132,7 +145,7 @@ def test_readme_links_are_absolute_and_go_to_files_of_the_repository():
     assert len(links) >= 15
     for link in links:
         assert link.startswith(base), f"README link {link!r} is not absolute under {base}"
-        path = link[len(base):].split("#")[0]
+        path = link[len(base) :].split("#")[0]
         assert (ROOT / path).is_file(), f"README link {link!r}: no file {path} in the repository"
         assert path.startswith("docs/") or path == "LICENSE", link
     # every reference used is defined, and every definition used (a typo would print '[x][y]' as text)
@@ -147,8 +160,11 @@ def test_install_lines_name_forms_that_work_and_no_placeholder_host():
         text = page.read_text()
         assert "HOST/PATH" not in text and "git+https://" not in text, page.name
     install = (DOCS / "install.md").read_text()
-    for form in ("pip install 'pytest_bpsperf-0.1.0-py3-none-any.whl[mxnet]'", "pip install './pytest-bpsperf[mxnet]'",
-                 "pip install 'pytest-bpsperf[mxnet] @ git+file:///"):
+    for form in (
+        "pip install 'pytest_bpsperf-0.1.0-py3-none-any.whl[mxnet]'",
+        "pip install './pytest-bpsperf[mxnet]'",
+        "pip install 'pytest-bpsperf[mxnet] @ git+file:///",
+    ):
         assert form in install and form in README.read_text(), form
     assert "not published yet" in install and "not published yet" in README.read_text()
     from pytest_bpsperf import __version__
@@ -164,8 +180,9 @@ def test_readme_is_short_keeps_the_quick_start_and_its_links_resolve():
         assert section in text
     assert "[mxnet]" in text and "**Compatibility:**" in text and "-p no:bpsperf" in text
     # scripts/module_table.py keeps README's folder table: README has it, current
-    assert module_table.spliced(text, module_table.folder_table(), "README.md") == text, \
+    assert module_table.spliced(text, module_table.folder_table(), "README.md") == text, (
         "README.md's folder table is stale: run python scripts/module_table.py --write"
+    )
 
 
 def test_docs_mention_how_to_turn_the_plugin_off():
@@ -188,8 +205,11 @@ def missing_citations(text: str) -> "list[str]":
             if path is None:
                 continue
             file = ROOT / path
-            tests = {n.name for n in ast.parse(file.read_text()).body if isinstance(n, ast.FunctionDef)} \
-                if file.is_file() else set()
+            tests = (
+                {n.name for n in ast.parse(file.read_text()).body if isinstance(n, ast.FunctionDef)}
+                if file.is_file()
+                else set()
+            )
             if not file.is_file():
                 missing.append(f"line {number}: {path}")
             elif name and not any(t == name or (name.endswith("*") and t.startswith(name[:-1])) for t in tests):
@@ -200,20 +220,28 @@ def missing_citations(text: str) -> "list[str]":
 def _unreleased() -> str:
     """CHANGELOG.md's section of what is not released yet (a release's entries keep the paths of their day)."""
     text = (ROOT / "CHANGELOG.md").read_text()
-    return text[text.index("## [Unreleased]"):text.index("\n## [", text.index("## [Unreleased]") + 1)]
+    return text[text.index("## [Unreleased]") : text.index("\n## [", text.index("## [Unreleased]") + 1)]
 
 
 def test_every_test_the_docs_cite_is_where_they_say():
-    pages = {"README.md": README.read_text(), "CHANGELOG.md [Unreleased]": _unreleased(),
-             **{f"docs/{p.name}": p.read_text() for p in sorted(DOCS.glob("*.md"))}}
+    pages = {
+        "README.md": README.read_text(),
+        "CHANGELOG.md [Unreleased]": _unreleased(),
+        **{f"docs/{p.name}": p.read_text() for p in sorted(DOCS.glob("*.md"))},
+    }
     assert {page: found for page, text in pages.items() if (found := missing_citations(text))} == {}
 
 
 def test_the_citation_check_sees_a_test_that_moved():
-    text = ("`tests/unit/test_gone.py`; `tests/unit/project/test_docs.py::test_nope`, `::test_readme_*`\n"
-            "`tests/unit/project/test_docs.py::test_the_citation_check_*`, `::test_every_default_reads_as_a_value`")
-    assert missing_citations(text) == ["line 1: tests/unit/test_gone.py",
-                                       "line 1: tests/unit/project/test_docs.py::test_nope"]
+    text = (
+        "`tests/unit/test_gone.py`; `tests/unit/project/test_docs.py::test_nope`, `::test_readme_*`\n"
+        "`tests/unit/project/test_docs.py::test_the_citation_check_*`, `::test_every_default_reads_as_a_value`"
+    )
+    assert missing_citations(text) == [
+        "line 1: tests/unit/test_gone.py",
+        "line 1: tests/unit/project/test_docs.py::test_nope",
+    ]
+
 
 def _mkdocs() -> "str | None":
     local = ROOT / ".ci" / "tools" / "bin" / "mkdocs"
@@ -223,9 +251,17 @@ def _mkdocs() -> "str | None":
 def test_the_site_builds_with_warnings_as_errors(tmp_path: Path):
     mkdocs = _mkdocs()
     if mkdocs is None:
-        pytest.skip("no mkdocs: .ci/run makes .ci/tools (python3 -m venv .ci/tools && .ci/tools/bin/pip install -r "
-                    "docs/requirements.txt)")
-    proc = subprocess.run([mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+        pytest.skip(
+            "no mkdocs: .ci/run makes .ci/tools (python3 -m venv .ci/tools && .ci/tools/bin/pip install -r "
+            "docs/requirements.txt)"
+        )
+    proc = subprocess.run(
+        [mkdocs, "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (tmp_path / "site" / "configuration" / "index.html").exists()

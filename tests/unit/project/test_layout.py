@@ -125,8 +125,12 @@ def test_every_folder_and_root_module_has_a_level():
 
 
 def test_no_import_runs_back_up_the_data_flow():
-    upward = sorted(f"{m} -> {d}" for m, deps in GRAPH.items() for d in deps
-                    if unit_of(d) and unit_of(m) and unit_of(d) != unit_of(m) and LEVEL[unit_of(d)] >= LEVEL[unit_of(m)])
+    upward = sorted(
+        f"{m} -> {d}"
+        for m, deps in GRAPH.items()
+        for d in deps
+        if unit_of(d) and unit_of(m) and unit_of(d) != unit_of(m) and LEVEL[unit_of(d)] >= LEVEL[unit_of(m)]
+    )
     assert upward == []
 
 
@@ -146,10 +150,19 @@ def test_the_package_root_imports_nothing():
     # every `python -m pytest_bpsperf.remote...` process imports it first: the public face's names are
     # imported on first use (module __getattr__), and only type checkers read the TYPE_CHECKING block
     tree = ast.parse((ROOT / "pytest_bpsperf" / "__init__.py").read_text())
-    guarded = {id(n) for top in tree.body if isinstance(top, ast.If) and getattr(top.test, "id", "") == "TYPE_CHECKING"
-               for n in ast.walk(top)}
-    at_run_time = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in guarded
-                   and (isinstance(n, ast.Import) or n.level or (n.module or "").startswith("pytest_bpsperf"))]
+    guarded = {
+        id(n)
+        for top in tree.body
+        if isinstance(top, ast.If) and getattr(top.test, "id", "") == "TYPE_CHECKING"
+        for n in ast.walk(top)
+    }
+    at_run_time = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        and id(n) not in guarded
+        and (isinstance(n, ast.Import) or n.level or (n.module or "").startswith("pytest_bpsperf"))
+    ]
     assert [ast.unparse(n) for n in at_run_time if not isinstance(n, ast.Import)] == []
     assert all(a.name in ("importlib",) for n in at_run_time if isinstance(n, ast.Import) for a in n.names)
 
@@ -161,8 +174,9 @@ def test_every_module_says_what_it_is(name):
 
 
 def test_the_module_tables_are_written_from_the_docstrings():
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "module_table.py"), "--check"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "module_table.py"), "--check"], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -174,22 +188,34 @@ def test_a_stale_table_is_reported(tmp_path):
 
 #: Functions allowed past LONGEST lines of code, each with its reason in its docstring.
 LONG_WITH_A_REASON: "dict[str, str]" = {}
-LONGEST = 60
+#: in ruff format's layout, which puts each argument of a call that does not fit on a line of its own:
+#: the 60 lines of the compact layout before it are about 70 (the longest were split, not let through)
+LONGEST = 70
 
 
 def code_lines(node: ast.AST) -> int:
     """Lines of a function without its docstring."""
     lines = node.end_lineno - node.lineno + 1
-    doc = node.body[0] if node.body and isinstance(node.body[0], ast.Expr) and isinstance(
-        getattr(node.body[0], "value", None), ast.Constant) and isinstance(node.body[0].value.value, str) else None
+    doc = (
+        node.body[0]
+        if node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(getattr(node.body[0], "value", None), ast.Constant)
+        and isinstance(node.body[0].value.value, str)
+        else None
+    )
     return lines - (doc.end_lineno - doc.lineno + 1 if doc is not None else 0)
 
 
-def test_no_function_is_longer_than_about_60_lines_of_code():
-    long = sorted(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({code_lines(node)} lines)"
-                  for path, _ in MODULES.values() for node in ast.walk(ast.parse(path.read_text()))
-                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and code_lines(node) > LONGEST
-                  and node.name not in LONG_WITH_A_REASON)
+def test_no_function_is_longer_than_about_70_lines_of_code():
+    long = sorted(
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({code_lines(node)} lines)"
+        for path, _ in MODULES.values()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and code_lines(node) > LONGEST
+        and node.name not in LONG_WITH_A_REASON
+    )
     assert long == []
 
 
@@ -217,7 +243,7 @@ def misplaced_unit_tests(unit: Path, package: Path) -> "list[str]":
         folder = path.relative_to(unit).parts[:-1]
         if folder == (PROJECT,):
             continue
-        module = path.stem[len("test_"):]
+        module = path.stem[len("test_") :]
         target = package.joinpath(*folder, ("__init__" if module == "init" else module) + ".py")
         if len(folder) > 1 or not target.is_file():
             found.append(f"{path.relative_to(unit.parent.parent)}: no {target.relative_to(package.parent)}")
@@ -230,8 +256,16 @@ def test_every_unit_test_file_is_named_after_a_module_of_its_folder():
 
 def test_the_mirror_check_sees_a_test_file_named_after_no_module(tmp_path):
     unit = tmp_path / "tests" / "unit"
-    for name in ("stats/test_nothing.py", "stats/test_steady.py", "stats/test_init.py", "stats/more/test_steady.py",
-                 "plugin/test_options.py", "project/test_anything.py", "test_init.py", "test_stats.py"):
+    for name in (
+        "stats/test_nothing.py",
+        "stats/test_steady.py",
+        "stats/test_init.py",
+        "stats/more/test_steady.py",
+        "plugin/test_options.py",
+        "project/test_anything.py",
+        "test_init.py",
+        "test_stats.py",
+    ):
         (unit / name).parent.mkdir(parents=True, exist_ok=True)
         (unit / name).write_text("")
     assert misplaced_unit_tests(unit, ROOT / PACKAGE) == [
@@ -266,8 +300,11 @@ def _fixtures(tree: ast.Module) -> "dict[str, tuple[set[str], bool]]":
 def starts_pytest(node: ast.AST) -> bool:
     """Whether code starts pytest itself: ``pytest.main``, or a subprocess whose arguments name pytest."""
     for call in ast.walk(node):
-        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and isinstance(call.func.value, ast.Name)):
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and isinstance(call.func.value, ast.Name)
+        ):
             if (call.func.value.id, call.func.attr) == ("pytest", "main"):
                 return True
             if call.func.value.id == "subprocess" and call.func.attr in SUBPROCESS:
@@ -293,18 +330,28 @@ def sessionless_tests(path: Path, shared: "dict[str, tuple[set[str], bool]]") ->
     while grew:
         before = (len(sessions), len(starting))
         sessions |= {name for name, (asks, _) in fixtures.items() if asks & sessions or name in starting}
-        starting |= {name for name, n in functions.items()
-                     if {c.func.id for c in ast.walk(n) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
-                     & starting}
+        starting |= {
+            name
+            for name, n in functions.items()
+            if {c.func.id for c in ast.walk(n) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)} & starting
+        }
         grew = (len(sessions), len(starting)) != before
     autouse = {name for name, (_, auto) in fixtures.items() if auto}
     found = []
     for name, node in functions.items():
         if not name.startswith("test"):
             continue
-        used = {a.arg for a in node.args.args} | autouse | {
-            c.value for d in node.decorator_list if "usefixtures" in ast.unparse(d)
-            for c in ast.walk(d) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+        used = (
+            {a.arg for a in node.args.args}
+            | autouse
+            | {
+                c.value
+                for d in node.decorator_list
+                if "usefixtures" in ast.unparse(d)
+                for c in ast.walk(d)
+                if isinstance(c, ast.Constant) and isinstance(c.value, str)
+            }
+        )
         if not used & sessions and name not in starting:
             found.append(f"{path.name}::{name}")
     return found
@@ -337,6 +384,10 @@ def test_the_session_check_sees_a_test_that_starts_none(tmp_path):
         "def test_main(tmp_path): subprocess.run([sys.executable, '-c', 'import pytest; pytest.main([])'])\n"
         "def test_adds(): assert 1 + 1 == 2\n"
         "def test_git(tmp_path): subprocess.run(['git', 'init', str(tmp_path)])\n"
-        "def test_helper_fixture(tmp_path, monkeypatch): pass\n")
+        "def test_helper_fixture(tmp_path, monkeypatch): pass\n"
+    )
     assert sessionless_tests(module, _shared_fixtures()) == [
-        "test_fake.py::test_adds", "test_fake.py::test_git", "test_fake.py::test_helper_fixture"]
+        "test_fake.py::test_adds",
+        "test_fake.py::test_git",
+        "test_fake.py::test_helper_fixture",
+    ]

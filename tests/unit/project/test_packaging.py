@@ -19,9 +19,17 @@ from helpers.paths import ROOT
 PACKAGE = ROOT / "pytest_bpsperf"
 
 #: import name -> the distribution that provides it, for what the package imports
-PROVIDER = {"pytest": "pytest", "_pytest": "pytest", "ray": "ray",
-            "jsonschema": "jsonschema", "matplotlib": "matplotlib", "mxnet": "mxnet", "gluoncv": "gluoncv",
-            "byteps": "byteps", "yaml": "pyyaml"}
+PROVIDER = {
+    "pytest": "pytest",
+    "_pytest": "pytest",
+    "ray": "ray",
+    "jsonschema": "jsonschema",
+    "matplotlib": "matplotlib",
+    "mxnet": "mxnet",
+    "gluoncv": "gluoncv",
+    "byteps": "byteps",
+    "yaml": "pyyaml",
+}
 #: imported only by code that runs as (or probes for) a role, on the node that hosts it
 ROLE_ONLY = {"mxnet", "gluoncv", "byteps"}
 
@@ -95,8 +103,10 @@ def test_no_dependency_brings_a_pytest_plugin_into_the_users_sessions():
     # (pytest-benchmark's header line did, when it was a dependency): only the plugin itself may have one.
     closure = _requirement_closure(_project()["dependencies"])
     assert {"pytest", "ray", "matplotlib", "jsonschema"} <= set(closure)
-    plugins = {name: [ep.name for ep in dist.entry_points if ep.group == "pytest11"]  # type: ignore[attr-defined]
-               for name, dist in closure.items()}
+    plugins = {
+        name: [ep.name for ep in dist.entry_points if ep.group == "pytest11"]  # type: ignore[attr-defined]
+        for name, dist in closure.items()
+    }
     assert {name: eps for name, eps in plugins.items() if eps} == {}
 
 
@@ -107,8 +117,9 @@ def test_the_mxnet_stack_is_an_extra_and_not_a_core_dependency():
     assert _names(project["optional-dependencies"]["mxnet"]) == {"mxnet", "numpy", "gluoncv"}
     assert "mxnet==1.9.1" in project["optional-dependencies"]["mxnet"]
     assert "numpy<1.24" in project["optional-dependencies"]["mxnet"]
-    assert re.search(r'"ray>=[0-9.]+,<3"', (ROOT / "pyproject.toml").read_text()), \
+    assert re.search(r'"ray>=[0-9.]+,<3"', (ROOT / "pyproject.toml").read_text()), (
         ".ci/run and tests/test_dependency_floors.py read the Ray floor in this spelling"
+    )
 
 
 def test_the_jobs_extra_brings_rays_jobs_cli_at_the_plugins_ray_range():

@@ -23,8 +23,11 @@ TAG = "v0.2.5.post15"
 
 def _module() -> "tuple[str, tuple]":
     tree = ast.parse(STANDIN.read_text())
-    sources = next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
-                   and any(getattr(t, "id", "") == "SOURCES" for t in node.targets))
+    sources = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "SOURCES" for t in node.targets)
+    )
     return ast.get_docstring(tree), sources
 
 
@@ -44,9 +47,15 @@ def test_every_rule_of_the_docstring_cites_a_line_the_table_quotes():
 
 
 def test_the_rules_cover_what_the_issue_asks_of_the_stand_in():
-    for topic in ("``init()`` first", "communicator.cc:67-72", "declared", "One name per tensor", "is_average",
-                  "DistributedTrainer(params, optimizer, optimizer_params=None, root_rank=0,",
-                  "broadcasts the parameters itself"):
+    for topic in (
+        "``init()`` first",
+        "communicator.cc:67-72",
+        "declared",
+        "One name per tensor",
+        "is_average",
+        "DistributedTrainer(params, optimizer, optimizer_params=None, root_rank=0,",
+        "broadcasts the parameters itself",
+    ):
         assert topic in DOC, topic
 
 
@@ -60,6 +69,6 @@ def _file(path: str) -> "list[str]":
 @pytest.mark.skipif(not os.path.isdir(MIRROR), reason=f"BytePS's source is not mirrored here ({MIRROR})")
 @pytest.mark.parametrize("path, first, last, text", SOURCES, ids=[f"{p}:{a}-{b}" for p, a, b, _t in SOURCES])
 def test_each_cited_line_of_byteps_says_what_the_stand_in_enforces(path, first, last, text):
-    lines = _file(path)[first - 1:last]
+    lines = _file(path)[first - 1 : last]
     joined = " ".join(line.strip() for line in lines)
     assert text in joined or any(text in line for line in lines), f"{path}:{first}-{last} reads: {lines}"

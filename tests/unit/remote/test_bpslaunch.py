@@ -7,16 +7,23 @@ import pytest
 from helpers.byteps_source import byteps_source
 
 
-@pytest.mark.parametrize("environ, numactl, nodes, expected, numa_on", [
-    ({}, True, ["node0", "node1"], "pinned by numactl to bpslaunch's split of 2 NUMA node(s)", None),
-    ({}, False, ["node0"], "unpinned: numactl is not installed", "0"),
-    ({}, True, [], "unpinned: no NUMA information on this node", "0"),  # bpslaunch's split raises TypeError
-    ({"BYTEPS_VISIBLE_CPU_CORES": "0-3:4-7"}, True, [], "pinned by numactl to BYTEPS_VISIBLE_CPU_CORES=0-3:4-7",
-     None),
-    ({"BYTEPS_NUMA_ON": "0"}, True, ["node0"], "unpinned (BYTEPS_NUMA_ON=0)", None),
-])
-def test_bpslaunch_runs_unpinned_where_it_cannot_pin_and_says_so(tmp_path, environ, numactl, nodes, expected,
-                                                                  numa_on):
+@pytest.mark.parametrize(
+    "environ, numactl, nodes, expected, numa_on",
+    [
+        ({}, True, ["node0", "node1"], "pinned by numactl to bpslaunch's split of 2 NUMA node(s)", None),
+        ({}, False, ["node0"], "unpinned: numactl is not installed", "0"),
+        ({}, True, [], "unpinned: no NUMA information on this node", "0"),  # bpslaunch's split raises TypeError
+        (
+            {"BYTEPS_VISIBLE_CPU_CORES": "0-3:4-7"},
+            True,
+            [],
+            "pinned by numactl to BYTEPS_VISIBLE_CPU_CORES=0-3:4-7",
+            None,
+        ),
+        ({"BYTEPS_NUMA_ON": "0"}, True, ["node0"], "unpinned (BYTEPS_NUMA_ON=0)", None),
+    ],
+)
+def test_bpslaunch_runs_unpinned_where_it_cannot_pin_and_says_so(tmp_path, environ, numactl, nodes, expected, numa_on):
     from pytest_bpsperf.remote.bpslaunch import pinning
 
     for n in nodes:

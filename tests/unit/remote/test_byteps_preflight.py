@@ -27,9 +27,17 @@ def test_the_preflight_refuses_a_node_where_another_byteps_job_holds_its_buffers
     # left by a killed job: a note, not a refusal (BytePS reuses it by name)
     problems, notes = shm_problems(str(tmp_path), need=1)
     assert problems == [] and "mapped by no process" in notes[0]
-    holder = subprocess.Popen([sys.executable, "-c", "import mmap, sys, time; f = open(sys.argv[1], 'r+b'); "
-                               "m = mmap.mmap(f.fileno(), 0); print('mapped', flush=True); time.sleep(60)",
-                               str(buffer)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import mmap, sys, time; f = open(sys.argv[1], 'r+b'); "
+            "m = mmap.mmap(f.fileno(), 0); print('mapped', flush=True); time.sleep(60)",
+            str(buffer),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "mapped"
         problems, _ = shm_problems(str(tmp_path), need=1)

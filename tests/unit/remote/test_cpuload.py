@@ -29,8 +29,16 @@ def test_node_busy_counts_every_cpu_state_but_idle_and_keeps_steal_apart(tmp_pat
 
 
 def test_a_roles_cpu_is_its_process_tree_with_what_it_reaped(tmp_path):
-    fake_proc(tmp_path, {10: ("S", (100, 20, 5, 1), [11, 12]), 11: ("R", (30, 3, 0, 0), [13]),
-                         12: ("S", (1, 1, 0, 0), []), 13: ("R", (7, 0, 0, 0), []), 99: ("R", (500, 500, 0, 0), [])})
+    fake_proc(
+        tmp_path,
+        {
+            10: ("S", (100, 20, 5, 1), [11, 12]),
+            11: ("R", (30, 3, 0, 0), [13]),
+            12: ("S", (1, 1, 0, 0), []),
+            13: ("R", (7, 0, 0, 0), []),
+            99: ("R", (500, 500, 0, 0), []),
+        },
+    )
     assert cpuload.tree_ticks(10, str(tmp_path)) == (126 + 33 + 2 + 7, True)  # not pid 99: not its tree
     (tmp_path / "z").mkdir()
     fake_proc(tmp_path / "z", {10: ("Z", (100, 20, 5, 1), [])})

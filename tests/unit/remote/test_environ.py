@@ -16,21 +16,52 @@ from pytest_bpsperf.remote.environ import HIDDEN, hide_in_text, looks_secret, re
 from pytest_bpsperf.remote.environ import scrub as clean_env
 
 
-@pytest.mark.parametrize("name", ["BPSPERF_PR_TOKEN", "GITHUB_TOKEN", "gh_token", "AWS_SECRET_ACCESS_KEY",
-                                  "AWS_ACCESS_KEY_ID", "PGPASSWORD", "MYSQL_PWD", "DB_PASS", "GH_PAT",
-                                  "WANDB_API_KEY", "NPM_AUTH", "HTTP_AUTHORIZATION", "SSH_PRIVATE_KEY",
-                                  "GOOGLE_APPLICATION_CREDENTIALS", "GPG_PASSPHRASE", "Session_Cookie",
-                                  "BPSPERF_CLIENT_SECRET", "MY_PASSWD"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "BPSPERF_PR_TOKEN",
+        "GITHUB_TOKEN",
+        "gh_token",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_ACCESS_KEY_ID",
+        "PGPASSWORD",
+        "MYSQL_PWD",
+        "DB_PASS",
+        "GH_PAT",
+        "WANDB_API_KEY",
+        "NPM_AUTH",
+        "HTTP_AUTHORIZATION",
+        "SSH_PRIVATE_KEY",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "GPG_PASSPHRASE",
+        "Session_Cookie",
+        "BPSPERF_CLIENT_SECRET",
+        "MY_PASSWD",
+    ],
+)
 def test_names_that_look_secret(name):
     assert looks_secret(name)
 
 
-@pytest.mark.parametrize("name", [
-    "OMP_WAIT_POLICY", "DMLC_PS_ROOT_PORT", "PATH", "PWD", "BPSPERF_SESSION_SPREAD", "BPSPERF_BASE",
-    # configuration of BytePS 0.2.5.post15 with a secret-looking part: the records must say it
-    "BYTEPS_KEY_HASH_FN", "BYTEPS_SERVER_DEBUG_KEY", "PS_KEY_LOG",
-    # PASS and PAT only as whole words
-    "OMP_PASSIVE_X", "LD_LIBRARY_PATH", "PATCH_LEVEL"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "OMP_WAIT_POLICY",
+        "DMLC_PS_ROOT_PORT",
+        "PATH",
+        "PWD",
+        "BPSPERF_SESSION_SPREAD",
+        "BPSPERF_BASE",
+        # configuration of BytePS 0.2.5.post15 with a secret-looking part: the records must say it
+        "BYTEPS_KEY_HASH_FN",
+        "BYTEPS_SERVER_DEBUG_KEY",
+        "PS_KEY_LOG",
+        # PASS and PAT only as whole words
+        "OMP_PASSIVE_X",
+        "LD_LIBRARY_PATH",
+        "PATCH_LEVEL",
+    ],
+)
 def test_names_that_do_not(name):
     assert not looks_secret(name)
 
@@ -46,14 +77,19 @@ def test_a_password_in_a_url_is_hidden_whatever_the_name():
     assert shown("PIP_INDEX_URL", "https://pypi.example/simple") == "https://pypi.example/simple"
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("worker:HF_TOKEN=abc worker:DMLC_INTERFACE=lo", f"worker:HF_TOKEN={HIDDEN} worker:DMLC_INTERFACE=lo"),
-    ("'worker:HF_TOKEN=abc'", f"'worker:HF_TOKEN={HIDDEN}'"),
-    ("MY_SECRET='a b' X=1", f"MY_SECRET={HIDDEN} X=1"),
-    ('{"env_vars": {"HF_TOKEN": "abc", "NCCL_DEBUG": "INFO"}}',
-     f'{{"env_vars": {{"HF_TOKEN": "{HIDDEN}", "NCCL_DEBUG": "INFO"}}}}'),
-    ("git clone https://x:ghp_1@github.com/o/r", f"git clone https://x:{HIDDEN}@github.com/o/r"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("worker:HF_TOKEN=abc worker:DMLC_INTERFACE=lo", f"worker:HF_TOKEN={HIDDEN} worker:DMLC_INTERFACE=lo"),
+        ("'worker:HF_TOKEN=abc'", f"'worker:HF_TOKEN={HIDDEN}'"),
+        ("MY_SECRET='a b' X=1", f"MY_SECRET={HIDDEN} X=1"),
+        (
+            '{"env_vars": {"HF_TOKEN": "abc", "NCCL_DEBUG": "INFO"}}',
+            f'{{"env_vars": {{"HF_TOKEN": "{HIDDEN}", "NCCL_DEBUG": "INFO"}}}}',
+        ),
+        ("git clone https://x:ghp_1@github.com/o/r", f"git clone https://x:{HIDDEN}@github.com/o/r"),
+    ],
+)
 def test_values_in_free_text(text, expected):
     assert hide_in_text(text) == expected
 
@@ -66,14 +102,17 @@ def test_every_variable_a_trick_sets_is_echoed_in_records_and_reports():
     from pytest_bpsperf.runs.plan import Node
 
     trick = Trick("preload", env={"worker": {"LD_PRELOAD": "/usr/lib/libfast.so", "MALLOC_ARENA_MAX": "2"}})
-    settings = resolve([Source("cli", "command line", {"role_env": "server:GLOO_SOCKET_IFNAME=lo"})],
-                       Hardware(gpus=0, cores=2))
+    settings = resolve(
+        [Source("cli", "command line", {"role_env": "server:GLOO_SOCKET_IFNAME=lo"})], Hardware(gpus=0, cores=2)
+    )
     plan = make_plan(settings, trick, [Node("n0", "127.0.0.1", 2, 0)], backend=backends.get("mxnet"), run_id="r")
     worker = plan.by_role("worker")[0].env
     server = plan.by_role("server")[0].env
     # what the role process gets is what the workload's start record and the reports show
-    assert reported({**worker, "PATH": "/bin"}).items() >= {"LD_PRELOAD": "/usr/lib/libfast.so",
-                                                           "MALLOC_ARENA_MAX": "2"}.items()
+    assert (
+        reported({**worker, "PATH": "/bin"}).items()
+        >= {"LD_PRELOAD": "/usr/lib/libfast.so", "MALLOC_ARENA_MAX": "2"}.items()
+    )
     assert "PATH" not in reported(worker)
     assert reported(server)["GLOO_SOCKET_IFNAME"] == "lo"
     assert "LD_PRELOAD" not in plan.scheduler.env

@@ -5,11 +5,20 @@ from __future__ import annotations
 import pytest
 
 
-@pytest.mark.parametrize("gpu, capability, ok", [
-    ("Tesla P100", 6.0, True), ("Tesla V100", 7.0, True), ("Tesla T4", 7.5, True), ("A100", 8.0, True),
-    ("NVIDIA A10", 8.6, True), ("NVIDIA L4", 8.9, False), ("NVIDIA H200", 9.0, False),
-    ("NVIDIA B200", 10.0, False), ("Tesla K80", 3.7, False),
-])
+@pytest.mark.parametrize(
+    "gpu, capability, ok",
+    [
+        ("Tesla P100", 6.0, True),
+        ("Tesla V100", 7.0, True),
+        ("Tesla T4", 7.5, True),
+        ("A100", 8.0, True),
+        ("NVIDIA A10", 8.6, True),
+        ("NVIDIA L4", 8.9, False),
+        ("NVIDIA H200", 9.0, False),
+        ("NVIDIA B200", 10.0, False),
+        ("Tesla K80", 3.7, False),
+    ],
+)
 def test_the_documented_stack_runs_from_maxwell_to_ampere(gpu, capability, ok):
     from pytest_bpsperf.remote.gpu_stack import stack_problem
 

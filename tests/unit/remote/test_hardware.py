@@ -38,11 +38,11 @@ def test_mixed_gpus_are_all_named(fake_host):
 @pytest.mark.parametrize(
     "kib,expected",
     [
-        (24684092, 24),   # 23.5 GiB: a 24 GiB box after kernel reservations
+        (24684092, 24),  # 23.5 GiB: a 24 GiB box after kernel reservations
         (24000000, 24),
-        (16303412, 16),   # 15.5 GiB
+        (16303412, 16),  # 15.5 GiB
         (16800000, 16),
-        (65856000, 64),   # 62.8 GiB
+        (65856000, 64),  # 62.8 GiB
         (131900000, 128),
         (527700000, 512),  # 503 GiB
         (8000000, 8),

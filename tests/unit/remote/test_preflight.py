@@ -31,8 +31,13 @@ def test_the_preflight_finds_the_workers_data_missing_on_their_node(tmp_path):
 
 def test_the_interpreter_preflight_runs_as_a_module_with_the_byteps_server_need(tmp_path):
     # how every node of a cluster runs it: `main()` at the end of the module, after server_library
-    proc = subprocess.run([sys.executable, "-m", "pytest_bpsperf.remote.preflight", "--needs", "byteps.server"],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_bpsperf.remote.preflight", "--needs", "byteps.server"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     found = json.loads(proc.stdout.splitlines()[-1])
     assert all("NameError" not in p for p in found["problems"])
@@ -40,7 +45,7 @@ def test_the_interpreter_preflight_runs_as_a_module_with_the_byteps_server_need(
 
 #: An "interpreter" that starts a helper of its own (as an import may) and waits: the helper's pid
 #: goes to the file named by $HELPER_PID.
-SPAWNING = "#!/bin/sh\nsleep 300 &\necho $! > \"$HELPER_PID\"\nwait\n"
+SPAWNING = '#!/bin/sh\nsleep 300 &\necho $! > "$HELPER_PID"\nwait\n'
 
 
 def _alive(pid: int) -> bool:
@@ -81,8 +86,17 @@ def test_the_preflights_child_and_what_it_started_die_when_it_is_stopped(tmp_pat
         timer.start()
     expected = PreflightError if how == "timeout" else KeyboardInterrupt
     with pytest.raises(expected):
-        _check(str(python), [], str(tmp_path), ["mxnet"], None, None, None, str(work),
-               timeout=2.0 if how == "timeout" else 60.0)
+        _check(
+            str(python),
+            [],
+            str(tmp_path),
+            ["mxnet"],
+            None,
+            None,
+            None,
+            str(work),
+            timeout=2.0 if how == "timeout" else 60.0,
+        )
     if how == "ctrl-c":
         signal.signal(signal.SIGINT, previous)
     helper = int((tmp_path / "helper.pid").read_text())

@@ -65,15 +65,17 @@ def test_current_commit_outside_a_repo(tmp_path):
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_current_commit_in_a_repo(tmp_path):
     def git(*args):
-        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *args],
-                       cwd=tmp_path, check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@e", *args], cwd=tmp_path, check=True, capture_output=True
+        )
 
     git("init", "-q")
     (tmp_path / "f").write_text("x")
     git("add", "f")
     git("commit", "-q", "-m", "c")
-    expected = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True,
-                              text=True, check=True).stdout.strip()
+    expected = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert current_commit(tmp_path) == expected
 
 

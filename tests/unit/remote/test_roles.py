@@ -30,8 +30,10 @@ def test_each_run_and_worker_node_gets_its_own_socket_directory(tmp_path, monkey
     made = []
     for run_id in ("run-a", "run-b"):  # two sessions (runs) on one node
         role = RoleProcess("worker-0.0", str(tmp_path / run_id))
-        role.start(["{python}", "-c", "import os; print(os.environ['BYTEPS_SOCKET_PATH'])"],
-                   {"BYTEPS_SOCKET_PATH": socket_paths(run_id)["worker-0.0"], "BPSPERF_RUN_ID": run_id})
+        role.start(
+            ["{python}", "-c", "import os; print(os.environ['BYTEPS_SOCKET_PATH'])"],
+            {"BYTEPS_SOCKET_PATH": socket_paths(run_id)["worker-0.0"], "BPSPERF_RUN_ID": run_id},
+        )
         role.wait(60)
         made.append(role.environ["BYTEPS_SOCKET_PATH"])
         assert os.path.isdir(made[-1]) and made[-1].startswith(str(tmp_path / f"bpsperf-{run_id}"))
@@ -61,13 +63,15 @@ def test_an_interfaces_address_is_read_on_the_node():
 
 
 #: A scheduler as ps-lite's ZeroMQ listener binds: SO_REUSEADDR, bind, listen; then it waits.
-LISTENER = ("import os, socket, time\n"
-            "s = socket.socket()\n"
-            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
-            "s.bind(('127.0.0.1', int(os.environ['DMLC_PS_ROOT_PORT'])))\n"
-            "s.listen()\n"
-            "print('listening', flush=True)\n"
-            "time.sleep(60)\n")
+LISTENER = (
+    "import os, socket, time\n"
+    "s = socket.socket()\n"
+    "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+    "s.bind(('127.0.0.1', int(os.environ['DMLC_PS_ROOT_PORT'])))\n"
+    "s.listen()\n"
+    "print('listening', flush=True)\n"
+    "time.sleep(60)\n"
+)
 
 
 def test_the_schedulers_port_is_held_until_the_scheduler_listens_on_it(tmp_path):

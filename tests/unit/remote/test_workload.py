@@ -12,14 +12,17 @@ from pytest_bpsperf.remote.workload import diagnostic_fields
 pytest.importorskip("mxnet")
 
 
-@pytest.mark.parametrize("spec, backend, expected", [
-    ("slowdown:25", "local", (None, 0.25)),  # a slower model slows the single-process reference too
-    ("slowdown:25", "mxnet", (None, 0.25)),
-    ("dist-slowdown:40", "mxnet", (None, 0.40)),
-    ("dist-slowdown:40", "byteps", (None, 0.40)),
-    ("dist-slowdown:40", "local", (None, 0.0)),  # only the distributed part is slower
-    ("crash-at-step:3", "local", (3, 0.0)),
-])
+@pytest.mark.parametrize(
+    "spec, backend, expected",
+    [
+        ("slowdown:25", "local", (None, 0.25)),  # a slower model slows the single-process reference too
+        ("slowdown:25", "mxnet", (None, 0.25)),
+        ("dist-slowdown:40", "mxnet", (None, 0.40)),
+        ("dist-slowdown:40", "byteps", (None, 0.40)),
+        ("dist-slowdown:40", "local", (None, 0.0)),  # only the distributed part is slower
+        ("crash-at-step:3", "local", (3, 0.0)),
+    ],
+)
 def test_fault_injection_reaches_the_processes_it_names(monkeypatch, spec, backend, expected):
     from pytest_bpsperf.remote.workload import _fault
 
@@ -31,8 +34,11 @@ def test_unknown_fault_names_the_accepted_forms(monkeypatch):
     from pytest_bpsperf.remote.workload import WorkloadError, _fault
 
     monkeypatch.setenv("BPSPERF_FAULT", "slowdown:lots")
-    with pytest.raises(WorkloadError, match=r"BPSPERF_FAULT='slowdown:lots' is not understood; accepted: "
-                                            r"crash-at-step:N, slowdown:PERCENT, dist-slowdown:PERCENT"):
+    with pytest.raises(
+        WorkloadError,
+        match=r"BPSPERF_FAULT='slowdown:lots' is not understood; accepted: "
+        r"crash-at-step:N, slowdown:PERCENT, dist-slowdown:PERCENT",
+    ):
         _fault("mxnet")
 
 
@@ -91,8 +97,24 @@ def test_the_scaling_reference_on_a_gpu_updates_in_fp16_with_fp32_master_weights
             seen.update(optimizer_params, kvstore=kvstore)
 
     monkeypatch.setattr(gluon, "Trainer", Trainer)
-    args = workload.parse_args(["--backend", "local", "--device", "gpu", "--dtype", "float16", "--steps", "4",
-                                "--batch-size", "8", "--image-size", "32", "--records", "r.jsonl"])
+    args = workload.parse_args(
+        [
+            "--backend",
+            "local",
+            "--device",
+            "gpu",
+            "--dtype",
+            "float16",
+            "--steps",
+            "4",
+            "--batch-size",
+            "8",
+            "--image-size",
+            "32",
+            "--records",
+            "r.jsonl",
+        ]
+    )
     device, _rank, _n, make_trainer, _scale, _facts = workload._setup_backend(args)
     make_trainer(None, "sgd", {"learning_rate": 0.1})
     assert device.device_type == "gpu" and seen["multi_precision"] is True and seen["kvstore"] is None
@@ -111,9 +133,19 @@ def test_start_records_say_where_a_rank_may_run(tmp_path):
 
 
 def test_the_marks_of_a_diagnostic_step_make_its_parts():
-    assert diagnostic_fields(10.0, 10.5, 12.0, 13.0) == {"total_s": 3.0, "input_s": 0.5, "compute_s": 1.5,
-                                                         "sync_s": 1.0, "unsplit_s": None}
+    assert diagnostic_fields(10.0, 10.5, 12.0, 13.0) == {
+        "total_s": 3.0,
+        "input_s": 0.5,
+        "compute_s": 1.5,
+        "sync_s": 1.0,
+        "unsplit_s": None,
+    }
     # no ctx.next_batch(): the input wait is part of compute; no ctx.split(): compute and push/pull are one
     assert diagnostic_fields(10.0, None, 12.0, 13.0)["compute_s"] == 2.0
-    assert diagnostic_fields(10.0, 10.5, None, 13.0) == {"total_s": 3.0, "input_s": 0.5, "compute_s": None,
-                                                         "sync_s": None, "unsplit_s": 2.5}
+    assert diagnostic_fields(10.0, 10.5, None, 13.0) == {
+        "total_s": 3.0,
+        "input_s": 0.5,
+        "compute_s": None,
+        "sync_s": None,
+        "unsplit_s": 2.5,
+    }

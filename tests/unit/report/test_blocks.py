@@ -30,9 +30,17 @@ from pytest_bpsperf.report.blocks import (
     plain_md,
 )
 
-NASTY = [NASTY_ID,
-         "t[``|``]", "t[\\|]", "t[\\\\|x]", "t[a\nb]", "t[[x](https://evil.example)]", "`", "t[ **b** _i_ ]",
-         "t[&lt;img&gt;]"]
+NASTY = [
+    NASTY_ID,
+    "t[``|``]",
+    "t[\\|]",
+    "t[\\\\|x]",
+    "t[a\nb]",
+    "t[[x](https://evil.example)]",
+    "`",
+    "t[ **b** _i_ ]",
+    "t[&lt;img&gt;]",
+]
 
 
 @pytest.mark.parametrize("nodeid", NASTY)
@@ -58,8 +66,12 @@ def test_a_code_span_stays_in_its_cell(nodeid):
 
 @pytest.mark.parametrize("nodeid", NASTY)
 def test_a_fold_is_closed_where_the_report_closes_it(nodeid):
-    md = markdown([Folded(("pairs of ", Code(nodeid)), (Table(("pair",), (("1",),), (True,)),)),
-                   Heading(3, ("after ", Code(nodeid)))])
+    md = markdown(
+        [
+            Folded(("pairs of ", Code(nodeid)), (Table(("pair",), (("1",),), (True,)),)),
+            Heading(3, ("after ", Code(nodeid))),
+        ]
+    )
     lines = md.split("\n")
     assert [line for line in lines if line.startswith("<details>")] == [lines[0]]
     assert [i for i, line in enumerate(lines) if line.startswith("</details>")] == [lines.index("</details>")]
@@ -92,28 +104,36 @@ def test_code_md_fences():
 def test_text_tables_align_their_columns_and_write_statuses_as_words():
     from pytest_bpsperf.report.blocks import Code, Paragraph, Status, Table, text_lines
 
-    table = Table(("test", "verdict", "img/s"), ((Code("t.py::a"), Status("ok"), "10.0"),
-                                                (Code("t.py::long_name"), Status("inconclusive"), "9.5")),
-                  (False, False, True))
+    table = Table(
+        ("test", "verdict", "img/s"),
+        ((Code("t.py::a"), Status("ok"), "10.0"), (Code("t.py::long_name"), Status("inconclusive"), "9.5")),
+        (False, False, True),
+    )
     lines = text_lines([table, Paragraph("how it was computed", note=True)])
-    assert lines == ["test             verdict       img/s",
-                     "t.py::a          OK             10.0",
-                     "t.py::long_name  INCONCLUSIVE    9.5"]
+    assert lines == [
+        "test             verdict       img/s",
+        "t.py::a          OK             10.0",
+        "t.py::long_name  INCONCLUSIVE    9.5",
+    ]
     assert text_lines([Paragraph("how", note=True)], notes=True) == ["how"]
 
 
 def test_pieces_write_down_as_markdown_and_html():
-    page = [blocks.Heading(2, "t"), blocks.Paragraph(blocks.Strong("2 ok")),
-            blocks.Bullets(("a", (blocks.Strong("b"), ": ", blocks.Code("c<d>"))), loose=True),
-            blocks.Table(("x", "n"), (((blocks.Code("id"), " (head)"), "1.0"),), (False, True)),
-            blocks.Folded(("pairs of ", blocks.Code("a&b")), (blocks.Paragraph("m", note=True),)),
-            blocks.Image("pic", "bpsperf-img/p.png")]
+    page = [
+        blocks.Heading(2, "t"),
+        blocks.Paragraph(blocks.Strong("2 ok")),
+        blocks.Bullets(("a", (blocks.Strong("b"), ": ", blocks.Code("c<d>"))), loose=True),
+        blocks.Table(("x", "n"), (((blocks.Code("id"), " (head)"), "1.0"),), (False, True)),
+        blocks.Folded(("pairs of ", blocks.Code("a&b")), (blocks.Paragraph("m", note=True),)),
+        blocks.Image("pic", "bpsperf-img/p.png"),
+    ]
     assert blocks.markdown(page) == (
         "## t\n\n**2 ok**\n\n- a\n\n- **b**: `c<d>`\n\n| x | n |\n|---|---:|\n| `id` (head) | 1.0 |\n\n"
         "<details><summary>pairs of <code>a&amp;b</code></summary>\n\n_m_\n\n</details>\n\n"
-        "![pic](bpsperf-img/p.png)\n\n")
+        "![pic](bpsperf-img/p.png)\n\n"
+    )
     html = blocks.html_page(page, "report")
     assert "<h1>t</h1>" in html and "<li><strong>b</strong>: <code>c&lt;d&gt;</code></li>" in html
-    assert "<tr><td><code>id</code> (head)</td><td class=\"num\">1.0</td></tr>" in html
-    assert "<thead><tr><th>x</th><th class=\"num\">n</th></tr></thead>" in html  # numbers right, as in Markdown
+    assert '<tr><td><code>id</code> (head)</td><td class="num">1.0</td></tr>' in html
+    assert '<thead><tr><th>x</th><th class="num">n</th></tr></thead>' in html  # numbers right, as in Markdown
     assert '<img src="bpsperf-img/p.png" alt="pic">' in html and "<p><em>m</em></p>" in html

@@ -15,16 +15,26 @@ from pytest_bpsperf.report.comment import (
 
 PAIRED = {"base_vs_head": {"jobs": [{"status": s} for s in ("ok", "regression", "ok", "inconclusive", "ok")]}}
 #: a results file before schema 3: each run carries its job's verdict
-STORED = {"tests": [
-    {"nodeid": "t.py::a[default]", "test": "t.py::a", "trick": "default", "verdict": {"status": "ok", "key": "k1"}},
-    # a repeat of the same job
-    {"nodeid": "t.py::a[default]", "test": "t.py::a", "trick": "default", "verdict": {"status": "ok", "key": "k1"}},
-    {"nodeid": "t.py::a[omp-passive]", "test": "t.py::a", "trick": "omp-passive",
-     "verdict": {"status": "improvement", "key": "k2"}},
-    {"nodeid": "t.py::b[default]", "test": "t.py::b", "trick": "default",
-     "verdict": {"status": "no-baseline", "key": "k3"}},
-    {"nodeid": "t.py::c[default]", "test": "t.py::c", "trick": "default"},  # pending: no verdict yet
-]}
+STORED = {
+    "tests": [
+        {"nodeid": "t.py::a[default]", "test": "t.py::a", "trick": "default", "verdict": {"status": "ok", "key": "k1"}},
+        # a repeat of the same job
+        {"nodeid": "t.py::a[default]", "test": "t.py::a", "trick": "default", "verdict": {"status": "ok", "key": "k1"}},
+        {
+            "nodeid": "t.py::a[omp-passive]",
+            "test": "t.py::a",
+            "trick": "omp-passive",
+            "verdict": {"status": "improvement", "key": "k2"},
+        },
+        {
+            "nodeid": "t.py::b[default]",
+            "test": "t.py::b",
+            "trick": "default",
+            "verdict": {"status": "no-baseline", "key": "k3"},
+        },
+        {"nodeid": "t.py::c[default]", "test": "t.py::c", "trick": "default"},  # pending: no verdict yet
+    ]
+}
 #: schema 3: the session's verdicts in one list
 LISTED = {"tests": [], "verdicts": [{"status": s} for s in ("ok", "inconclusive", "regression", "ok")]}
 
@@ -41,8 +51,9 @@ def test_the_body_leads_with_the_marker_and_the_summary_and_collapses_the_report
     body = comment_body(PAIRED, report, marker="cpu", link="https://x/runs/1#artifacts")
     lines = body.splitlines()
     assert lines[0] == "<!-- bpsperf:cpu -->"
-    assert lines[1] == ("**bpsperf on `cpu`: 1 regression, 1 inconclusive, 3 ok** "
-                        "([reports and pictures](https://x/runs/1#artifacts))")
+    assert lines[1] == (
+        "**bpsperf on `cpu`: 1 regression, 1 inconclusive, 3 ok** ([reports and pictures](https://x/runs/1#artifacts))"
+    )
     assert body.index("<details>") < body.index("## bpsperf results") < body.rindex("</details>")
     # a comment cannot show the runner's files: the picture is named instead
     assert "- ratios of t.py::a: `img/pairs-a.png`" in body and "![" not in body

@@ -25,14 +25,27 @@ def test_commit_info_is_pytest_benchmarks_own(tmp_path, monkeypatch):
     _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
     monkeypatch.chdir(repo)
     clean = exports.commit_info()
-    assert clean == {"id": _git(repo, "rev-parse", "HEAD"), "time": _git(repo, "show", "-s", "--format=%cI"),
-                     "author_time": _git(repo, "show", "-s", "--format=%aI"), "dirty": False,
-                     "project": "the-project", "branch": "feature"}
+    assert clean == {
+        "id": _git(repo, "rev-parse", "HEAD"),
+        "time": _git(repo, "show", "-s", "--format=%cI"),
+        "author_time": _git(repo, "show", "-s", "--format=%aI"),
+        "dirty": False,
+        "project": "the-project",
+        "branch": "feature",
+    }
     (repo / "a.txt").write_text("two\n")
     assert exports.commit_info()["dirty"] is True
     python = pytest_benchmark_tool("python")
-    proc = subprocess.run([str(python), "-c", "import json; from pytest_benchmark.utils import get_commit_info; "
-                           "print(json.dumps(get_commit_info()))"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import json; from pytest_benchmark.utils import get_commit_info; print(json.dumps(get_commit_info()))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == exports.commit_info()
     _git(repo, "checkout", "-q", "--detach")

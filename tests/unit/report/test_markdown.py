@@ -20,16 +20,19 @@ def test_markdown_leads_with_the_table_and_collapses_each_jobs_pairs():
     assert "- **base**: origin/main `aaaaaaaaaaaa`" in md and "`bbbbbbbbbbbb + uncommitted changes`" in md
 
 
-@pytest.mark.parametrize("ratios, status, level", [
-    ((0.7, 0.71, 0.69), "regression", "error"),
-    ((1.0, 0.99, 1.01), "ok", None),
-    ((0.5, 1.5, 0.9), "inconclusive", "warning"),
-])
+@pytest.mark.parametrize(
+    "ratios, status, level",
+    [
+        ((0.7, 0.71, 0.69), "regression", "error"),
+        ((1.0, 0.99, 1.01), "ok", None),
+        ((0.5, 1.5, 0.9), "inconclusive", "warning"),
+    ],
+)
 def test_every_status_has_its_words_and_inconclusive_is_never_a_pass(ratios, status, level):
     v = paired_verdict(ratios)
     assert v.status == status
     notes = report.github_annotations([v])
-    assert (notes[0].startswith(f"::{level} ") if level else notes == [])
+    assert notes[0].startswith(f"::{level} ") if level else notes == []
     md = report.markdown_document([], [], [v])
     if status == "inconclusive":
         assert "❔ inconclusive" in md and "✅" not in md
@@ -51,5 +54,7 @@ def test_format_matrix_markdown_is_a_table():
 
 def test_an_empty_document_renders_an_empty_runs_table():
     text = blocks.markdown(session_pieces(json_document([], [], [])))
-    assert text == ("## bpsperf results\n\n| test | img/s | compute/step | sync/step | bring-up | teardown | "
-                    "foreign load, cores |\n|---|---:|---:|---:|---:|---:|---:|\n\n")
+    assert text == (
+        "## bpsperf results\n\n| test | img/s | compute/step | sync/step | bring-up | teardown | "
+        "foreign load, cores |\n|---|---:|---:|---:|---:|---:|---:|\n\n"
+    )

@@ -15,8 +15,11 @@ def _row(table, trick):
 
 
 def test_matrix_change_vs_baseline_and_significance_single_runs():
-    results = [make_result("default"), make_result("omp-passive", speed=2.0),
-               make_result("extra-servers", speed=1.0, skew=0.001)]
+    results = [
+        make_result("default"),
+        make_result("omp-passive", speed=2.0),
+        make_result("extra-servers", speed=1.0, skew=0.001),
+    ]
     (table,) = report.matrix_tables(results)
     assert table.test == TEST
     assert [r.trick for r in table.rows] == ["default", "omp-passive", "extra-servers"]

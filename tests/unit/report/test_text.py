@@ -35,14 +35,18 @@ def test_result_line():
     assert "bring-up 3.0s, teardown 1.0s" in line
 
 
-@pytest.mark.parametrize("values, expected", [([], "none"), ([0], "0"), ([0, 1, 2], "0-2"), ([0, 1, 4, 6, 7], "0-1,4,6-7")])
+@pytest.mark.parametrize(
+    "values, expected", [([], "none"), ([0], "0"), ([0, 1, 2], "0-2"), ([0, 1, 4, 6, 7], "0-1,4,6-7")]
+)
 def test_ranges(values, expected):
     assert _ranges(values) == expected
 
 
 def test_result_line_and_json_carry_the_byteps_timeline():
-    comm = (CommWindow("trace/worker-0", steps=11, push_s=0.0123, pull_s=0.0456),
-            CommWindow("trace/worker-1", error="no <local_rank>/comm.json among the trace files"))
+    comm = (
+        CommWindow("trace/worker-0", steps=11, push_s=0.0123, pull_s=0.0456),
+        CommWindow("trace/worker-1", error="no <local_rank>/comm.json among the trace files"),
+    )
     r = make_result("omp-passive", comm=comm)
     line = report.result_line(r)
     assert "trace/worker-0: PUSH 0.0123s PULL 0.0456s per step (11 traced steps)" in line
@@ -57,9 +61,13 @@ def test_terminal_line_says_head_base_interval_pairs_and_looks():
     v = paired_verdict()
     assert v.status == "regression"
     line = report.verdict_line(v)
-    assert line.startswith("REGRESSION   t.py::test_x[default]: head 70.0 img/s vs base 100.0 img/s (medians of 4 "
-                           "pairs, base origin/main = aaaaaaaaaaaa): -30.0% (99% interval over all looks ")
+    assert line.startswith(
+        "REGRESSION   t.py::test_x[default]: head 70.0 img/s vs base 100.0 img/s (medians of 4 "
+        "pairs, base origin/main = aaaaaaaaaaaa): -30.0% (99% interval over all looks "
+    )
     assert ", 80% " in line  # the tolerance interval beside the noise interval
-    assert line.endswith("tolerance -15% (a drop of 15% fails, of 7.5% or less passes): a drop beyond noise (99% "
-                         "interval below no change) and beyond half the tolerance (80% interval below -7.5%); "
-                         "verdict after 4 pairs, 2 looks")
+    assert line.endswith(
+        "tolerance -15% (a drop of 15% fails, of 7.5% or less passes): a drop beyond noise (99% "
+        "interval below no change) and beyond half the tolerance (80% interval below -7.5%); "
+        "verdict after 4 pairs, 2 looks"
+    )

@@ -144,14 +144,27 @@ def test_comparison_as_dict_is_json():
     d = json.loads(json.dumps(c.as_dict()))
     assert d["verdict"] == "ok"
     assert d["baseline_summary"]["n"] == 2
-    assert {"ratio", "change_pct", "margin_pct", "min_detectable_change_pct", "ci_low", "ci_high",
-            "p_value", "method", "tolerance"} <= set(d)
+    assert {
+        "ratio",
+        "change_pct",
+        "margin_pct",
+        "min_detectable_change_pct",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "method",
+        "tolerance",
+    } <= set(d)
 
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"tolerance": -0.1}, {"tolerance": 1.0}, {"tolerance": 0.1, "confidence": 1.0},
-     {"tolerance": 0.1, "default_rel_noise": 0.0}],
+    [
+        {"tolerance": -0.1},
+        {"tolerance": 1.0},
+        {"tolerance": 0.1, "confidence": 1.0},
+        {"tolerance": 0.1, "default_rel_noise": 0.0},
+    ],
 )
 def test_compare_rejects_bad_parameters(kwargs):
     with pytest.raises(ValueError):
@@ -212,7 +225,7 @@ def test_scaling_efficiency():
 def test_a_prior_narrows_a_one_session_margin_and_pools_with_several():
     from pytest_bpsperf.stats import BetweenPrior
 
-    prior = BetweenPrior(tau2=0.05 ** 2, dof=20, sessions=21, groups=3, source="s")
+    prior = BetweenPrior(tau2=0.05**2, dof=20, sessions=21, groups=3, source="s")
     assumed = compare([[100, 101, 99]], [50, 51], tolerance=0.15, confidence=0.99, session_spread=0.25)
     pooled = compare([[100, 101, 99]], [50, 51], tolerance=0.15, confidence=0.99, session_spread=0.25, prior=prior)
     assert assumed.verdict == "inconclusive" and assumed.between_source == "assumed"

@@ -23,7 +23,7 @@ def test_round_stats_by_hand():
     assert s["stddev_outliers"] == 1 and s["outliers"] == "1;1"
     assert (s["min"], s["max"], s["median"], s["rounds"], s["total"]) == (1.0, 100.0, 5.0, 9, 136.0)
     assert s["ops"] == pytest.approx(9 / 136) and s["data"] == data  # in the order measured
-    assert list(s)[:len(FIELDS)] == list(FIELDS)
+    assert list(s)[: len(FIELDS)] == list(FIELDS)
     assert quartiles([1.0, 2.0, 3.0, 4.0]) == (1.5, 3.5)  # method 2: the halves' medians
     assert quartiles([1.0, 2.0, 3.0]) == (1.25, 2.75)  # 4*0+3: three quarters of the way, and back
     one = round_stats([0.5])
@@ -39,11 +39,14 @@ ROUNDS = [[0.5 + 0.01 * ((7 * i) % 5) + (3.0 if i == 9 else 0.0) for i in range(
 
 def test_round_statistics_are_pytest_benchmarks_own():
     python = pytest_benchmark_tool("python")
-    code = ("import json, sys\nfrom pytest_benchmark.stats import Stats\nout = []\n"
-            "for data in json.load(sys.stdin):\n    s = Stats()\n    [s.update(x) for x in data]\n"
-            "    out.append(s.as_dict())\nprint(json.dumps(out))\n")
-    proc = subprocess.run([str(python), "-c", code], input=json.dumps(ROUNDS), capture_output=True, text=True,
-                          timeout=120)
+    code = (
+        "import json, sys\nfrom pytest_benchmark.stats import Stats\nout = []\n"
+        "for data in json.load(sys.stdin):\n    s = Stats()\n    [s.update(x) for x in data]\n"
+        "    out.append(s.as_dict())\nprint(json.dumps(out))\n"
+    )
+    proc = subprocess.run(
+        [str(python), "-c", code], input=json.dumps(ROUNDS), capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     theirs = json.loads(proc.stdout)
     for data, their in zip(ROUNDS, theirs):

@@ -33,6 +33,7 @@ from pytest_bpsperf.stats.tdist import t_quantile
 @pytest.fixture
 def no_simulation(monkeypatch):
     """Any simulation from here on fails the test: only the file may answer."""
+
     def refuse(*args):
         raise AssertionError(f"simulated {args}")
 
@@ -56,8 +57,13 @@ def test_a_shipped_level_is_the_number_the_simulation_gives(design):
 def test_a_session_of_a_shipped_design_reads_the_level_and_simulates_nothing(no_simulation):
     level = paired.look_level(3, 20, (1 - 0.99) / 2)
     assert 0 < level < 0.005  # stricter per look than over all looks
-    c = paired.paired_compare([paired.PairRuns(i, 0.0, 0.01 * (i % 2), i % 2 == 0) for i in range(5)],
-                              tolerance=0.1, confidence=0.99, first_look=3, last_look=20)
+    c = paired.paired_compare(
+        [paired.PairRuns(i, 0.0, 0.01 * (i % 2), i % 2 == 0) for i in range(5)],
+        tolerance=0.1,
+        confidence=0.99,
+        first_look=3,
+        last_look=20,
+    )
     assert c.looks == 3
 
 
@@ -134,10 +140,27 @@ def whole_rule_false_alarms(jobs: int, seed: int, tolerance: float = 0.0) -> flo
         for index in range(LAST):
             order = ("base-head", "head-base")[index % 2]
             base, head = math.exp(rng.gauss(0, 0.05)), math.exp(rng.gauss(0, 0.05))
-            table.append({"pair": index + 1, "order": order, "base_img_per_sec": base, "head_img_per_sec": head,
-                          "ratio": head / base})
-            v = decide_pairs(nodeid="t", test="t", trick="x", profile_id="p", key="k", pairs=table,
-                             tolerance=tolerance, confidence=0.99, first_look=FIRST, max_pairs=LAST)
+            table.append(
+                {
+                    "pair": index + 1,
+                    "order": order,
+                    "base_img_per_sec": base,
+                    "head_img_per_sec": head,
+                    "ratio": head / base,
+                }
+            )
+            v = decide_pairs(
+                nodeid="t",
+                test="t",
+                trick="x",
+                profile_id="p",
+                key="k",
+                pairs=table,
+                tolerance=tolerance,
+                confidence=0.99,
+                first_look=FIRST,
+                max_pairs=LAST,
+            )
             if v.comparison.decided:
                 break
         called += v.status == "regression"

@@ -13,28 +13,54 @@ from pytest_bpsperf.stats import (
     detect_steady_state,
 )
 
-_DESCRIBED = ("step 0 plus leading steps slower than {}x the median of the last half ({} s; threshold max(25%, 3 "
-              "robust sigmas)) until {} consecutive settled steps: ")
+_DESCRIBED = (
+    "step 0 plus leading steps slower than {}x the median of the last half ({} s; threshold max(25%, 3 "
+    "robust sigmas)) until {} consecutive settled steps: "
+)
 #: (name, step seconds, min_steady, warm-up steps, reliable, method), as detect_steady_state said before the split
 STEADY_CASES = [
     ("one step", [2.0], 3, 0, False, "only 1 step: it is kept although it includes warm-up"),
     ("too short", [2.0, 0.1, 0.1], 3, 1, False, "only 3 steps: dropped step 0, kept 2 < min_steady=3; run more steps"),
-    ("warm-up then flat", [5.0, 1.0, 0.11, 0.1, 0.1, 0.102, 0.099, 0.1, 0.101, 0.1], 3, 2, True,
-     _DESCRIBED.format("1.25", "0.1", 3) + "2 warm-up, 8 steady"),
-    ("uneven warm-up", [5.0, 0.1, 0.4, 0.1, 0.1, 0.1, 0.1, 0.1], 3, 3, True,
-     _DESCRIBED.format("1.25", "0.1", 3) + "3 warm-up, 5 steady"),
-    ("never settled", [1.0, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 1.0], 10, 1, False,
-     _DESCRIBED.format("1.25", "0.1", 10) + "never settled, kept the last 10 of 11 steps"),
-    ("drifting", [1.0] + [0.1 * (1 + 0.03 * i) for i in range(16)], 3, 1, False,
-     _DESCRIBED.format("1.25", "0.1345", 3) + "1 warm-up, 16 steady; still drifting (18% between the halves of "
-     "the steady region)"),
+    (
+        "warm-up then flat",
+        [5.0, 1.0, 0.11, 0.1, 0.1, 0.102, 0.099, 0.1, 0.101, 0.1],
+        3,
+        2,
+        True,
+        _DESCRIBED.format("1.25", "0.1", 3) + "2 warm-up, 8 steady",
+    ),
+    (
+        "uneven warm-up",
+        [5.0, 0.1, 0.4, 0.1, 0.1, 0.1, 0.1, 0.1],
+        3,
+        3,
+        True,
+        _DESCRIBED.format("1.25", "0.1", 3) + "3 warm-up, 5 steady",
+    ),
+    (
+        "never settled",
+        [1.0, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 1.0],
+        10,
+        1,
+        False,
+        _DESCRIBED.format("1.25", "0.1", 10) + "never settled, kept the last 10 of 11 steps",
+    ),
+    (
+        "drifting",
+        [1.0] + [0.1 * (1 + 0.03 * i) for i in range(16)],
+        3,
+        1,
+        False,
+        _DESCRIBED.format("1.25", "0.1345", 3) + "1 warm-up, 16 steady; still drifting (18% between the halves of "
+        "the steady region)",
+    ),
 ]
 
 
-@pytest.mark.parametrize("name, times, min_steady, warmup, reliable, described", STEADY_CASES,
-                         ids=[c[0] for c in STEADY_CASES])
-def test_detect_steady_state_gives_what_it_gave_before_the_split(name, times, min_steady, warmup, reliable,
-                                                                 described):
+@pytest.mark.parametrize(
+    "name, times, min_steady, warmup, reliable, described", STEADY_CASES, ids=[c[0] for c in STEADY_CASES]
+)
+def test_detect_steady_state_gives_what_it_gave_before_the_split(name, times, min_steady, warmup, reliable, described):
     from pytest_bpsperf.stats.steady import detect_steady_state
 
     state = detect_steady_state(times, min_steady=min_steady)

@@ -15,8 +15,12 @@ from pytest_bpsperf.store.baselines import BaselineError, BaselineStore, check_b
 from pytest_bpsperf.store.entries import add_session, make_session, migrate_entry, session_samples
 
 PROFILE_ID = "cpu-amd-epyc-2c-24g-x86-64-66422873"
-PROFILE = {"id": PROFILE_ID, "name": "cpu-amd-epyc-2c-24g-x86-64", "hash": "66422873aa",
-           "facts": {"cores": 2, "cpu_model": "AMD EPYC"}}
+PROFILE = {
+    "id": PROFILE_ID,
+    "name": "cpu-amd-epyc-2c-24g-x86-64",
+    "hash": "66422873aa",
+    "facts": {"cores": 2, "cpu_model": "AMD EPYC"},
+}
 TOPOLOGY = {"workers": 2, "server_nodes": 1, "servers_per_node": 1}
 WORKLOAD = {"backend": "mxnet", "batch_size": 8, "model": "resnet50_v2", "steps": 20}
 
@@ -95,11 +99,11 @@ def test_round_trip_and_file_format(tmp_path):
 
 def test_update_merges_and_never_drops_entries(tmp_path):
     store = BaselineStore(tmp_path)
-    store.update(PROFILE_ID, PROFILE, {_key("default"): _entry("default"),
-                                       _key("omp-passive"): _entry("omp-passive")})
+    store.update(PROFILE_ID, PROFILE, {_key("default"): _entry("default"), _key("omp-passive"): _entry("omp-passive")})
     new_passive = _entry("omp-passive", samples=(300.0, 310.0))
-    store.update(PROFILE_ID, PROFILE, {_key("omp-passive"): new_passive,
-                                       _key("extra-servers"): _entry("extra-servers")})
+    store.update(
+        PROFILE_ID, PROFILE, {_key("omp-passive"): new_passive, _key("extra-servers"): _entry("extra-servers")}
+    )
     entries = store.load(PROFILE_ID).entries
     assert set(entries) == {_key("default"), _key("omp-passive"), _key("extra-servers")}
     assert entries[_key("default")] == _entry("default")
@@ -110,12 +114,13 @@ def test_update_keeps_entries_written_by_hand(tmp_path):
     # A schema_version 1 entry written by hand: kept, its note too, its samples become one session.
     path = tmp_path / f"{PROFILE_ID}.json"
     hand = {"samples": [1.0, 2.0], "note": "x"}
-    path.write_text(json.dumps({"schema_version": 1, "profile": PROFILE,
-                                "entries": {"hand|made|-|-": hand}}))
+    path.write_text(json.dumps({"schema_version": 1, "profile": PROFILE, "entries": {"hand|made|-|-": hand}}))
     BaselineStore(tmp_path).update(PROFILE_ID, PROFILE, {_key("default"): _entry("default")})
     entries = json.loads(path.read_text())["entries"]
-    assert entries["hand|made|-|-"] == {"note": "x", "sessions": [
-        {"samples": [1.0, 2.0], "host": None, "single_img_per_sec": None}]}
+    assert entries["hand|made|-|-"] == {
+        "note": "x",
+        "sessions": [{"samples": [1.0, 2.0], "host": None, "single_img_per_sec": None}],
+    }
 
 
 def test_unserializable_entry_leaves_file_untouched(tmp_path):
@@ -223,8 +228,15 @@ def test_new_file_is_not_private(tmp_path):
 
 
 def test_make_entry_records_provenance():
-    entry = make_entry(test="t", trick="default", topology={"workers": 1}, workload={},
-                       samples=[10.0, 11.0], extra={"steady_steps": 17}, single_img_per_sec=6.0)
+    entry = make_entry(
+        test="t",
+        trick="default",
+        topology={"workers": 1},
+        workload={},
+        samples=[10.0, 11.0],
+        extra={"steady_steps": 17},
+        single_img_per_sec=6.0,
+    )
     assert set(entry) == {"test", "trick", "topology", "workload", "summary", "sessions"}
     (session,) = entry["sessions"]
     assert set(session) == {"samples", "versions", "commit", "date", "host", "single_img_per_sec", "extra"}
@@ -257,8 +269,14 @@ def test_quality_rejects_noisy_samples():
 
 
 def _session(samples, day: int, single=None) -> dict:
-    return make_session(samples=samples, commit=f"{day:040d}", date=f"2024-05-{day:02d}T12:00:00Z",
-                        versions={"python": "3.11.7"}, single_img_per_sec=single, host="ci-1")
+    return make_session(
+        samples=samples,
+        commit=f"{day:040d}",
+        date=f"2024-05-{day:02d}T12:00:00Z",
+        versions={"python": "3.11.7"},
+        single_img_per_sec=single,
+        host="ci-1",
+    )
 
 
 _HEAD = {"test": "test_resnet50_throughput", "trick": "default", "topology": TOPOLOGY, "workload": WORKLOAD}
@@ -267,8 +285,9 @@ _HEAD = {"test": "test_resnet50_throughput", "trick": "default", "topology": TOP
 def test_adding_sessions_keeps_the_window_and_the_oldest_leave(tmp_path):
     store = BaselineStore(tmp_path)
     for day in range(1, 5):
-        store.add_sessions(PROFILE_ID, PROFILE, {_key("default"): (_HEAD, _session([100.0 + day, 99.0], day))},
-                           window=3)
+        store.add_sessions(
+            PROFILE_ID, PROFILE, {_key("default"): (_HEAD, _session([100.0 + day, 99.0], day))}, window=3
+        )
     entry = store.get(PROFILE_ID, _key("default"))
     assert [s["date"][:10] for s in entry["sessions"]] == ["2024-05-02", "2024-05-03", "2024-05-04"]
     assert session_samples(entry) == [[102.0, 99.0], [103.0, 99.0], [104.0, 99.0]]
@@ -282,20 +301,34 @@ def test_adding_a_session_changes_few_lines(tmp_path):
     before = path.read_text().splitlines()
     store.add_sessions(PROFILE_ID, PROFILE, {_key("default"): (_HEAD, _session([101.0, 98.0], 2))}, window=10)
     after = path.read_text().splitlines()
-    changed = [line for line in difflib.unified_diff(before, after, lineterm="", n=0)
-               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    changed = [
+        line
+        for line in difflib.unified_diff(before, after, lineterm="", n=0)
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
     # the new session (about 20 lines) and the summary's figures; nothing else moves
     removed = [line for line in changed if line.startswith("-")]
     assert len(changed) < 40
-    assert all('"' in line and any(k in line for k in ("max", "mean", "median", "min", "n", "rel_spread", "stdev",
-                                                       "}", "]")) for line in removed)
+    assert all(
+        '"' in line and any(k in line for k in ("max", "mean", "median", "min", "n", "rel_spread", "stdev", "}", "]"))
+        for line in removed
+    )
 
 
 def test_version_1_file_is_read_as_one_session_and_written_as_version_2(tmp_path):
     path = tmp_path / f"{PROFILE_ID}.json"
-    old = {"test": "t", "trick": "default", "topology": {}, "workload": {}, "samples": [10.0, 11.0],
-           "summary": {"n": 2}, "versions": {"python": "3.9"}, "commit": "a" * 40, "date": "2024-01-01T00:00:00Z",
-           "extra": {"steps_per_run": 20}}
+    old = {
+        "test": "t",
+        "trick": "default",
+        "topology": {},
+        "workload": {},
+        "samples": [10.0, 11.0],
+        "summary": {"n": 2},
+        "versions": {"python": "3.9"},
+        "commit": "a" * 40,
+        "date": "2024-01-01T00:00:00Z",
+        "extra": {"steps_per_run": 20},
+    }
     path.write_text(json.dumps({"schema_version": 1, "profile": PROFILE, "entries": {_key("default"): old}}))
     store = BaselineStore(tmp_path)
     loaded = store.load(PROFILE_ID)
@@ -308,9 +341,15 @@ def test_version_1_file_is_read_as_one_session_and_written_as_version_2(tmp_path
     assert data["schema_version"] == 2
     written = data["entries"][_key("default")]
     assert session_samples(written) == [[10.0, 11.0], [12.0, 13.0]]
-    assert written["sessions"][0] == {"samples": [10.0, 11.0], "commit": "a" * 40, "date": "2024-01-01T00:00:00Z",
-                                      "versions": {"python": "3.9"}, "extra": {"steps_per_run": 20},
-                                      "host": None, "single_img_per_sec": None}
+    assert written["sessions"][0] == {
+        "samples": [10.0, 11.0],
+        "commit": "a" * 40,
+        "date": "2024-01-01T00:00:00Z",
+        "versions": {"python": "3.9"},
+        "extra": {"steps_per_run": 20},
+        "host": None,
+        "single_img_per_sec": None,
+    }
     assert written["summary"]["n"] == 4
 
 
@@ -324,8 +363,9 @@ def test_migrate_keeps_unknown_keys_and_leaves_version_2_alone():
 
 def test_session_with_bad_samples_is_an_error_naming_the_file(tmp_path):
     path = tmp_path / f"{PROFILE_ID}.json"
-    content = json.dumps({"schema_version": 2, "profile": PROFILE,
-                          "entries": {"k": {"sessions": [{"samples": ["fast"]}]}}}).encode()
+    content = json.dumps(
+        {"schema_version": 2, "profile": PROFILE, "entries": {"k": {"sessions": [{"samples": ["fast"]}]}}}
+    ).encode()
     path.write_bytes(content)
     with pytest.raises(BaselineError, match="samples") as info:
         BaselineStore(tmp_path).add_sessions(PROFILE_ID, PROFILE, {"k": (_HEAD, _session([1.0, 2.0], 1))}, window=3)
@@ -339,8 +379,15 @@ def test_recorded_sessions_count_one_session_once_across_entries_and_give_the_la
     store = BaselineStore(tmp_path)
     assert recorded_sessions({}) == (0, None) and store.profiles() == []
     for day in (3, 1):  # one session measures both tricks; a later file may bring an older session
-        store.add_sessions(PROFILE_ID, PROFILE, {_key(trick): (dict(_HEAD, trick=trick), _session([100.0, 99.0], day))
-                                                 for trick in ("default", "omp-passive")}, window=3)
+        store.add_sessions(
+            PROFILE_ID,
+            PROFILE,
+            {
+                _key(trick): (dict(_HEAD, trick=trick), _session([100.0, 99.0], day))
+                for trick in ("default", "omp-passive")
+            },
+            window=3,
+        )
     entries = store.load(PROFILE_ID).entries
     assert recorded_sessions(entries) == (2, "2024-05-03T12:00:00Z")
     (tmp_path / "notes.txt").write_text("not a profile")
@@ -349,16 +396,37 @@ def test_recorded_sessions_count_one_session_once_across_entries_and_give_the_la
 
 # --- files of the older profile scheme ----------------------------------------------------------
 
-OLD_FACTS = {"arch": "x86_64", "cores": 2, "cpu_model": "AMD EPYC", "gpu_count": 0, "gpu_model": None,
-             "memory_gib_class": 24}
-NEW_FACTS = {**OLD_FACTS, "cpu_vendor": "AuthenticAMD", "cpu_family": 25, "cpu_model_number": 1, "cpu_stepping": 1,
-             "cpu_isa": ["avx2"], "profile_scheme": 2}
+OLD_FACTS = {
+    "arch": "x86_64",
+    "cores": 2,
+    "cpu_model": "AMD EPYC",
+    "gpu_count": 0,
+    "gpu_model": None,
+    "memory_gib_class": 24,
+}
+NEW_FACTS = {
+    **OLD_FACTS,
+    "cpu_vendor": "AuthenticAMD",
+    "cpu_family": 25,
+    "cpu_model_number": 1,
+    "cpu_stepping": 1,
+    "cpu_isa": ["avx2"],
+    "profile_scheme": 2,
+}
 
 
 def _store_with(tmp_path, pid, facts):
     store = BaselineStore(tmp_path / "bl")
-    entry = make_entry(test="t", trick="x", topology={}, workload={}, samples=[1.0, 1.1], commit="c" * 40,
-                       date="2026-01-01T00:00:00Z", versions={})
+    entry = make_entry(
+        test="t",
+        trick="x",
+        topology={},
+        workload={},
+        samples=[1.0, 1.1],
+        commit="c" * 40,
+        date="2026-01-01T00:00:00Z",
+        versions={},
+    )
     store.update(pid, {"id": pid, "facts": facts}, {"k": entry})
     return store
 
@@ -379,9 +447,14 @@ def test_adopt_refuses_and_changes_nothing(tmp_path, case):
     if case == "target-has-entries":
         _store_with(tmp_path, "new-id", NEW_FACTS)
     snapshot = {p.name: p.read_bytes() for p in (tmp_path / "bl").iterdir()}
-    with pytest.raises(BaselineError, match={"todays-scheme": "today's profile scheme",
-                                             "target-has-entries": "already holds 1 entries",
-                                             "missing": "does not exist"}[case]):
+    with pytest.raises(
+        BaselineError,
+        match={
+            "todays-scheme": "today's profile scheme",
+            "target-has-entries": "already holds 1 entries",
+            "missing": "does not exist",
+        }[case],
+    ):
         store.adopt("nope" if case == "missing" else "old-id", {"id": "new-id", "facts": NEW_FACTS})
     assert {p.name: p.read_bytes() for p in (tmp_path / "bl").iterdir()} == snapshot
 
@@ -392,8 +465,13 @@ def test_the_adopt_command_refuses_a_file_another_machine_recorded(tmp_path, mon
 
     store = _store_with(tmp_path, "cpu-amd-epyc-2c-24g-1n-x86-64-994d8926", OLD_FACTS)
     xeon = {**NEW_FACTS, "cpu_model": "Intel(R) Xeon(R) Processor", "cpu_vendor": "GenuineIntel"}
-    monkeypatch.setattr(hardware, "collect_facts", lambda **kw: dict(xeon, cluster=hardware._cluster_facts(kw["cluster"])))
-    assert main(["baselines", "adopt", "cpu-amd-epyc-2c-24g-1n-x86-64-994d8926", "--baselines-dir", str(store.directory)]) == 2
+    monkeypatch.setattr(
+        hardware, "collect_facts", lambda **kw: dict(xeon, cluster=hardware._cluster_facts(kw["cluster"]))
+    )
+    assert (
+        main(["baselines", "adopt", "cpu-amd-epyc-2c-24g-1n-x86-64-994d8926", "--baselines-dir", str(store.directory)])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "was not recorded on this machine" in err and "cpu_model AMD EPYC -> Intel(R) Xeon(R) Processor" in err
     assert store.path_for("cpu-amd-epyc-2c-24g-1n-x86-64-994d8926").exists()

@@ -21,11 +21,23 @@ KEY = "t.py::test_x|default|workers=2|backend=mxnet"
 
 def results(img_per_sec, trick="default", key=KEY):
     """A minimal results document with one run per value."""
-    return {"schema_version": 1, "tests": [
-        {"nodeid": f"t.py::test_x[{trick}]", "key": key, "test": "t.py::test_x", "trick": trick, "repeat": i,
-         "backend": "mxnet", "settings": {"tolerance": 0.15, "workers": 2}, "img_per_sec": v,
-         "workers": [{"name": "worker-0", "batch_size": 8, "step_s": [1.0, 8 / v, 8 / v], "warmup_steps": [0]}]}
-        for i, v in enumerate(img_per_sec)]}
+    return {
+        "schema_version": 1,
+        "tests": [
+            {
+                "nodeid": f"t.py::test_x[{trick}]",
+                "key": key,
+                "test": "t.py::test_x",
+                "trick": trick,
+                "repeat": i,
+                "backend": "mxnet",
+                "settings": {"tolerance": 0.15, "workers": 2},
+                "img_per_sec": v,
+                "workers": [{"name": "worker-0", "batch_size": 8, "step_s": [1.0, 8 / v, 8 / v], "warmup_steps": [0]}],
+            }
+            for i, v in enumerate(img_per_sec)
+        ],
+    }
 
 
 def record(values, commit, date, branch="main"):
@@ -77,8 +89,11 @@ def test_trend_shows_the_regressing_commit(tmp_path):
     rng = random.Random(3)
     for i in range(16):
         level = 100.0 if i < 10 else 80.0
-        store.save(record([level * math.exp(rng.gauss(0, 0.03)) for _ in range(2)], f"{i:040x}",
-                          f"2024-05-{i + 1:02d}T00:00:00Z"))
+        store.save(
+            record(
+                [level * math.exp(rng.gauss(0, 0.03)) for _ in range(2)], f"{i:040x}", f"2024-05-{i + 1:02d}T00:00:00Z"
+            )
+        )
     (trend,) = trends(store.load("testprof"), profile_id="testprof")
     assert [trend.points[s.index].commit for s in trend.fit.steps] == [f"{10:040x}"]
     assert trend.fit.steps[0].change_pct == pytest.approx(-20, abs=5)

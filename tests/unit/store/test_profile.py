@@ -138,9 +138,16 @@ def test_real_host_facts_are_stable():
 
 # --- profiles of the nodes that hosted roles (existing clusters) -------------------------
 
+
 def _host(gpu_model, gpus, cpu="Intel Xeon Gold 6148", cores=64):
-    local = {"cpu_model": cpu, "arch": "x86_64", "cores": cores, "memory_gib_class": 256,
-             "gpu_model": None, "gpu_count": 0}
+    local = {
+        "cpu_model": cpu,
+        "arch": "x86_64",
+        "cores": cores,
+        "memory_gib_class": 256,
+        "gpu_model": None,
+        "gpu_count": 0,
+    }
     return hardware.host_facts(local, gpu_model, gpus)
 
 
@@ -165,11 +172,14 @@ def test_cluster_profile_does_not_depend_on_the_driver_machine(monkeypatch):
 
 # --- what a model name can hide: the CPU's identity and vector sets ------------------------------
 
-EPYC_MILAN = ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n"
-              "stepping\t: 1\nflags\t\t: fpu sse sse4_1 sse4_2 avx avx2 fma f16c\n\n"
-              "processor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n")
+EPYC_MILAN = (
+    "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n"
+    "stepping\t: 1\nflags\t\t: fpu sse sse4_1 sse4_2 avx avx2 fma f16c\n\n"
+    "processor\t: 1\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n"
+)
 EPYC_GENOA = EPYC_MILAN.replace("model\t\t: 1\n", "model\t\t: 17\n", 1).replace(
-    "f16c", "f16c avx512f avx512bw avx512vl avx512_bf16")
+    "f16c", "f16c avx512f avx512bw avx512vl avx512_bf16"
+)
 
 
 def _facts(tmp_path, text, name="cpuinfo"):
@@ -177,21 +187,34 @@ def _facts(tmp_path, text, name="cpuinfo"):
     cpu.write_text(text)
     mem = tmp_path / "meminfo"
     mem.write_text(meminfo(24684092))
-    return collect_facts(cpuinfo_path=str(cpu), meminfo_path=str(mem), gpu_lister=list,
-                         cluster={"nodes": [{"gpus": 0, "cpus": 2}]})
+    return collect_facts(
+        cpuinfo_path=str(cpu), meminfo_path=str(mem), gpu_lister=list, cluster={"nodes": [{"gpus": 0, "cpus": 2}]}
+    )
 
 
 def test_the_profile_names_vendor_family_model_stepping_and_vector_sets(tmp_path):
     facts = _facts(tmp_path, EPYC_MILAN)
-    assert (facts["cpu_vendor"], facts["cpu_family"], facts["cpu_model_number"], facts["cpu_stepping"]) == \
-        ("AuthenticAMD", 25, 1, 1)
+    assert (facts["cpu_vendor"], facts["cpu_family"], facts["cpu_model_number"], facts["cpu_stepping"]) == (
+        "AuthenticAMD",
+        25,
+        1,
+        1,
+    )
     assert facts["cpu_isa"] == ["sse4_2", "avx", "avx2", "fma", "f16c"]  # sse/fpu: no kernel picks by them
     assert facts["profile_scheme"] == hardware.PROFILE_SCHEME
     assert make_profile(facts).name.startswith("cpu-amd-epyc-f25m1-avx2-")
-    arm = _facts(tmp_path, "processor\t: 0\nFeatures\t: fp asimd asimddp sve\nCPU implementer\t: 0x41\n"
-                           "CPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd0c\n", "arm")
-    assert (arm["cpu_vendor"], arm["cpu_family"], arm["cpu_model_number"], arm["cpu_isa"]) == \
-        ("0x41", 8, "0xd0c", ["asimd", "asimddp", "sve"])
+    arm = _facts(
+        tmp_path,
+        "processor\t: 0\nFeatures\t: fp asimd asimddp sve\nCPU implementer\t: 0x41\n"
+        "CPU architecture: 8\nCPU variant\t: 0x1\nCPU part\t: 0xd0c\n",
+        "arm",
+    )
+    assert (arm["cpu_vendor"], arm["cpu_family"], arm["cpu_model_number"], arm["cpu_isa"]) == (
+        "0x41",
+        8,
+        "0xd0c",
+        ["asimd", "asimddp", "sve"],
+    )
 
 
 def test_one_model_name_two_cpus_two_profiles(tmp_path):
@@ -215,20 +238,28 @@ def test_the_older_schemes_id_is_what_it_was(tmp_path):
     hosts = [hardware.host_facts(now, None, 0)] * 2
     cluster = profile_mod.cluster_profile_facts(hosts, hosts[:1])
     node = {k: now[k] for k in ("cpu_model", "arch", "cores", "memory_gib_class", "gpu_model", "gpu_count")}
-    older = {**node, "cluster": {"nodes": 3, "worker_nodes": [{**node, "count": 2}],
-                                 "server_nodes": [{**node, "count": 1}]}}  # as the older scheme wrote it
+    older = {
+        **node,
+        "cluster": {"nodes": 3, "worker_nodes": [{**node, "count": 2}], "server_nodes": [{**node, "count": 1}]},
+    }  # as the older scheme wrote it
     assert profile_mod.legacy_id(cluster) == make_profile(older).id
 
 
 def test_the_nearest_recorded_profile_and_how_it_differs(tmp_path):
     milan, genoa = _facts(tmp_path, EPYC_MILAN), _facts(tmp_path, EPYC_GENOA, "genoa")
-    xeon = _facts(tmp_path, EPYC_MILAN.replace("AuthenticAMD", "GenuineIntel").replace("cpu family\t: 25",
-                                                                                      "cpu family\t: 6"), "xeon")
+    xeon = _facts(
+        tmp_path,
+        EPYC_MILAN.replace("AuthenticAMD", "GenuineIntel").replace("cpu family\t: 25", "cpu family\t: 6"),
+        "xeon",
+    )
     found = profile_mod.nearest(milan, {"genoa": genoa, "xeon": xeon})
     assert found[0] == "genoa"
     assert found[1] == ["cpu_model_number 17 -> 1", "cpu_isa -avx512f -avx512bw -avx512vl -avx512_bf16"]
-    older = {k: v for k, v in milan.items() if k not in ("cpu_vendor", "cpu_family", "cpu_model_number",
-                                                         "cpu_stepping", "cpu_isa", "profile_scheme")}
+    older = {
+        k: v
+        for k, v in milan.items()
+        if k not in ("cpu_vendor", "cpu_family", "cpu_model_number", "cpu_stepping", "cpu_isa", "profile_scheme")
+    }
     pid, said = profile_mod.nearest(milan, {"older": older})
     assert pid == "older" and said[0].startswith("recorded before profiles named the CPU's family")
     assert profile_mod.nearest(milan, {}) is None

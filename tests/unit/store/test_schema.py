@@ -23,8 +23,11 @@ def test_the_output_schema_is_a_valid_schema_and_refuses_what_it_should():
         validate({"schema_version": 1, "command": "check"}, "cli", "x")
 
 
-@pytest.mark.parametrize("argv, key", [(["baselines", "list", "--baselines-dir", "none"], "profiles"),
-                                       (["history", "--history", "none"], "trends")], ids=["baselines", "history"])
+@pytest.mark.parametrize(
+    "argv, key",
+    [(["baselines", "list", "--baselines-dir", "none"], "profiles"), (["history", "--history", "none"], "trends")],
+    ids=["baselines", "history"],
+)
 def test_nothing_stored_is_an_empty_list(argv, key, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code, out, err = bpsperf(capsys, *argv, "--json")
@@ -34,16 +37,27 @@ def test_nothing_stored_is_an_empty_list(argv, key, tmp_path, monkeypatch, capsy
 
 
 def _run(**extra):
-    return {"nodeid": "a", "test": "a", "trick": "default", "repeat": 0, "backend": "mxnet",
-            "settings": {"tolerance": 0.1}, "img_per_sec": 10.0, **extra}
+    return {
+        "nodeid": "a",
+        "test": "a",
+        "trick": "default",
+        "repeat": 0,
+        "backend": "mxnet",
+        "settings": {"tolerance": 0.1},
+        "img_per_sec": 10.0,
+        **extra,
+    }
 
 
-@pytest.mark.parametrize("version, run, valid", [
-    (2, _run(), True),  # older versions stay readable
-    (3, _run(settings_origins={"tolerance": "command line option --bpsperf-tolerance"}), True),
-    (3, _run(settings_origins={"tolerance": 0.1}), False),
-    (4, _run(), False),
-])
+@pytest.mark.parametrize(
+    "version, run, valid",
+    [
+        (2, _run(), True),  # older versions stay readable
+        (3, _run(settings_origins={"tolerance": "command line option --bpsperf-tolerance"}), True),
+        (3, _run(settings_origins={"tolerance": 0.1}), False),
+        (4, _run(), False),
+    ],
+)
 def test_results_schema_versions_and_settings_origins(version, run, valid):
     from pytest_bpsperf.store.schema import SchemaError, validate
 

@@ -10,8 +10,13 @@ from pytest_bpsperf.vcs.revisions import RangeError, commit_range
 
 
 def git(path, *args):
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=path, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=path,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -37,13 +42,16 @@ def test_the_range_follows_the_first_parent_and_a_merge_is_one_step(repo):
     assert good.subject == "c0" and len(commits) == 3
 
 
-@pytest.mark.parametrize("good, bad, message", [
-    ("nope", "HEAD", "invalid GOOD 'nope': not a revision"),
-    ("HEAD~1", "-x", "invalid BAD '-x'"),
-    ("HEAD", "HEAD", "are the same commit"),
-    ("HEAD", "HEAD~2", "is not an ancestor of BAD 'HEAD~2'"),
-    ("topic~1", "main", "is not on BAD's first-parent line"),
-])
+@pytest.mark.parametrize(
+    "good, bad, message",
+    [
+        ("nope", "HEAD", "invalid GOOD 'nope': not a revision"),
+        ("HEAD~1", "-x", "invalid BAD '-x'"),
+        ("HEAD", "HEAD", "are the same commit"),
+        ("HEAD", "HEAD~2", "is not an ancestor of BAD 'HEAD~2'"),
+        ("topic~1", "main", "is not on BAD's first-parent line"),
+    ],
+)
 def test_a_range_that_cannot_be_bisected_names_the_value(repo, good, bad, message):
     with pytest.raises(RangeError, match=message.replace("(", r"\(")):
         commit_range(str(repo), good, bad)

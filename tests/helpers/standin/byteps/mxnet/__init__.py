@@ -88,34 +88,48 @@ SOURCES = (
     ("byteps/common/__init__.py", 89, 91, "'BytePS has not been initialized; use bps.init().')"),
     ("byteps/common/global.cc", 32, 35, "int BytePSGlobal::_local_size = 1;"),
     ("byteps/mxnet/ops.cc", 74, 74, "ThrowIfError(common::CheckInitialized());"),
-    ("byteps/common/global.cc", 308, 309, "\"BytePS has not been initialized; use bps.init().\");"),
-    ("byteps/common/communicator.cc", 67, 72, "BPS_CHECK(getenv(\"DMLC_WORKER_ID\")) << \"error: env DMLC_WORKER_ID not set\";"),
+    ("byteps/common/global.cc", 308, 309, '"BytePS has not been initialized; use bps.init().");'),
+    (
+        "byteps/common/communicator.cc",
+        67,
+        72,
+        'BPS_CHECK(getenv("DMLC_WORKER_ID")) << "error: env DMLC_WORKER_ID not set";',
+    ),
     ("byteps/common/communicator.cc", 80, 80, "*rank = (*local_rank) + (*worker_id) * (*local_size);"),
-    ("byteps/common/communicator.cc", 82, 82, "getenv(\"BYTEPS_GLOBAL_RANK\")"),
+    ("byteps/common/communicator.cc", 82, 82, 'getenv("BYTEPS_GLOBAL_RANK")'),
     ("byteps/common/communicator.cc", 83, 83, "*size = num_worker * (*local_size);"),
     ("byteps/common/communicator.cc", 94, 94, "_root = _members.back();"),
-    ("byteps/common/communicator.cc", 99, 103, "std::string(\"/socket_recv_\");"),
+    ("byteps/common/communicator.cc", 99, 103, 'std::string("/socket_recv_");'),
     ("byteps/common/communicator.cc", 146, 147, "unlink(fd_path.c_str());"),
     ("byteps/common/global.cc", 149, 152, "_is_distributed_job = (_num_worker > 1) ? true : _is_distributed_job;"),
-    ("byteps/common/global.cc", 155, 156, "<< \"error: launch distributed job, but env DMLC_NUM_SERVER not set\";"),
+    ("byteps/common/global.cc", 155, 156, '<< "error: launch distributed job, but env DMLC_NUM_SERVER not set";'),
     ("byteps/common/global.cc", 188, 188, "CUDA_CALL(cudaSetDevice(_local_rank));"),
     ("byteps/mxnet/ops.cc", 109, 109, "auto& context = common::GetContextFromName(tensor_name);"),
-    ("byteps/common/global.cc", 407, 408, "<< name << \" is not initialized\";"),
+    ("byteps/common/global.cc", 407, 408, '<< name << " is not initialized";'),
     ("byteps/common/logging.cc", 70, 70, "abort();"),
-    ("byteps/mxnet/ops.cc", 56, 56, "return prefix + \".\" + std::string(name);"),
-    ("byteps/mxnet/ops.cc", 59, 60, "return prefix + \".noname.\" + std::to_string(op_count);"),
+    ("byteps/mxnet/ops.cc", 56, 56, 'return prefix + "." + std::string(name);'),
+    ("byteps/mxnet/ops.cc", 59, 60, 'return prefix + ".noname." + std::to_string(op_count);'),
     ("byteps/common/global.cc", 414, 414, "if (_name_to_cxt.find(name) == _name_to_cxt.end()) {"),
-    ("byteps/mxnet/ops.py", 53, 54, "The tensor type and shape must be the same on all BytePS processes for a given name."),
+    (
+        "byteps/mxnet/ops.py",
+        53,
+        54,
+        "The tensor type and shape must be the same on all BytePS processes for a given name.",
+    ),
     ("byteps/common/operations.cc", 294, 294, "context.buff_len = size;"),
     ("byteps/mxnet/ops.cc", 129, 132, "*tensor /= num_worker;"),
-    ("byteps/mxnet/__init__.py", 195, 195,
-     "def __init__(self, params, optimizer, optimizer_params=None, root_rank=0, compression_params=None):"),
+    (
+        "byteps/mxnet/__init__.py",
+        195,
+        195,
+        "def __init__(self, params, optimizer, optimizer_params=None, root_rank=0, compression_params=None):",
+    ),
     ("byteps/mxnet/__init__.py", 202, 204, "for key in sorted(list(params.keys())):"),
-    ("byteps/mxnet/__init__.py", 219, 228, "byteps_declare_tensor(\"gradient_\" + str(i), **byteps_params)"),
+    ("byteps/mxnet/__init__.py", 219, 228, 'byteps_declare_tensor("gradient_" + str(i), **byteps_params)'),
     ("byteps/mxnet/__init__.py", 322, 322, "self._scale = batch_size"),
-    ("byteps/mxnet/__init__.py", 354, 358, "name=\"parameter_\" + str(idx), is_average=False)"),
-    ("byteps/mxnet/__init__.py", 336, 341, "name=\"gradient_\" + str(i), priority=-i)"),
-    ("byteps/mxnet/__init__.py", 155, 158, "raise TypeError(\"For gluon users, you should not call this function. \""),
+    ("byteps/mxnet/__init__.py", 354, 358, 'name="parameter_" + str(idx), is_average=False)'),
+    ("byteps/mxnet/__init__.py", 336, 341, 'name="gradient_" + str(i), priority=-i)'),
+    ("byteps/mxnet/__init__.py", 155, 158, 'raise TypeError("For gluon users, you should not call this function. "'),
 )
 
 _NOT_INITIALIZED = "BytePS has not been initialized; use bps.init()."
@@ -158,9 +172,11 @@ def _claim(path: str) -> socket.socket:
     except OSError:
         pass  # nobody there (or a stale file): BytePS's unlink and bind are harmless
     else:
-        _fatal(f"{path} is bound by a live process: another BytePS job on this node uses the same socket "
-               "path, and BytePS would unlink it and take it over (byteps/common/communicator.cc:146-147); "
-               "give each job its own BYTEPS_SOCKET_PATH")
+        _fatal(
+            f"{path} is bound by a live process: another BytePS job on this node uses the same socket "
+            "path, and BytePS would unlink it and take it over (byteps/common/communicator.cc:146-147); "
+            "give each job its own BYTEPS_SOCKET_PATH"
+        )
     finally:
         probe.close()
     try:
@@ -220,8 +236,10 @@ class _Node:
             except OSError:
                 sock.close()
                 if time.monotonic() > deadline:
-                    _fatal(f"local rank {self.local_rank} found no root at {self.data_path} within "
-                           f"{CONNECT_TIMEOUT_S:.0f}s")
+                    _fatal(
+                        f"local rank {self.local_rank} found no root at {self.data_path} within "
+                        f"{CONNECT_TIMEOUT_S:.0f}s"
+                    )
                 time.sleep(0.1)
 
     def sum(self, name: str, value: np.ndarray, across: "callable") -> np.ndarray:
@@ -234,16 +252,20 @@ class _Node:
         if self._accepting is not None:
             self._accepting.join(CONNECT_TIMEOUT_S)
             if len(self.peers) < self.local_size - 1:
-                _fatal(f"the root of this node saw {len(self.peers)} of its {self.local_size - 1} other local "
-                       f"ranks within {CONNECT_TIMEOUT_S:.0f}s")
+                _fatal(
+                    f"the root of this node saw {len(self.peers)} of its {self.local_size - 1} other local "
+                    f"ranks within {CONNECT_TIMEOUT_S:.0f}s"
+                )
             self._accepting = None
         total = value.copy()
         for rank in sorted(self.peers):
             theirs = json.loads(_recv(self.peers[rank]).decode())
             if theirs != json.loads(header.decode()):
-                _fatal(f"local rank {rank} push_pulls {theirs} where the root push_pulls {json.loads(header)}: "
-                       "one name is one tensor, the same on all BytePS processes (byteps/mxnet/ops.py:53-54); "
-                       "the stand-in also needs the same order on every local rank")
+                _fatal(
+                    f"local rank {rank} push_pulls {theirs} where the root push_pulls {json.loads(header)}: "
+                    "one name is one tensor, the same on all BytePS processes (byteps/mxnet/ops.py:53-54); "
+                    "the stand-in also needs the same order on every local rank"
+                )
             total += np.frombuffer(_recv(self.peers[rank]), dtype=value.dtype).reshape(value.shape)
         total = across(name, total)
         for rank in sorted(self.peers):
@@ -284,7 +306,7 @@ _state = _State()
 def _env(name: str) -> str:
     value = os.environ.get(name)
     if value is None:
-        _fatal(f"getenv(\"{name}\") error: env {name} not set")
+        _fatal(f'getenv("{name}") error: env {name} not set')
     return value
 
 
@@ -299,11 +321,13 @@ def init(lazy: bool = True) -> None:
         rank = int(os.environ["BYTEPS_GLOBAL_RANK"])
     distributed = bool(int(os.environ.get("BYTEPS_FORCE_DISTRIBUTED") or 0)) or num_worker > 1
     if distributed and os.environ.get("DMLC_NUM_SERVER") is None:
-        _fatal("getenv(\"DMLC_NUM_SERVER\") error: launch distributed job, but env DMLC_NUM_SERVER not set")
+        _fatal('getenv("DMLC_NUM_SERVER") error: launch distributed job, but env DMLC_NUM_SERVER not set')
     visible = _bpsperf_simulation.visible_gpus()
     if not 0 <= local_rank < local_size or (visible is not None and local_rank >= visible):
-        _fatal(f"cudaSetDevice({local_rank}): invalid device ordinal (BYTEPS_LOCAL_SIZE={local_size}, "
-               f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r})")
+        _fatal(
+            f"cudaSetDevice({local_rank}): invalid device ordinal (BYTEPS_LOCAL_SIZE={local_size}, "
+            f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')!r})"
+        )
     base = os.environ.get("BYTEPS_SOCKET_PATH") or "/tmp"
     _state.node = _Node(base, local_rank, local_size)
     _state.rank, _state.local_rank, _state.worker_id = rank, local_rank, worker_id
@@ -365,11 +389,14 @@ def _op_name(name: "str | None") -> str:
 def byteps_declare_tensor(name: str, **kwargs: object) -> None:
     """Declare ``name`` (a second declaration is a no-op); compression arguments are refused here."""
     if not _state.initialized:
-        raise ValueError(f"{_NOT_INITIALIZED} (byteps_declare_tensor({name!r}) before init(); the stand-in is "
-                         "stricter than BytePS here)")
+        raise ValueError(
+            f"{_NOT_INITIALIZED} (byteps_declare_tensor({name!r}) before init(); the stand-in is "
+            "stricter than BytePS here)"
+        )
     if kwargs:
-        raise NotImplementedError(f"the BytePS stand-in does not compress: byteps_declare_tensor({name!r}, "
-                                  f"{sorted(kwargs)})")
+        raise NotImplementedError(
+            f"the BytePS stand-in does not compress: byteps_declare_tensor({name!r}, {sorted(kwargs)})"
+        )
     _state.declared.setdefault(_op_name(name), len(_state.declared))
 
 
@@ -393,8 +420,9 @@ def _across_nodes(name: str, total: np.ndarray) -> np.ndarray:
     return out.asnumpy()
 
 
-def byteps_push_pull(tensor: "mx.nd.NDArray", version: int = 0, priority: int = 0, name: "str | None" = None,
-                     is_average: bool = True) -> None:
+def byteps_push_pull(
+    tensor: "mx.nd.NDArray", version: int = 0, priority: int = 0, name: "str | None" = None, is_average: bool = True
+) -> None:
     """Sum ``tensor`` over every process of the job, in place; ``is_average`` divides by ``size()``."""
     if not _state.initialized:
         raise mx.base.MXNetError(_NOT_INITIALIZED)
@@ -404,8 +432,10 @@ def byteps_push_pull(tensor: "mx.nd.NDArray", version: int = 0, priority: int = 
     value = tensor.asnumpy()
     first = _state.tensors.setdefault(op, (value.shape, str(value.dtype)))
     if first != (value.shape, str(value.dtype)):
-        _fatal(f"{op} was push_pulled as {first}, now as {(value.shape, str(value.dtype))}: the tensor type and "
-               "shape must be the same for a given name (byteps/mxnet/ops.py:53-54)")
+        _fatal(
+            f"{op} was push_pulled as {first}, now as {(value.shape, str(value.dtype))}: the tensor type and "
+            "shape must be the same for a given name (byteps/mxnet/ops.py:53-54)"
+        )
     tensor[:] = _state.node.sum(op, value, _across_nodes)
     if is_average:
         tensor /= _state.size
@@ -414,8 +444,10 @@ def byteps_push_pull(tensor: "mx.nd.NDArray", version: int = 0, priority: int = 
 def broadcast_parameters(params: object, root_rank: int = 0) -> None:
     """Rank ``root_rank``'s values of a dict of NDArrays on every process; a gluon ParameterDict is refused."""
     if isinstance(params, mx.gluon.parameter.ParameterDict):
-        raise TypeError("For gluon users, you should not call this function. DistributedTrainer will broadcast "
-                        "all parameters at the first training step.")
+        raise TypeError(
+            "For gluon users, you should not call this function. DistributedTrainer will broadcast "
+            "all parameters at the first training step."
+        )
     if not isinstance(params, dict):
         raise ValueError(f"Invalid params of type: {type(params)}")
     for index, (_key, tensor) in enumerate(sorted(params.items())):
@@ -428,12 +460,20 @@ def broadcast_parameters(params: object, root_rank: int = 0) -> None:
 class DistributedTrainer(mx.gluon.Trainer):
     """BytePS's gluon trainer: BytePS push_pulls for gradients, the parameters broadcast at the first step."""
 
-    def __init__(self, params: object, optimizer: object, optimizer_params: "dict | None" = None,
-                 root_rank: int = 0, compression_params: "dict | None" = None) -> None:
+    def __init__(
+        self,
+        params: object,
+        optimizer: object,
+        optimizer_params: "dict | None" = None,
+        root_rank: int = 0,
+        compression_params: "dict | None" = None,
+    ) -> None:
         if not isinstance(params, mx.gluon.ParameterDict):
-            raise TypeError(f"DistributedTrainer takes a gluon ParameterDict (net.collect_params()), not "
-                            f"{type(params).__name__}: BytePS's trainer keeps no parameter of anything else "
-                            "(byteps/mxnet/__init__.py:202-204)")
+            raise TypeError(
+                f"DistributedTrainer takes a gluon ParameterDict (net.collect_params()), not "
+                f"{type(params).__name__}: BytePS's trainer keeps no parameter of anything else "
+                "(byteps/mxnet/__init__.py:202-204)"
+            )
         if compression_params:
             raise NotImplementedError("the BytePS stand-in does not compress (compression_params)")
         ordered = [params[key] for key in sorted(params.keys())]
@@ -467,10 +507,13 @@ class DistributedTrainer(mx.gluon.Trainer):
             array = param._check_and_get(param._data, list)[0]  # noqa: SLF001
             if rank() != self.root_rank:
                 array *= 0
-            byteps_push_pull(array, version=0, priority=0, name=f"parameter_{self._param2idx[param.name]}",
-                             is_average=False)
+            byteps_push_pull(
+                array, version=0, priority=0, name=f"parameter_{self._param2idx[param.name]}", is_average=False
+            )
         if len(deferred) < len(self._params_to_init):
-            sys.stderr.write(f"byteps stand-in: rank {rank()}: DistributedTrainer broadcast "
-                             f"{len(self._params_to_init) - len(deferred)} parameters from rank {self.root_rank} "
-                             "at its first step\n")
+            sys.stderr.write(
+                f"byteps stand-in: rank {rank()}: DistributedTrainer broadcast "
+                f"{len(self._params_to_init) - len(deferred)} parameters from rank {self.root_rank} "
+                "at its first step\n"
+            )
         self._params_to_init = deferred

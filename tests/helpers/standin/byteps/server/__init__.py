@@ -10,6 +10,8 @@ import os
 import sys
 
 if os.environ.get("DMLC_ROLE") not in ("scheduler", "server"):
-    sys.exit(f"byteps stand-in: import byteps.server runs a scheduler or a server, not DMLC_ROLE="
-             f"{os.environ.get('DMLC_ROLE')!r}")
+    sys.exit(
+        f"byteps stand-in: import byteps.server runs a scheduler or a server, not DMLC_ROLE="
+        f"{os.environ.get('DMLC_ROLE')!r}"
+    )
 import mxnet  # noqa: E402,F401 - its import runs the node (mxnet/kvstore_server.py) and exits
