@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from helpers.history import SESSION_ARGS, git, make_history
-from pytest_bpsperf.vcs.worktrees import Worktree, remove_stale_worktrees
 
 SLOW = {"compute_s": 0.4}
 
@@ -110,18 +107,3 @@ def test_a_bad_head_is_a_usage_error_naming_value_and_origin(project, monkeypatc
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert message in result.stderr.str()
     assert worktrees(project.path) == [os.path.realpath(project.path)]
-
-
-def test_a_killed_sessions_head_worktree_is_removed_by_the_next_one(project):
-    repo = str(project.path)
-    code = (
-        "import os; from pytest_bpsperf.vcs.worktrees import Worktree; "
-        f"print(Worktree({repo!r}, {project.shas[1]!r}, arm='head').create(), flush=True); os._exit(0)"
-    )
-    path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert "bpsperf-head-" in path and len(worktrees(repo)) == 2
-    assert path in remove_stale_worktrees(repo)
-    assert worktrees(repo) == [os.path.realpath(repo)] and not os.path.exists(os.path.dirname(path))
-    mine = Worktree(repo, project.shas[0], arm="head")
-    assert "bpsperf-head-" in mine.create()
-    mine.remove()

@@ -27,7 +27,6 @@ from helpers.junit import suite_properties
 from helpers.procs import wait_until
 from pytest_bpsperf.config.arms import ArmError, resolve_base
 from pytest_bpsperf.judge.pairs import first_arm
-from pytest_bpsperf.vcs.worktrees import Worktree, remove_stale_worktrees
 
 #: The speed of a run by its arm, its noise, and the arms' faults, from the environment (see above).
 ARMS = """
@@ -113,17 +112,6 @@ def doc_of(pytester, name="r.json") -> dict:
 # --- the arms: revisions and worktrees ------------------------------------------------------------
 
 
-def test_resolve_base_names_a_bad_revision_and_where_it_came_from(project):
-    with pytest.raises(ArmError) as excinfo:
-        resolve_base("no-such-branch", "command line option --bpsperf-base", str(project.path))
-    msg = str(excinfo.value)
-    assert "'no-such-branch'" in msg and "--bpsperf-base" in msg and "origin/main, HEAD~1" in msg
-    found = resolve_base("HEAD~1", "x", str(project.path))
-    assert found.is_revision and found.commit == git(project.path, "rev-parse", "HEAD~1")
-    found = resolve_base(str(project.path), "x", str(project.path))
-    assert not found.is_revision and found.commit == git(project.path, "rev-parse", "HEAD")
-
-
 def test_a_name_that_is_both_a_directory_and_a_revision_is_refused_naming_both(project, monkeypatch):
     git(project.path, "branch", "feature", "HEAD~1")
     (project.path / "feature").mkdir()
@@ -145,41 +133,6 @@ def test_a_name_that_is_both_a_directory_and_a_revision_is_refused_naming_both(p
     result = run(project, "--bpsperf-base=feature")
     assert result.ret == pytest.ExitCode.USAGE_ERROR and "ambiguous value 'feature'" in result.stderr.str()
     assert worktrees(project.path) == [os.path.realpath(project.path)]
-
-
-def test_worktree_is_detached_outside_the_checkout_and_removed_without_a_trace(project):
-    repo = str(project.path)
-    sha = git(repo, "rev-parse", "HEAD~1")
-    tree = Worktree(repo, sha)
-    path = tree.create()
-    assert not path.startswith(repo) and os.path.isdir(path)
-    assert git(path, "rev-parse", "HEAD") == sha and git(path, "rev-parse", "--abbrev-ref", "HEAD") == "HEAD"
-    assert len(worktrees(repo)) == 2
-    tree.remove()
-    tree.remove()  # idempotent
-    assert worktrees(repo) == [os.path.realpath(repo)] and not os.path.exists(path)
-    assert git(repo, "status", "--porcelain") == ""
-
-
-def test_a_killed_sessions_worktree_is_removed_by_the_next_one(project):
-    repo = str(project.path)
-    # a worktree whose owner process is gone (a session killed before its teardown)
-    code = (
-        "import os; from pytest_bpsperf.vcs.worktrees import Worktree; "
-        f"print(Worktree({repo!r}, {git(repo, 'rev-parse', 'HEAD')!r}).create(), flush=True); "
-        "os._exit(0)"
-    )  # as a SIGKILL would: no teardown, no atexit
-    path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert os.path.isdir(path) and len(worktrees(repo)) == 2
-    # a live session's worktree is left alone
-    mine = Worktree(repo, git(repo, "rev-parse", "HEAD"))
-    mine.create()
-    try:
-        assert path in remove_stale_worktrees(repo)
-        assert not os.path.exists(os.path.dirname(path)) and os.path.isdir(mine.path)
-        assert len(worktrees(repo)) == 2
-    finally:
-        mine.remove()
 
 
 # --- sessions ------------------------------------------------------------------------------------
@@ -440,18 +393,6 @@ def holders_of(repo) -> list:
             if json.load(open(owner))["repository"] == os.path.realpath(repo):
                 out.append(name)
     return out
-
-
-def test_a_worktree_left_by_an_exit_that_skips_unconfigure_goes_with_the_interpreter(project):
-    repo = str(project.path)
-    # create and exit without removing it (as when pytest cannot reach its unconfigure)
-    code = (
-        "from pytest_bpsperf.vcs.worktrees import Worktree; import os; "
-        f"w = Worktree({repo!r}, {git(repo, 'rev-parse', 'HEAD')!r}); print(w.create(), flush=True)"
-    )
-    path = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert not os.path.exists(path)
-    assert worktrees(repo) == [os.path.realpath(repo)]
 
 
 def test_a_terminal_closed_mid_session_leaves_no_worktree(project, tmp_path):

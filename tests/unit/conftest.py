@@ -4,7 +4,8 @@
   hardware (``remote/hardware.py``) and the profile named from it (``store/profile.py``);
 - ``two_gpus``: an ``nvidia-smi`` on the PATH that lists two GPUs, for the settings, the profile and
   the embedded Ray node, which must all count the same GPUs;
-- ``retabled``: the option table's defaults changed for one test, which every default must follow.
+- ``retabled``: the option table's defaults changed for one test, which every default must follow;
+- ``git_repo``: a real git repository of three commits (``vcs/``, ``config/arms.py``).
 """
 
 from __future__ import annotations
@@ -64,3 +65,11 @@ def retabled(monkeypatch):
             monkeypatch.setitem(OPTIONS_BY_NAME, name, replace(OPTIONS_BY_NAME[name], default=value))
 
     return change
+
+
+@pytest.fixture
+def git_repo(tmp_path):
+    """A real git repository of three commits (:func:`helpers.repos.three_commits`), clean at the last."""
+    from helpers.repos import three_commits
+
+    return three_commits(tmp_path / "repo")
