@@ -21,6 +21,7 @@ import pytest
 
 from helpers.entries import ENTRY
 from helpers.procs import role_processes
+from helpers.repos import git
 
 pytest.importorskip("mxnet")
 pytest.importorskip("ray")
@@ -79,16 +80,6 @@ def pytest_bpsperf_run(config, spec):
         with open(HOG_FILE, "w") as fh:
             fh.write(f"{ticks / os.sysconf('SC_CLK_TCK')} {time.monotonic() - started} {len(procs)}")
 """
-
-
-def git(path, *args) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=u", "-c", "user.email=u@u", *args],
-        cwd=path,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 @pytest.fixture

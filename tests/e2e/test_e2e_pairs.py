@@ -22,6 +22,7 @@ import pytest
 
 from helpers.entries import ENTRY
 from helpers.procs import role_processes
+from helpers.repos import git
 
 pytest.importorskip("mxnet")
 pytest.importorskip("ray")
@@ -48,16 +49,6 @@ bpsperf_omp_threads = 1
 bpsperf_scaling = off
 bpsperf_tolerance = 25%
 """
-
-
-def git(path, *args) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=u", "-c", "user.email=u@u", *args],
-        cwd=path,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")

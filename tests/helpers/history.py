@@ -15,11 +15,11 @@ not import makes that commit's preflight fail, as real code would.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Sequence
 
 from helpers.fakes import GATED_TEST, fake_run_conftest
+from helpers.repos import git
 
 #: The speed and the parts of a step from the arm's tree; 1% noise per run, seeded by the call and FAKE_SEED.
 TREE_RUNS = """
@@ -72,17 +72,6 @@ SESSION_ARGS = (
     "--bpsperf-no-scaling",
     "--bpsperf-tricks=default",
 )
-
-
-def git(path: "str | Path", *args: str) -> str:
-    """``git ARGS`` in ``path`` with a fixed author; its stdout."""
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=path,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 def make_history(path: Path, commits: Sequence[dict], *, ini: str = "") -> "list[str]":

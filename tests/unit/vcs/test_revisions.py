@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
+from helpers.repos import git
 from pytest_bpsperf.vcs.revisions import RangeError, commit_range
-
-
-def git(path, *args):
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=path,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 @pytest.fixture
