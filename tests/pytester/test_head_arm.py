@@ -14,21 +14,14 @@ import os
 
 import pytest
 
-from helpers.history import SESSION_ARGS, git, make_history
+from helpers.history import SESSION_ARGS, make_history
+from helpers.repos import worktrees
 
 SLOW = {"compute_s": 0.4}
 
 
 def run(project, *args):
     return project.runpytest(*SESSION_ARGS, *args)
-
-
-def worktrees(path) -> list:
-    return [
-        line.split(" ", 1)[1]
-        for line in git(path, "worktree", "list", "--porcelain").splitlines()
-        if line.startswith("worktree ")
-    ]
 
 
 @pytest.fixture

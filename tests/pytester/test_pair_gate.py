@@ -25,6 +25,7 @@ import pytest
 from helpers.fakes import GATED_TEST, fake_run_conftest
 from helpers.junit import suite_properties
 from helpers.procs import wait_until
+from helpers.repos import worktrees
 from pytest_bpsperf.config.arms import ArmError, resolve_base
 from pytest_bpsperf.judge.pairs import first_arm
 
@@ -73,14 +74,6 @@ PINNED = (
 
 def git(path, *args):
     return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def worktrees(path) -> list:
-    return [
-        line.split(" ", 1)[1]
-        for line in git(path, "worktree", "list", "--porcelain").splitlines()
-        if line.startswith("worktree ")
-    ]
 
 
 @pytest.fixture
