@@ -1,4 +1,4 @@
-"""The package's layout: no import circle, no import that runs back up the data flow, a true map;
+"""The package's layout: no import circle, no import from a folder later in the import order, a true map;
 and the tests' layout: tests/unit mirrors the package, tests/pytester holds only pytest sessions.
 
 Imports are read from the source (every ``import``, also inside functions and
@@ -124,7 +124,7 @@ def test_every_folder_and_root_module_has_a_level():
     assert units == set(LEVEL), "scripts/module_table.py LEVELS must list every folder and root module"
 
 
-def test_no_import_runs_back_up_the_data_flow():
+def test_no_module_imports_from_a_folder_later_in_the_import_order():
     upward = sorted(
         f"{m} -> {d}"
         for m, deps in GRAPH.items()
