@@ -26,7 +26,7 @@ from ..judge.job import RunFailure, RunResult
 from ..judge.pairs import Pair, PairedJob, PairedVerdict
 from ..runs.spec import RunSpec, run_key
 from ..vcs.git import git_state, git_toplevel
-from ..vcs.worktrees import Worktree, remove_stale_worktrees
+from ..vcs.worktrees import Worktree, WorktreeError, remove_stale_worktrees
 from . import junit
 from .baseline_gate import BaselineGate
 from .options import uses_runs
@@ -99,7 +99,7 @@ class PairGate(BaselineGate):
 
         try:
             self.prepare(items)
-        except (ArmError, ClusterError) as exc:
+        except (ArmError, WorktreeError, ClusterError) as exc:
             self.close()
             raise pytest.UsageError(f"bpsperf: {exc}") from None
 

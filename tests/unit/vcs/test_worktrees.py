@@ -75,3 +75,20 @@ def test_a_killed_sessions_head_worktree_is_removed_by_the_next_one(git_repo):
     mine = Worktree(repo, git_repo.shas[0], arm="head")
     assert "bpsperf-head-" in mine.create()
     mine.remove()
+
+
+def test_a_commit_git_cannot_check_out_is_an_error_naming_it_and_leaves_nothing(git_repo, tmp_path, monkeypatch):
+    import tempfile
+
+    import pytest
+
+    from pytest_bpsperf.vcs.worktrees import WorktreeError
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the worktree's directory would be made
+    with pytest.raises(WorktreeError) as excinfo:
+        Worktree(str(git_repo.path), "0" * 40).create()
+    assert f"git worktree add of {'0' * 12} in {git_repo.path} failed" in str(excinfo.value)
+    assert list(scratch.iterdir()) == []
+    assert worktrees(git_repo.path) == [os.path.realpath(git_repo.path)]
