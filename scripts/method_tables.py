@@ -3,6 +3,7 @@
     .venv/bin/python scripts/method_tables.py --data sessions.jsonl --write   # splice the tables into docs/method.md
     .venv/bin/python scripts/method_tables.py --data sessions.jsonl           # print them
     .venv/bin/python scripts/method_tables.py --check                         # the page is what the data give
+    .venv/bin/python scripts/method_tables.py --data X.jsonl --section NAME --write  # another campaign's block
 
 ``--data`` is what ``scripts/pair_sessions.py`` writes (one JSON line per
 session), or a JSON document with a ``sessions`` list of such lines (the
@@ -52,6 +53,18 @@ from pytest_bpsperf.stats.tdist import _regularized_incomplete_beta  # noqa: E40
 DATA = ROOT / "tests" / "data" / "pair_sessions.json"
 PAGE = ROOT / "docs" / "method.md"
 START, END = "<!-- method-tables: start (scripts/method_tables.py --write) -->", "<!-- method-tables: end -->"
+
+
+def markers(section: "str | None" = None) -> "tuple[str, str]":
+    """The markers of a block of docs/method.md: the main one, or ``section``'s (``--section``)."""
+    if section is None:
+        return START, END
+    return (
+        f"<!-- method-tables {section}: start (scripts/method_tables.py --section {section} --write) -->",
+        f"<!-- method-tables {section}: end -->",
+    )
+
+
 #: the curve's changes (percent) and the tolerances of the A/A table
 CURVE = (0.0, -5.0, -7.5, -10.0, -12.5, -15.0, -25.0)
 TOLERANCES = (0.05, 0.075, 0.10, 0.15, 0.20)
@@ -545,13 +558,14 @@ def split_line(sessions: "list[Session]") -> str:
     )
 
 
-def render(sessions: "list[Session]", source: str) -> str:
-    """The block of docs/method.md between the markers."""
+def render(sessions: "list[Session]", source: str, section: "str | None" = None) -> str:
+    """The block of docs/method.md between the markers (of ``section``'s, when given)."""
+    start, end = markers(section)
     noise = fit(sessions)
     gate = Gate()
     kinds = sorted({s.kind for s in sessions})
     lines = [
-        START,
+        start,
         "",
         f"From {len(sessions)} sessions ({', '.join(f'{sum(s.kind == k for s in sessions)} {k}' for k in kinds)}) "
         f"in `{source}`. Fitted noise: a run's SD of log img/s {100 * noise.sd_median:.1f}% (median over "
@@ -571,34 +585,36 @@ def render(sessions: "list[Session]", source: str) -> str:
     lines += tolerance_table(sessions, noise, gate)
     lines += ["", "What `max_pairs` buys (simulated; noisier: the fitted model with a larger run noise):", ""]
     lines += design_table(noise, gate)
-    lines += ["", split_line(sessions), "", END]
+    lines += ["", split_line(sessions), "", end]
     return "\n".join(lines)
 
 
-def spliced(text: str, block: str) -> str:
+def spliced(text: str, block: str, section: "str | None" = None) -> str:
     """``text`` with the block between the markers replaced (the markers must be there, once)."""
-    if text.count(START) != 1 or text.count(END) != 1:
-        raise SystemExit(f"{PAGE}: expected the markers {START!r} and {END!r} once each")
-    head, rest = text.split(START, 1)
-    _old, tail = rest.split(END, 1)
+    start, end = markers(section)
+    if text.count(start) != 1 or text.count(end) != 1:
+        raise SystemExit(f"{PAGE}: expected the markers {start!r} and {end!r} once each")
+    head, rest = text.split(start, 1)
+    _old, tail = rest.split(end, 1)
     return head + block + tail
 
 
 def main(argv: "list[str] | None" = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=str(DATA), help="sessions (default: %(default)s)")
+    p.add_argument("--section", default=None, help="the block of another campaign (its own markers in the page)")
     what = p.add_mutually_exclusive_group()
     what.add_argument("--write", action="store_true", help=f"splice the tables into {PAGE.relative_to(ROOT)}")
     what.add_argument("--check", action="store_true", help="exit 1 unless the page holds them")
     args = p.parse_args(argv)
     path = Path(args.data)
     source = str(path.resolve().relative_to(ROOT)) if path.resolve().is_relative_to(ROOT) else path.name
-    block = render(load(path), source)
+    block = render(load(path), source, args.section)
     if not (args.write or args.check):
         print(block)
         return 0
     text = PAGE.read_text(encoding="utf-8")
-    new = spliced(text, block)
+    new = spliced(text, block, args.section)
     if args.check:
         if new != text:
             print(

@@ -253,6 +253,14 @@ def test_the_method_page_holds_what_the_data_give():
     assert block in page, "docs/method.md is stale: run .venv/bin/python scripts/method_tables.py --write"
 
 
+def test_the_method_page_holds_what_the_xeon_campaign_gives():
+    xeon = "tests/data/pair_sessions_xeon_2026-12-02.jsonl"
+    block = tables.render(tables.load(ROOT / xeon), xeon, "xeon")
+    assert block in (ROOT / "docs" / "method.md").read_text(), (
+        f"docs/method.md is stale: run scripts/method_tables.py --data {xeon} --section xeon --write"
+    )
+
+
 def test_no_interval_before_the_first_look():
     v = paired_verdict((0.9, 0.95))
     assert v.status == "inconclusive" and not v.comparison.decided
