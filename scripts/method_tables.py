@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pytest_bpsperf.config.settings import OPTIONS_BY_NAME  # noqa: E402
-from pytest_bpsperf.judge.pairs import decide_pairs, first_arm  # noqa: E402
+from pytest_bpsperf.judge.pairs import PairedVerdict, decide_pairs, first_arm  # noqa: E402
 from pytest_bpsperf.stats.sequential import MIN_PAIRS  # noqa: E402
 from pytest_bpsperf.stats.tdist import _regularized_incomplete_beta  # noqa: E402
 
@@ -309,6 +309,22 @@ def fit(sessions: "list[Session]") -> Noise:
 
 
 # -- simulation --------------------------------------------------------------------------------
+def _decide(table: "list[dict]", gate: Gate) -> PairedVerdict:
+    """The plugin's own verdict of a job's pairs so far, at ``gate``'s settings."""
+    return decide_pairs(
+        nodeid="t",
+        test="t",
+        trick="x",
+        profile_id="p",
+        key="k",
+        pairs=table,
+        tolerance=gate.tolerance,
+        confidence=gate.confidence,
+        first_look=gate.first_look,
+        max_pairs=gate.max_pairs,
+    )
+
+
 def simulate_job(rng: random.Random, noise: Noise, change: float, gate: Gate, key: str) -> "tuple[str, int]":
     """One job of pairs as the plugin runs it, in a session of its own: (verdict, pairs taken)."""
     sd = noise.sd_median * math.exp(rng.gauss(0.0, noise.sd_spread))
@@ -330,18 +346,7 @@ def simulate_job(rng: random.Random, noise: Noise, change: float, gate: Gate, ke
                 "ratio": head / base,
             }
         )
-        v = decide_pairs(
-            nodeid="t",
-            test="t",
-            trick="x",
-            profile_id="p",
-            key="k",
-            pairs=table,
-            tolerance=gate.tolerance,
-            confidence=gate.confidence,
-            first_look=gate.first_look,
-            max_pairs=gate.max_pairs,
-        )
+        v = _decide(table, gate)
         if v.comparison.decided:
             break
     return v.status, len(table)
@@ -389,18 +394,7 @@ def replay(session: Session, gate: Gate) -> "tuple[str, int] | None":
     for row in session.table:
         table.append(row)
         valid += row.get("ratio") is not None and not row.get("dropped")
-        v = decide_pairs(
-            nodeid="t",
-            test="t",
-            trick="x",
-            profile_id="p",
-            key="k",
-            pairs=table,
-            tolerance=gate.tolerance,
-            confidence=gate.confidence,
-            first_look=gate.first_look,
-            max_pairs=gate.max_pairs,
-        )
+        v = _decide(table, gate)
         if v.comparison.decided or valid >= gate.max_pairs:
             return v.status, valid
     return None

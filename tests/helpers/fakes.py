@@ -151,3 +151,16 @@ GATED_TEST = perf_test("result.assert_within_baseline()")
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     """The inner session, in this process, without the cache plugin."""
     return pytester.runpytest("-p", "no:cacheprovider", *args)
+
+
+#: The arguments that pin a fed session's workload and profile (the default trick matrix's small runs).
+PINNED_SESSION = (
+    "-p",
+    "no:cacheprovider",
+    "--bpsperf-steps=12",
+    "--bpsperf-batch-size=8",
+    "--bpsperf-image-size=32",
+    "--bpsperf-omp-threads=2",
+    "--bpsperf-no-scaling",
+    "--bpsperf-profile=testprof",
+)

@@ -11,21 +11,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from helpers.fakes import GATED_TEST
+from helpers.fakes import GATED_TEST, PINNED_SESSION
 from helpers.junit import XUNIT2_TESTCASE_CHILDREN, case_properties, suite_properties
 
 NODEIDS = {"test_x.py::test_x[default]", "test_x.py::test_x[omp-passive]"}
-PINNED = (
-    "-p",
-    "no:cacheprovider",
-    "--bpsperf-steps=12",
-    "--bpsperf-batch-size=8",
-    "--bpsperf-image-size=32",
-    "--bpsperf-omp-threads=2",
-    "--bpsperf-no-scaling",
-    "--bpsperf-profile=testprof",
-    "--junitxml=junit.xml",
-)
+PINNED = (*PINNED_SESSION, "--junitxml=junit.xml")
 
 
 @pytest.fixture

@@ -7,19 +7,10 @@ import socket
 
 import pytest
 
-from helpers.fakes import MATRIX_TEST
+from helpers.fakes import MATRIX_TEST, PINNED_SESSION
 from pytest_bpsperf.config.ray_env import JOB_CONFIG_VAR
 
-PINNED = (
-    "-p",
-    "no:cacheprovider",
-    "--bpsperf-steps=12",
-    "--bpsperf-batch-size=8",
-    "--bpsperf-image-size=32",
-    "--bpsperf-omp-threads=2",
-    "--bpsperf-no-scaling",
-    "--bpsperf-profile=testprof",
-)
+PINNED = PINNED_SESSION
 
 
 def closed_port() -> int:
