@@ -253,11 +253,18 @@ def test_the_method_page_holds_what_the_data_give():
     assert block in page, "docs/method.md is stale: run .venv/bin/python scripts/method_tables.py --write"
 
 
-def test_the_method_page_holds_what_the_xeon_campaign_gives():
-    xeon = "tests/data/pair_sessions_xeon_2026-12-02.jsonl"
-    block = tables.render(tables.load(ROOT / xeon), xeon, "xeon")
+CAMPAIGNS = {
+    "xeon": "tests/data/pair_sessions_xeon_2026-12-02.jsonl",
+    "genoa": "tests/data/pair_sessions_genoa_2026-12-02.jsonl",
+}
+
+
+@pytest.mark.parametrize("section", sorted(CAMPAIGNS))
+def test_the_method_page_holds_what_each_campaign_gives(section):
+    data = CAMPAIGNS[section]
+    block = tables.render(tables.load(ROOT / data), data, section)
     assert block in (ROOT / "docs" / "method.md").read_text(), (
-        f"docs/method.md is stale: run scripts/method_tables.py --data {xeon} --section xeon --write"
+        f"docs/method.md is stale: run scripts/method_tables.py --data {data} --section {section} --write"
     )
 
 
