@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.procs import alive, role_processes, snapshot_tree, wait_until
+from helpers.procs import alive, ctrl_c_as_in_a_terminal, role_processes, snapshot_tree, wait_until
 
 pytest.importorskip("mxnet")
 pytest.importorskip("ray")
@@ -172,6 +172,7 @@ def test_interrupted_driver_leaves_no_process(perf_project, sig):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
     try:
 

@@ -59,3 +59,15 @@ def wait_until(predicate, timeout: float, interval: float = 0.25):
         time.sleep(interval)
         value = predicate()
     return value
+
+
+def ctrl_c_as_in_a_terminal() -> None:
+    """A child's ``preexec_fn``: SIGINT back to its default, as a terminal's foreground job has it.
+
+    A shell starts a background job (``make test &``, a CI step's ``cmd &``) with SIGINT ignored,
+    and the ignoring is inherited through every exec; Python then installs no Ctrl-C handler, so a
+    test that sends SIGINT to a child must give it the disposition a user's Ctrl-C meets.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

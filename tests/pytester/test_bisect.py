@@ -20,7 +20,7 @@ import matplotlib.figure  # noqa: F401 - imported once here, not again inside ea
 import pytest
 
 from helpers.history import SESSION_ARGS, git, make_history
-from helpers.procs import wait_until
+from helpers.procs import ctrl_c_as_in_a_terminal, wait_until
 from pytest_bpsperf.cli import main
 
 #: A communication regression (3x the push/pull wait) and, later, a compute regression (1.5x the compute).
@@ -190,6 +190,7 @@ def test_ctrl_c_ends_the_running_session_first_and_leaves_no_worktree(ourtester,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
     try:
         assert wait_until(marker.exists, timeout=60), "the session never started a run"
