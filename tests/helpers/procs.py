@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 
 from pytest_bpsperf.remote.reaper import descendants, start_time
@@ -68,6 +69,4 @@ def ctrl_c_as_in_a_terminal() -> None:
     and the ignoring is inherited through every exec; Python then installs no Ctrl-C handler, so a
     test that sends SIGINT to a child must give it the disposition a user's Ctrl-C meets.
     """
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_DFL)
