@@ -238,12 +238,29 @@ def test_with_the_tolerance_out_of_the_way_false_alarms_stay_at_the_noise_rate()
     assert r.regression <= 0.005 + 3 * math.sqrt(0.005 * 0.995 / 1500)
 
 
-def test_the_goal_at_the_defaults():
+@lru_cache(maxsize=None)
+def campaign_noise(data: str):
+    return tables.fit(tables.load(ROOT / data))
+
+
+# the goal holds on the runners it was measured to hold on: the data of the earlier rule, and the Xeon
+# campaign at today's (22 sessions of each kind); the AMD EPYC family 25 model 17 runner's noise is about
+# twice the Xeon's and its fit misses it (docs/method.md says by how much)
+GOAL_DATA = {"earlier": None, "xeon": "tests/data/pair_sessions_xeon_2026-12-02.jsonl"}
+
+
+@pytest.mark.parametrize("data", sorted(GOAL_DATA))
+def test_the_goal_at_the_defaults(data):
     # the brief: a drop of half the tolerance (5%) fails at most 10% of the time, one of the tolerance (10%)
     # at least 90%; unchanged code fails at most 1% and is inconclusive at most 2%
-    assert rates(-5.0).regression <= 0.10
-    assert rates(-10.0).regression >= 0.90
-    unchanged = rates(0.0)
+    if GOAL_DATA[data] is None:
+        at = rates
+    else:
+        noise = campaign_noise(GOAL_DATA[data])
+        at = lambda change: tables.rates(noise, change, DEFAULTS)  # noqa: E731
+    assert at(-5.0).regression <= 0.10
+    assert at(-10.0).regression >= 0.90
+    unchanged = at(0.0)
     assert unchanged.regression <= 0.01 and unchanged.inconclusive <= 0.02
 
 
