@@ -140,14 +140,31 @@ tables = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("method_tables", tables)  # its dataclasses look their module up
 _spec.loader.exec_module(tables)
 
-SESSIONS = tables.load(tables.DATA)
-NOISE = tables.fit(SESSIONS)
+EARLIER = tables.DATA.relative_to(tables.ROOT).as_posix()  # the sessions of the earlier rule
+CAMPAIGNS = {
+    "xeon": "tests/data/pair_sessions_xeon_2026-12-02.jsonl",
+    "genoa": "tests/data/pair_sessions_genoa_2026-12-02.jsonl",
+}
+
+
+@lru_cache(maxsize=None)
+def sessions_of(data: str):
+    return tables.load(ROOT / data)
+
+
+@lru_cache(maxsize=None)
+def noise_of(data: str):
+    return tables.fit(sessions_of(data))
+
+
+SESSIONS = sessions_of(EARLIER)
+NOISE = noise_of(EARLIER)
 DEFAULTS = tables.Gate()
 
 
 @lru_cache(maxsize=None)
-def rates(change_pct: float, tolerance: float = DEFAULTS.tolerance, jobs: int = tables.JOBS):
-    return tables.rates(NOISE, change_pct, tables.Gate(tolerance=tolerance), jobs=jobs)
+def rates(change_pct: float, tolerance: float = DEFAULTS.tolerance, jobs: int = tables.JOBS, data: str = EARLIER):
+    return tables.rates(noise_of(data), change_pct, tables.Gate(tolerance=tolerance), jobs=jobs)
 
 
 def test_the_defaults_are_the_gates():
@@ -238,48 +255,33 @@ def test_with_the_tolerance_out_of_the_way_false_alarms_stay_at_the_noise_rate()
     assert r.regression <= 0.005 + 3 * math.sqrt(0.005 * 0.995 / 1500)
 
 
-@lru_cache(maxsize=None)
-def campaign_noise(data: str):
-    return tables.fit(tables.load(ROOT / data))
-
-
 # the goal holds on the runners it was measured to hold on: the data of the earlier rule, and the Xeon
 # campaign at today's (22 sessions of each kind); the AMD EPYC family 25 model 17 runner's noise is about
 # twice the Xeon's and its fit misses it (docs/method.md says by how much)
-GOAL_DATA = {"earlier": None, "xeon": "tests/data/pair_sessions_xeon_2026-12-02.jsonl"}
+GOAL_DATA = {"earlier": EARLIER, "xeon": CAMPAIGNS["xeon"]}
 
 
-@pytest.mark.parametrize("data", sorted(GOAL_DATA))
-def test_the_goal_at_the_defaults(data):
+@pytest.mark.parametrize("runner", sorted(GOAL_DATA))
+def test_the_goal_at_the_defaults(runner):
     # the brief: a drop of half the tolerance (5%) fails at most 10% of the time, one of the tolerance (10%)
     # at least 90%; unchanged code fails at most 1% and is inconclusive at most 2%
-    if GOAL_DATA[data] is None:
-        at = rates
-    else:
-        noise = campaign_noise(GOAL_DATA[data])
-        at = lambda change: tables.rates(noise, change, DEFAULTS)  # noqa: E731
-    assert at(-5.0).regression <= 0.10
-    assert at(-10.0).regression >= 0.90
-    unchanged = at(0.0)
+    data = GOAL_DATA[runner]
+    assert rates(-5.0, data=data).regression <= 0.10
+    assert rates(-10.0, data=data).regression >= 0.90
+    unchanged = rates(0.0, data=data)
     assert unchanged.regression <= 0.01 and unchanged.inconclusive <= 0.02
 
 
 def test_the_method_page_holds_what_the_data_give():
     page = (ROOT / "docs" / "method.md").read_text()
-    block = tables.render(SESSIONS, "tests/data/pair_sessions.json")
+    block = tables.render(SESSIONS, EARLIER)
     assert block in page, "docs/method.md is stale: run .venv/bin/python scripts/method_tables.py --write"
-
-
-CAMPAIGNS = {
-    "xeon": "tests/data/pair_sessions_xeon_2026-12-02.jsonl",
-    "genoa": "tests/data/pair_sessions_genoa_2026-12-02.jsonl",
-}
 
 
 @pytest.mark.parametrize("section", sorted(CAMPAIGNS))
 def test_the_method_page_holds_what_each_campaign_gives(section):
     data = CAMPAIGNS[section]
-    block = tables.render(tables.load(ROOT / data), data, section)
+    block = tables.render(sessions_of(data), data, section)
     assert block in (ROOT / "docs" / "method.md").read_text(), (
         f"docs/method.md is stale: run scripts/method_tables.py --data {data} --section {section} --write"
     )
