@@ -11,7 +11,7 @@ STAMP := $(VENV)/.bpsperf-setup
 $(STAMP): pyproject.toml scripts/install-byteps-server.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,mxnet]'
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test,mxnet,torch]'
 	PYTHON=$(PY) scripts/install-byteps-server.sh
 	touch $(STAMP)
 

@@ -1,6 +1,6 @@
 """Backends: one object per parameter-server implementation, behind :class:`Backend`.
 
-``mxnet`` and ``byteps`` ship; another plugin adds one with :func:`register`
+``mxnet``, ``byteps`` and ``torch`` ship; another plugin adds one with :func:`register`
 (for example from its ``pytest_configure``). ``auto`` is resolved once per
 session by :func:`resolve`, before anything is planned.
 """
@@ -11,15 +11,27 @@ from typing import Callable, Mapping, Sequence
 
 from ..config.settings import Settings
 from ..runs.plan import Node, PlanError
-from .base import Backend, BackendBase, WorkerProcess, workload_command
+from .base import (
+    PS_RENDEZVOUS,
+    Backend,
+    BackendBase,
+    WorkerProcess,
+    gpu_when_present,
+    has_servers,
+    workload_command,
+)
 from .byteps import BytePSBackend
 from .mxnet import MXNetBackend
+from .torch import TorchBackend
 
 _REGISTRY: "dict[str, Backend]" = {}
 
 #: What ``backend=auto`` picks on each device kind: BytePS where the workers have GPUs (when it
-#: imports there: :func:`resolve` falls back to the CPU pick), MXNet's own parameter server on CPUs.
+#: imports there: :func:`resolve` falls back to :data:`AUTO_GPU_FALLBACK`, then to the CPU pick),
+#: MXNet's own parameter server on CPUs.
 AUTO: "dict[str, str]" = {"gpu": "byteps", "cpu": "mxnet"}
+#: ``auto`` on GPUs that the BytePS stack cannot run (any GPU made since 2022): PyTorch DDP, where it imports.
+AUTO_GPU_FALLBACK = "torch"
 
 
 def register(backend: Backend) -> None:
@@ -65,7 +77,13 @@ def check_settings(settings: Settings, *, gpus: int) -> None:
     same that planning makes. Raises :class:`PlanError`.
     """
     if settings.backend != "auto":
-        get(settings.backend).check(settings)
+        impl = get(settings.backend)
+        impl.check(settings)
+        if settings.dtype == "float16" and gpu_when_present(impl) and not gpus and not settings.ray_address:
+            raise PlanError(
+                f"setting 'dtype' (float16, from {settings.origins.get('dtype')}) needs GPU workers and this "
+                f"machine has no GPU: backend {impl.name} trains on its CPUs here; use float32 or bfloat16"
+            )
         return
     if settings.ray_address:
         return
@@ -102,24 +120,36 @@ def resolve(setting: str, nodes: "Sequence[Node]", probe: Prober) -> "tuple[str,
     if not gpu_nodes:
         return cpu, f"auto -> {cpu}: the cluster has no GPU"
     problem = probe(get(gpu), gpu_nodes[0])
-    if problem:
-        return cpu, f"auto -> {cpu}: on {gpu_nodes[0].name}, {problem}"
-    return gpu, f"auto -> {gpu}: {sum(n.gpus for n in gpu_nodes)} GPU(s) and its probe passes there"
+    if not problem:
+        return gpu, f"auto -> {gpu}: {sum(n.gpus for n in gpu_nodes)} GPU(s) and its probe passes there"
+    fallback = AUTO_GPU_FALLBACK
+    if fallback in _REGISTRY:
+        other = probe(get(fallback), gpu_nodes[0])
+        if not other:
+            return fallback, f"auto -> {fallback}: on {gpu_nodes[0].name}, {problem}; {fallback} trains on its GPUs"
+        problem = f"{problem}; and {fallback}: {other}"
+    return cpu, f"auto -> {cpu}: on {gpu_nodes[0].name}, {problem}"
 
 
 register(MXNetBackend())
 register(BytePSBackend())
+register(TorchBackend())
 
 __all__ = [
     "AUTO",
+    "AUTO_GPU_FALLBACK",
+    "PS_RENDEZVOUS",
     "Backend",
     "BackendBase",
     "BytePSBackend",
     "MXNetBackend",
     "PlanError",
+    "TorchBackend",
     "WorkerProcess",
     "check_settings",
     "get",
+    "gpu_when_present",
+    "has_servers",
     "names",
     "register",
     "resolve",

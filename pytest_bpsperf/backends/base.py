@@ -1,10 +1,17 @@
-"""The backend interface: what differs between parameter-server implementations.
+"""The backend interface: what differs between training stacks.
 
 A backend says how its scheduler and servers start, what each worker process
 of a worker node gets, which module the workers run, whether it can run on a
 node (a probe that runs there), what it collects from the nodes after a run,
 and its default workload sizes for a device kind. Everything else (placement,
 tricks, Ray, measurement, verdicts) is the same for every backend.
+
+Optional attributes (read with their defaults, so a backend written before
+them still works): ``has_servers`` (False: no scheduler and no servers, as
+PyTorch DDP; a trick that adds servers is refused), ``gpu_when_present``
+(a CPU-capable backend whose workers take the GPUs of the nodes that have
+them, one process per GPU) and ``rendezvous`` (the variables of the address
+and port that the first worker, where there is no scheduler, listens on).
 """
 
 from __future__ import annotations
@@ -17,7 +24,16 @@ from ..remote.environ import PYTHON, RECORDS
 from ..runs.output import CommWindow
 from ..runs.plan import Node, Plan, PlanError, RolePlan
 
-__all__ = ["Backend", "BackendBase", "PlanError", "WorkerProcess", "workload_command"]
+__all__ = [
+    "PS_RENDEZVOUS",
+    "Backend",
+    "BackendBase",
+    "PlanError",
+    "WorkerProcess",
+    "gpu_when_present",
+    "has_servers",
+    "workload_command",
+]
 
 
 @dataclass(frozen=True)
@@ -75,11 +91,28 @@ class Backend(Protocol):
         """Default steps, batch size and image size on a device kind (``cpu`` or ``gpu``)."""
 
 
-def workload_command(settings: Settings, backend: str, *, per_rank_records: bool = False) -> "tuple[str, ...]":
+#: ps-lite's rendezvous: the scheduler's address and port, which every role of a parameter-server run gets.
+PS_RENDEZVOUS = ("DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT")
+
+
+def has_servers(backend: object) -> bool:
+    """Whether ``backend`` runs a scheduler and servers (every parameter-server backend does)."""
+    return bool(getattr(backend, "has_servers", True))
+
+
+def gpu_when_present(backend: object) -> bool:
+    """Whether ``backend`` trains on CPUs but takes the GPUs of worker nodes that have them."""
+    return bool(getattr(backend, "gpu_when_present", False))
+
+
+def workload_command(
+    settings: Settings, backend: str, *, per_rank_records: bool = False, framework: str = "mxnet"
+) -> "tuple[str, ...]":
     """The command of a process running the shipped workload with this run's parameters.
 
     ``per_rank_records``: the process is one of several that a launcher on the
     node spawns (bpslaunch), each writing the records file of its local rank.
+    ``framework``: ``mxnet`` or ``torch``, what the workload trains with.
     """
     command: "tuple[str, ...]" = (
         PYTHON,
@@ -106,6 +139,8 @@ def workload_command(settings: Settings, backend: str, *, per_rank_records: bool
         "--records",
         RECORDS,
     )
+    if framework != "mxnet":
+        command += ("--framework", framework)
     if settings.sync_every != 1:
         command += ("--sync-every", str(settings.sync_every))
     if settings.breakdown_steps and backend != "local":  # the single-process reference is not broken down
@@ -124,6 +159,11 @@ class BackendBase:
 
     name = ""
     needs_gpu_workers = False
+    has_servers = True
+    gpu_when_present = False
+    rendezvous = PS_RENDEZVOUS
+    #: what the shipped workload trains with (``--framework``)
+    framework = "mxnet"
 
     def check(self, settings: Settings) -> None:
         if settings.trace is not None:
@@ -136,7 +176,12 @@ class BackendBase:
                 f"setting 'launch' ({settings.launch}, from {settings.origins.get('launch')}) starts BytePS "
                 f"workers through bpslaunch and needs backend byteps, not {self.name}"
             )
-        if settings.dtype == "float16" and not self.needs_gpu_workers:
+        if settings.dtype == "bfloat16" and self.framework == "mxnet":
+            raise PlanError(
+                f"setting 'dtype' (bfloat16, from {settings.origins.get('dtype')}) is not trained by backend "
+                f"{self.name}: MXNet 1.9 has no bfloat16 training; use float32 or float16, or backend torch"
+            )
+        if settings.dtype == "float16" and not self.needs_gpu_workers and self.framework == "mxnet":
             raise PlanError(
                 f"setting 'dtype' (float16, from {settings.origins.get('dtype')}) needs GPU workers: backend "
                 f"{self.name} trains on CPU, where MXNet has no FP16 gemm; use float32 or backend byteps"
@@ -146,7 +191,12 @@ class BackendBase:
         return {}
 
     def worker_command(self, settings: Settings) -> Sequence[str]:
-        return workload_command(settings, self.name)
+        return workload_command(settings, self.name, framework=self.framework)
+
+    def reference_command(self, settings: Settings, device: str) -> Sequence[str]:
+        """One process training alone on ``device`` (``cpu`` or ``gpu``), no parameter server and no
+        process group: the reference for scaling efficiency."""
+        return workload_command(settings, "local", framework=self.framework) + ("--device", device)
 
     def probe(self) -> "str | None":
         return None

@@ -14,7 +14,7 @@ from ..remote.environ import hide_in_text, planner_owned
 from ..store.profile import validate_profile_id
 
 #: The shipped backends; plugins may register more (``pytest_bpsperf.backends.register``).
-BACKENDS = ("auto", "mxnet", "byteps")
+BACKENDS = ("auto", "mxnet", "byteps", "torch")
 
 
 def _int_at_least(low: int) -> Callable[[Any], int]:
@@ -318,7 +318,8 @@ def _seed(raw: Any) -> "int | None":
 TIMINGS = ("overlapped", "breakdown")
 
 
-DTYPES = ("float32", "float16")
+#: Training precisions: ``bfloat16`` is the torch backend's alone (MXNet 1.9 has no bfloat16 training).
+DTYPES = ("float32", "float16", "bfloat16")
 
 
 LAUNCHES = ("direct", "bpslaunch")
@@ -368,10 +369,10 @@ parse_launch = _choice(LAUNCHES)
 
 
 def parse_model(raw: Any) -> str:
-    """A gluoncv model-zoo name (checked against the zoo by :func:`check_model`)."""
+    """A model name: gluoncv's zoo (mxnet, byteps) or torchvision's (torch), checked by :func:`check_model`."""
     text = str(raw).strip()
     if not text or any(ch.isspace() for ch in text):
-        raise ValueError("expected a gluoncv model-zoo name such as resnet50_v2")
+        raise ValueError("expected a model name such as resnet50_v2 (gluoncv) or resnet50 (torchvision)")
     return text
 
 

@@ -146,7 +146,11 @@ OPTIONS: "tuple[Option, ...]" = (
     Option("batch_size", "batch size per worker process (per GPU)", _int_at_least(1), "an integer >= 1", None),
     Option("image_size", "height and width of the synthetic images", _int_at_least(16), "an integer >= 16", None),
     Option(
-        "model", "gluoncv model-zoo name", parse_model, "a gluoncv model-zoo name such as resnet50_v2", "resnet50_v2"
+        "model",
+        "model name: gluoncv's zoo (mxnet, byteps), torchvision's (torch: resnet50 by default)",
+        parse_model,
+        "a model name such as resnet50_v2 (gluoncv) or resnet50 (torchvision)",
+        "resnet50_v2",
     ),
     Option(
         "omp_threads",
@@ -377,9 +381,9 @@ OPTIONS: "tuple[Option, ...]" = (
     ),
     Option(
         "dtype",
-        "training precision (float16: GPU workers, multi-precision SGD)",
+        "training precision (float16: GPU workers; bfloat16: backend torch, CPU and GPU)",
         parse_dtype,
-        "float32 or float16",
+        "float32, float16 or bfloat16",
         "float32",
     ),
     Option(

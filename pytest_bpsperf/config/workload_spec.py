@@ -73,7 +73,12 @@ def zoo_model_names() -> "frozenset[str]":
                 if names:
                     return frozenset(names)
     proc = subprocess.run(
-        [sys.executable, "-c", "from gluoncv.model_zoo import get_model_list; print('\\n'.join(get_model_list()))"],
+        [
+            sys.executable,
+            "-c",
+            "from pytest_bpsperf.remote.entry import import_gluoncv; import_gluoncv(); "
+            "from gluoncv.model_zoo import get_model_list; print('\\n'.join(get_model_list()))",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         universal_newlines=True,
@@ -142,19 +147,22 @@ def resolve_entry(entry: EntryPoint, origin: str, search: Sequence[str] = ()) ->
     return EntryPoint(entry.module, entry.function, root)
 
 
-def check_workload(settings: "Settings", *, search: Sequence[str] = (), gpus: int = 0) -> "Settings":
+def check_workload(
+    settings: "Settings", *, search: Sequence[str] = (), gpus: int = 0, framework: str = "mxnet"
+) -> "Settings":
     """Check what the workers will train before anything starts; the settings with the entry resolved.
 
     ``search`` are the directories an entry point may import from (the rootdir).
     ``gpus`` is not used any more (what the backend cannot run on this machine's
     GPUs is :func:`pytest_bpsperf.backends.check_settings`); it is accepted for
-    the callers that still pass it. Raises :class:`WorkloadSpecError`.
+    the callers that still pass it. ``framework``: what the backend trains with; gluoncv's
+    zoo names are checked for ``mxnet`` only. Raises :class:`WorkloadSpecError`.
     """
     origins = settings.origins
     if settings.entry is not None:
         if settings.entry.path is None:
             settings = settings.with_values(entry=resolve_entry(settings.entry, origins.get("entry", "?"), search))
-    else:
+    elif framework == "mxnet":  # torchvision's names are checked by the torch workload (importing it costs seconds)
         check_model(settings.model, origins.get("model", "default"))
     if settings.data != SYNTHETIC:
         check_data(settings.data, origins.get("data", "default"))

@@ -120,7 +120,8 @@ class RoleGroup:
         self.log_dir = log_dir
         self.actors: dict = {}
         self.where: "dict[str, dict]" = {}  # role -> node_id, ip, hostname, gpu_ids as the actor reported
-        self.root: dict = {}
+        self.root: dict = {}  # the rendezvous variables every role got (the listener's address and port)
+        self.rendezvous: "tuple[str, str, str] | None" = None  # (listener, address variable, port variable)
         self.bringup_s = 0.0
         self.teardown_s = 0.0
         self.pids: "dict[str, int]" = {}  # role -> its process's pid (its group's id), as the actor started it
@@ -192,12 +193,17 @@ class RoleGroup:
         if misplaced:
             raise RoleFailed("Ray placed roles elsewhere than reserved: " + "; ".join(misplaced))
         hosts = self._interface_hosts(timeout)
-        schedulers = self.plan.by_role("scheduler")
-        if schedulers:  # a plan without one (the scaling reference) meets no parameter server
-            sched = schedulers[0]
-            host = hosts.get(sched.name, {}).get("DMLC_NODE_HOST", sched.node.ip)
-            port = ray.get(self.actors[sched.name].pick_port.remote(host), timeout=timeout)
-            self.root = {"DMLC_PS_ROOT_URI": host, "DMLC_PS_ROOT_PORT": str(port)}
+        meet = self.plan.rendezvous
+        if meet is None and self.plan.by_role("scheduler"):  # a plan made without the planner
+            meet = ("scheduler", *backends.PS_RENDEZVOUS)
+        self.rendezvous = meet
+        if meet is not None:  # a plan without one (a process alone) meets nobody
+            # the port is chosen and held on the listener's own node until it listens there
+            listener, host_var, port_var = meet
+            node = next(r.node for r in self.plan.roles if r.name == listener)
+            host = hosts.get(listener, {}).get("DMLC_NODE_HOST", node.ip)
+            port = ray.get(self.actors[listener].pick_port.remote(host), timeout=timeout)
+            self.root = {host_var: host, port_var: str(port)}
         pids = ray.get(
             [
                 self.actors[r.name].start.remote(list(r.command), {**r.env, **hosts.get(r.name, {}), **self.root})
@@ -536,8 +542,12 @@ def run_roles(
     t_start = time.perf_counter()
     with RoleGroup(plan, log_dir) as group:
         _bring_up(group, plan, timeout, placement_timeout, replan)
-        root = group.root
-        where = f"scheduler {root['DMLC_PS_ROOT_URI']}:{root['DMLC_PS_ROOT_PORT']}" if root else "no parameter server"
+        meet = group.rendezvous
+        where = (
+            f"{meet[0]} listens on {group.root[meet[1]]}:{group.root[meet[2]]}"
+            if meet and group.root
+            else "no rendezvous"
+        )
         say(f"{len(group.roles)} roles started in {group.bringup_s:.1f}s ({where})")
         tick = _live_progress(group, live, label, steps)
         failure = _watch(group, t_start + timeout, timeout, exit_grace, tick, stall=stall)

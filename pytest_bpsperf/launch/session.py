@@ -52,11 +52,13 @@ def probe_on_node(backend: Backend, node: Node) -> "str | None":
     return ray.get(task.remote(backend), timeout=120)
 
 
-def first_step_allowance(backend: str) -> float:
-    """Seconds a worker may take to its first step: longer where the backend trains on GPUs."""
+def first_step_allowance(backend: str, plan: "Plan | None" = None) -> float:
+    """Seconds a worker may take to its first step: longer where the backend trains on GPUs (or
+    ``plan``'s workers hold GPUs)."""
     from .watchdog import FIRST_STEP_GPU_S, FIRST_STEP_S
 
-    return FIRST_STEP_GPU_S if backends.get(backend).needs_gpu_workers else FIRST_STEP_S
+    on_gpus = backends.get(backend).needs_gpu_workers or (plan is not None and any(r.gpus for r in plan.roles))
+    return FIRST_STEP_GPU_S if on_gpus else FIRST_STEP_S
 
 
 def _local_node() -> Node:
@@ -119,7 +121,8 @@ class PerfSession:
         self.live = live  # progress lines while training (roles up, step k/N every ~10 s)
         self.verbose_ps = verbose_ps
         self.backend_choice: "tuple[str, str] | None" = None
-        #: auto chose mxnet on a cluster with GPUs: the node probed and why BytePS cannot run there
+        #: auto chose another backend than BytePS on a cluster with GPUs (torch, or mxnet on the CPUs):
+        #: the node probed, why BytePS cannot run there, the backend chosen
         self.backend_fallback: "dict | None" = None
         self._checked: "set[str]" = set()  # backends that were set and probed on a GPU node
         self._single_cache: "dict[tuple, float]" = {}
@@ -231,10 +234,10 @@ class PerfSession:
         self.backend_choice = choice
         self.say(choice[1])
         gpu_nodes = [n for n in nodes if n.gpus > 0]
-        if choice[0] != backends.AUTO["gpu"] and gpu_nodes:  # auto fell back to its CPU pick on GPUs
+        if choice[0] != backends.AUTO["gpu"] and gpu_nodes:  # auto fell back: torch on the GPUs, or the CPU pick
             prefix = f"auto -> {choice[0]}: on {gpu_nodes[0].name}, "
             reason = choice[1][len(prefix) :] if choice[1].startswith(prefix) else choice[1]
-            self.backend_fallback = {"node": gpu_nodes[0].name, "reason": reason}
+            self.backend_fallback = {"node": gpu_nodes[0].name, "reason": reason, "backend": choice[0]}
         return choice[0]
 
     def close(self) -> None:
@@ -284,7 +287,7 @@ class PerfSession:
             stall=StallWatch(
                 settings.stall_timeout,
                 settings.origins.get("stall_timeout", "default"),
-                first_step_s=first_step_allowance(backend),
+                first_step_s=first_step_allowance(backend, plan),
             ),
         )
         for role in output.roles:
@@ -307,7 +310,7 @@ class PerfSession:
         """
         worker = next(r for r in plan.roles if r.role == "worker")
         gpus = int(plan.bundles[worker.bundle].resources.get("GPU", 0))
-        on_gpus = backends.get(backend).needs_gpu_workers and gpus > 0
+        on_gpus = gpus > 0  # only a backend that trains on GPUs reserves them
         node_img = self._reference(spec, backend, worker.node, gpus, one_gpu=False)
         return node_img, (self._reference(spec, backend, worker.node, gpus, one_gpu=True) if on_gpus else node_img)
 
@@ -336,8 +339,9 @@ class PerfSession:
 
             log_dir = os.path.join(self.base_log_dir, "reference", f"{spec.trick.name}-{kind}")
             os.makedirs(log_dir, exist_ok=True)
+            plan = plan_with()
             output = run_roles(
-                plan_with(),
+                plan,
                 log_dir,
                 timeout=settings.timeout,
                 placement_timeout=settings.placement_timeout,
@@ -348,7 +352,7 @@ class PerfSession:
                 stall=StallWatch(
                     settings.stall_timeout,
                     settings.origins.get("stall_timeout", "default"),
-                    first_step_s=first_step_allowance(backend),
+                    first_step_s=first_step_allowance(backend, plan),
                 ),
             )
             self._single_cache[key] = measure(output).img_per_sec

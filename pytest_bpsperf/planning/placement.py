@@ -18,14 +18,16 @@ parameter-server practice:
 - servers share nodes with workers only on a single machine (the embedded
   default) or when ``colocate`` is on;
 - mixed GPU counts on worker nodes are an error unless ``gpus_per_worker`` says
-  how many to use on each (BytePS assumes one local size everywhere).
+  how many to use on each (BytePS assumes one local size everywhere);
+- a backend without servers (PyTorch DDP) gets worker nodes alone: on GPU
+  nodes holding their GPUs where the cluster has any, else on CPU nodes.
 """
 
 from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-from ..backends.base import Backend
+from ..backends.base import Backend, gpu_when_present, has_servers
 from ..config.settings import Settings
 from ..runs.plan import Node, Placement, PlanError
 
@@ -78,18 +80,20 @@ class NodeKindPlacement:
             raise PlanError("the Ray cluster has no alive nodes with CPUs or GPUs: " + _listing(nodes))
         single = len(usable) == 1
         workers, gpus = self._workers(usable, settings, backend) if with_workers else ([], 0)
+        if not has_servers(backend):  # DDP: the workers meet among themselves
+            return Placement(scheduler=workers[0], servers=(), workers=tuple(workers), gpus_per_worker=gpus)
         servers = self._servers(usable, workers, settings, single)
         return Placement(scheduler=servers[0], servers=tuple(servers), workers=tuple(workers), gpus_per_worker=gpus)
 
     @staticmethod
     def _workers(usable: "list[Node]", settings: Settings, backend: Backend) -> "tuple[list[Node], int]":
         gpu_nodes = [n for n in usable if n.gpus > 0]
-        if not backend.needs_gpu_workers:
+        if not backend.needs_gpu_workers and not (gpu_when_present(backend) and gpu_nodes):
             # A CPU backend still leaves the server nodes' cores to the servers: workers go
             # on GPU nodes where there are any, else on the nodes the servers do not need;
             # more workers than nodes share them. Its bundles reserve no GPU.
             candidates, _kind = server_candidates(usable, settings.server_resource)
-            taken = {n.node_id for n in candidates[: settings.server_nodes]}
+            taken = {n.node_id for n in candidates[: settings.server_nodes]} if has_servers(backend) else set()
             spare = [n for n in usable if n.node_id not in taken]
             pool = gpu_nodes or spare or usable
             return [pool[i % len(pool)] for i in range(settings.workers)], 0

@@ -14,7 +14,7 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from ..backends.base import Backend, workload_command
+from ..backends.base import PS_RENDEZVOUS, Backend, gpu_when_present, has_servers, workload_command
 from ..config.settings import Settings
 from ..config.tricks import Trick
 from ..remote.environ import CHOSEN_VARS, IMPORT_PATH, PYTHON, planner_owned
@@ -24,7 +24,7 @@ from .placement import NodeKindPlacement, PlacementStrategy
 if TYPE_CHECKING:  # pragma: no cover
     from ..config.arms import Arm
 
-__all__ = ["base_env", "for_arm", "local_command", "make_plan", "reference_plan"]
+__all__ = ["base_env", "check_trick", "for_arm", "local_command", "make_plan", "reference_plan"]
 
 
 def base_env(settings: Settings) -> dict:
@@ -37,6 +37,13 @@ def local_command(settings: Settings, device: str = "cpu") -> tuple:
     """One process training alone on ``device`` (the workers' ``cpu`` or ``gpu``), no parameter server:
     the reference for scaling efficiency."""
     return workload_command(settings, "local") + ("--device", device)
+
+
+def _reference_command(backend: Backend, settings: Settings, device: str) -> tuple:
+    """The backend's one-process reference command (:meth:`BackendBase.reference_command`), else
+    :func:`local_command` (a backend written before it trains MXNet's workload)."""
+    own = getattr(backend, "reference_command", None)
+    return tuple(own(settings, device)) if own is not None else local_command(settings, device)
 
 
 #: A bundle must ask for something: a sliver of CPU marks a node as used by the run (and is what
@@ -141,13 +148,15 @@ def make_plan(
     ids Ray assigned there (default ``0..gpus_per_worker-1``, before Ray assigned any).
     """
     backend.check(settings)
+    check_trick(trick, backend)
     where = (placement or NodeKindPlacement()).place(nodes, settings, backend, with_workers=with_workers)
-    servers_per_node = settings.servers_per_node + trick.extra_servers_per_node
+    servers = has_servers(backend)
+    servers_per_node = settings.servers_per_node + trick.extra_servers_per_node if servers else 0
     num_servers = settings.server_nodes * servers_per_node
     env = _RoleEnv(settings, trick, _run_env(settings, num_servers, run_id, verbose_ps))
-    roles = _server_roles(settings, backend, where, servers_per_node, env)
+    roles = _server_roles(settings, backend, where, servers_per_node, env) if servers else []
     workers, rank = _worker_roles(settings, backend, where, env, gpu_ids)
-    roles = hold_cpus(roles + workers, settings, backend.needs_gpu_workers)
+    roles = hold_cpus(roles + workers, settings, where.gpus_per_worker > 0)
     return Plan(
         backend=backend.name,
         trick=trick,
@@ -156,9 +165,33 @@ def make_plan(
         num_workers=settings.workers,
         num_servers=num_servers,
         worker_processes=rank,
-        server_nodes=settings.server_nodes,
+        server_nodes=settings.server_nodes if servers else 0,
         servers_per_node=servers_per_node,
+        rendezvous=_rendezvous(backend, roles),
     )
+
+
+def check_trick(trick: Trick, backend: Backend) -> None:
+    """Raise :class:`PlanError` when ``trick`` asks for what ``backend`` does not have: servers."""
+    if trick.extra_servers_per_node and not has_servers(backend):
+        raise PlanError(
+            f"trick {trick.name!r} adds {trick.extra_servers_per_node} server(s) per server node, and backend "
+            f"{backend.name} has no servers (its workers average gradients among themselves); accepted with "
+            f"{backend.name}: tricks that only set variables"
+        )
+
+
+def _rendezvous(backend: Backend, roles: "Sequence[RolePlan]") -> "tuple[str, str, str] | None":
+    """Who the roles meet: the scheduler where there is one, else the first worker where there are
+    several training processes of a backend that names its rendezvous variables."""
+    if any(r.name == "scheduler" for r in roles):
+        return ("scheduler", *PS_RENDEZVOUS)
+    workers = [r for r in roles if r.role == "worker"]
+    variables = getattr(backend, "rendezvous", PS_RENDEZVOUS)
+    if has_servers(backend) or not workers or tuple(variables) == PS_RENDEZVOUS:
+        return None
+    first = min(workers, key=lambda r: r.worker_rank or 0)
+    return (first.name, variables[0], variables[1])
 
 
 def _run_env(settings: Settings, num_servers: int, run_id: str, verbose_ps: "bool | int") -> "dict[str, str]":
@@ -329,9 +362,9 @@ def reference_plan(
     Every process gets the trick's worker variables and the run's OpenMP threads.
     """
     env = _reference_env(settings, trick, node, run_id)
-    if not backend.needs_gpu_workers or not gpus or one_gpu:
-        device = "gpu" if backend.needs_gpu_workers and gpus else "cpu"
-        return _single_process_plan(settings, trick, node, backend, env, device, gpu_ids)
+    on_gpus = bool(gpus) and (backend.needs_gpu_workers or gpu_when_present(backend))
+    if not on_gpus or one_gpu:
+        return _single_process_plan(settings, trick, node, backend, env, "gpu" if on_gpus else "cpu", gpu_ids)
     return _node_plan(settings, trick, node, backend, env, gpus, gpu_ids)
 
 
@@ -370,7 +403,7 @@ def _single_process_plan(
         "worker",
         node,
         env,
-        local_command(settings, device),
+        _reference_command(backend, settings, device),
         worker_rank=0,
         bundle=0,
         gpus=1 if device == "gpu" else 0,
@@ -441,4 +474,5 @@ def _node_plan(
         worker_processes=len(ids),
         server_nodes=0,
         servers_per_node=0,
+        rendezvous=_rendezvous(backend, roles),
     )

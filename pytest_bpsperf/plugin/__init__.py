@@ -195,7 +195,11 @@ def bpsperf_trick(request: pytest.FixtureRequest) -> Trick:
     """
     settings = request.config.stash[settings_key]
     case = getattr(request, "param", None)
-    return settings.registry.get(case.trick if case is not None else "default")
+    trick = settings.registry.get(case.trick if case is not None else "default")
+    why = settings.servers_skip(request.node, trick)
+    if why is not None:
+        pytest.skip(why)
+    return trick
 
 
 @pytest.fixture

@@ -37,6 +37,8 @@ from ..config.workload_spec import WorkloadSpecError, check_workload
 PERF_MARKER = "perf"
 SETTINGS_MARKER = "bpsperf"
 TRICKS_MARKER = "bpsperf_tricks"
+#: keyword of the tricks marker: tricks that add servers are skipped under a backend without servers
+SERVERS_OPTIONAL = "servers_optional"
 TRICK_DEFS_INI = "bpsperf_define_tricks"
 
 
@@ -145,7 +147,10 @@ def add_markers(config: pytest.Config) -> None:
         "tolerance='10%'; they take precedence over command line, environment and ini",
     )
     config.addinivalue_line(
-        "markers", f"{TRICKS_MARKER}(*names): run the test once per trick (e.g. '{REFERENCE_TRICK}', 'omp-passive')"
+        "markers",
+        f"{TRICKS_MARKER}(*names, {SERVERS_OPTIONAL}=False): run the test once per trick (e.g. "
+        f"'{REFERENCE_TRICK}', 'omp-passive'); {SERVERS_OPTIONAL}=True skips, with the reason, the tricks "
+        "that add servers where the backend has none (torch)",
     )
 
 
@@ -360,7 +365,9 @@ class SettingsPlugin:
         # model name, a missing .rec or an entry point that does not import would
         # otherwise fail on a node, minutes later.
         try:
-            settings = check_workload(settings, search=(str(self.config.rootpath),))
+            backend = self.backend_of(settings)
+            framework = getattr(backends.get(backend), "framework", "mxnet") if backend else "mxnet"
+            settings = check_workload(settings, search=(str(self.config.rootpath),), framework=framework)
             backends.check_settings(settings, gpus=self.hardware.gpus)  # what the backend cannot run
         except (WorkloadSpecError, backends.PlanError) as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
@@ -456,7 +463,43 @@ class SettingsPlugin:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
         if len(set(names)) != len(names):
             raise pytest.UsageError(f"bpsperf: trick list {names} from {where} names a trick twice")
+        backend = self.backend_of(settings)
+        if backend is not None and not backends.has_servers(backends.get(backend)):
+            optional = bool(marker is not None and marker.kwargs.get(SERVERS_OPTIONAL)) and where.startswith("@")
+            for name in names:
+                trick = self.registry.get(name, where)
+                if trick.extra_servers_per_node and not optional:
+                    from ..planning.planner import check_trick
+
+                    try:
+                        check_trick(trick, backends.get(backend))
+                    except backends.PlanError as exc:
+                        raise pytest.UsageError(
+                            f"bpsperf: {exc} (trick from {where}, backend from {settings.origins.get('backend')})"
+                        ) from None
         return names
+
+    def backend_of(self, settings: Settings) -> "str | None":
+        """The backend ``settings`` run on, where known now: set, or ``auto`` once resolved."""
+        if settings.backend != "auto":
+            return settings.backend if settings.backend in backends.names() else None
+        return self.auto_backend
+
+    def servers_skip(self, item: pytest.Item, trick: "object") -> "str | None":
+        """Why ``item`` is skipped under ``trick``: the trick adds servers, the backend has none and the
+        tricks marker says ``servers_optional=True``; None otherwise (make_plan refuses it then)."""
+        if not getattr(trick, "extra_servers_per_node", 0):
+            return None
+        backend = self.backend_of(self.settings_for(item))
+        marker = item.get_closest_marker(TRICKS_MARKER)
+        if backend is None or backends.has_servers(backends.get(backend)) or marker is None:
+            return None
+        if not marker.kwargs.get(SERVERS_OPTIONAL):
+            return None
+        return (
+            f"trick {getattr(trick, 'name', trick)!r} adds servers and backend {backend} has none (its workers "
+            f"average gradients among themselves); @pytest.mark.{TRICKS_MARKER}({SERVERS_OPTIONAL}=True) skips it"
+        )
 
     @classmethod
     def _case_order(cls, item: pytest.Item) -> "tuple[int, int]":

@@ -146,7 +146,12 @@ class RunnerPlugin:
         if setting == "auto":
             self.settings_plugin.resolved_auto(choice)
             fallback = self.session.backend_fallback
-            if fallback is not None:
+            if fallback is not None and fallback.get("backend", "mxnet") != "mxnet":
+                self.notice(
+                    f"backend auto chose {fallback['backend']} on a cluster with GPUs: BytePS will not run "
+                    f"({fallback['reason']})"
+                )
+            elif fallback is not None:
                 self.notice(
                     f"backend auto fell back to mxnet on a cluster with GPUs: BytePS will not run "
                     f"({fallback['reason']}); the workers train on their nodes' CPUs at CPU sizes"
@@ -321,7 +326,11 @@ class RunnerPlugin:
         if self._session.backend_choice:
             lines.append(f"backend: {self._session.backend_choice[1]}")
         fallback = self._session.backend_fallback
-        if fallback is not None:
+        if fallback is not None and fallback.get("backend", "mxnet") != "mxnet":
+            lines.append(
+                f"BytePS never ran: auto chose {fallback['backend']} (on node {fallback['node']}: {fallback['reason']})"
+            )
+        elif fallback is not None:
             lines.append(
                 f"BytePS never ran: auto fell back to mxnet on a cluster with GPUs (on node {fallback['node']}: "
                 f"{fallback['reason']}); set --bpsperf-backend=mxnet to choose this, or make byteps.mxnet "

@@ -98,9 +98,32 @@ def load(spec: str, path: "str | None" = None) -> Callable[[TrainContext], Calla
     return fn  # type: ignore[no-any-return]  # any callable the module names; its signature is the user's
 
 
+def import_gluoncv() -> Any:
+    """``import gluoncv``, also where PyTorch 2 is installed beside it (the ``[mxnet,torch]`` extras).
+
+    gluoncv 0.10.5 refuses torch >= 2.0 at import (``gluoncv/check.py``,
+    ``_require_pytorch_version('1.4.0', '2.0.0')`` raises RuntimeError, where a missing torch
+    is an ImportError it ignores), although its MXNet model zoo never uses torch. So torch,
+    where this process has not imported it, is hidden while gluoncv imports: gluoncv then
+    takes itself for MXNet-only, as it is here.
+    """
+    if "gluoncv" in sys.modules or "torch" in sys.modules:
+        import gluoncv
+
+        return gluoncv
+    sys.modules["torch"] = None  # type: ignore[assignment]  # an import of it raises ImportError
+    try:
+        import gluoncv
+    finally:
+        del sys.modules["torch"]
+    return gluoncv
+
+
 def build_zoo_model(ctx: TrainContext) -> Callable[[], Any]:
     """The shipped workload as an entry point: gluoncv ``ctx.model``, hybridized, SGD with momentum 0.9."""
     import mxnet as mx
+
+    import_gluoncv()
     from gluoncv.model_zoo import get_model
     from mxnet import autograd, gluon
 

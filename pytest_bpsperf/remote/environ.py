@@ -48,9 +48,14 @@ CONFIG_PREFIXES = (
     "MKL_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
 )
+#: torch.distributed's rendezvous variables (as ``torchrun`` sets them): whole names, since as
+#: prefixes ``RANK`` would take other variables too.
+DIST_VARS = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
 #: What records and reports show of a role's environment: its configuration and
 #: the harness's own variables.
-REPORTED_PREFIXES = CONFIG_PREFIXES + ("BPSPERF_",)
+#: torch.distributed's own (NCCL_*, GLOO_*, TORCH_*) are the user's to set and to inherit (a runtime_env's
+#: NCCL_DEBUG reaches the roles), and shown.
+REPORTED_PREFIXES = CONFIG_PREFIXES + ("BPSPERF_", "NCCL_", "GLOO_", "TORCH_")
 
 
 #: Variables the planner sets from the topology and from where Ray placed each role;
@@ -72,6 +77,7 @@ PLANNER_OWNED = (
     "CUDA_VISIBLE_DEVICES",
     "BPSPERF_RUN_ID",
     "BYTEPS_SOCKET_PATH",
+    *DIST_VARS,
 )
 
 
@@ -95,7 +101,7 @@ def planner_owned(name: str) -> bool:
 
 def scrub(inherited: Mapping[str, str]) -> "dict[str, str]":
     """``inherited`` minus every variable that configures a role."""
-    return {k: v for k, v in inherited.items() if not k.startswith(CONFIG_PREFIXES)}
+    return {k: v for k, v in inherited.items() if not (k.startswith(CONFIG_PREFIXES) or k in DIST_VARS)}
 
 
 #: Names of the variables a trick or ``role_env`` set for a role (comma-separated): reported
@@ -108,7 +114,9 @@ def reported(environ: Mapping[str, str], extra: "tuple[str, ...]" = ()) -> "dict
     harness's own, every variable named in ``CHOSEN_VARS`` and the names in ``extra``; the value of
     each whose name looks secret replaced (:func:`shown`)."""
     chosen = set(filter(None, environ.get(CHOSEN_VARS, "").split(","))) | set(extra)
-    return hidden({k: v for k, v in sorted(environ.items()) if k.startswith(REPORTED_PREFIXES) or k in chosen})
+    return hidden(
+        {k: v for k, v in sorted(environ.items()) if k.startswith(REPORTED_PREFIXES) or k in DIST_VARS or k in chosen}
+    )
 
 
 #: What stands in a record, report or message for the value of a variable whose name looks secret

@@ -34,7 +34,7 @@ from typing import Sequence
 from .environ import SIMULATION, TREE, pythonpath, scrub
 
 #: What each kind of requirement means: how to check it (import, or look up a file).
-KNOWN_NEEDS = ("mxnet", "gluoncv", "byteps.mxnet", "byteps.server")
+KNOWN_NEEDS = ("mxnet", "gluoncv", "byteps.mxnet", "byteps.server", "torch", "torchvision")
 
 
 #: The needs whose roles import MXNet (and so must find exactly one build of it).
@@ -103,7 +103,12 @@ def _check_need(need: str) -> "str | None":
             return None  # a stand-in's server (tests/helpers/standin), which has no compiled library
         return "the BytePS server library (byteps/server/c_lib*.so) is not installed"
     try:
-        importlib.import_module(need)
+        if need == "gluoncv":
+            from .entry import import_gluoncv
+
+            import_gluoncv()  # as the workload imports it (beside torch too)
+        else:
+            importlib.import_module(need)
     except Exception as exc:  # noqa: BLE001 - any failure means the roles cannot run here
         return f"{need} does not import: {type(exc).__name__}: {exc}"
     return None
@@ -175,6 +180,8 @@ def main(argv: "Sequence[str] | None" = None) -> int:
 def role_needs(backend: str, role: str, settings: object) -> "tuple[str, ...]":
     """What a role of ``backend`` imports (see :data:`KNOWN_NEEDS`); other backends' roles: the workload's."""
     entry = getattr(settings, "entry", None)
+    if backend == "torch":  # workers only
+        return ("torch",) if entry is not None else ("torch", "torchvision")
     if role == "worker":
         model = () if entry is not None else ("gluoncv",)
         return ("mxnet", "byteps.mxnet") + model if backend == "byteps" else ("mxnet",) + model

@@ -2,13 +2,16 @@
 
 ``python -m pytest_bpsperf.remote.workload --backend mxnet --records FILE ...``
 
-Fixed-step training of the shipped gluoncv model, or of the user's own code
+Fixed-step training of the shipped model (gluoncv's; torchvision's with
+``--framework torch``, see :mod:`.torch_workload`), or of the user's own code
 (``--entry module:function``, see :mod:`.entry`), on synthetic or record data
 (:mod:`.data`). Timing (``--timing``):
 
 - ``overlapped`` (default): a step is the step callable followed by one
-  ``mx.nd.waitall()``; inside it, backward overlaps the push of the gradients
-  that are ready and the pulls, as BytePS users train. One record per step::
+  wait for the device (``mx.nd.waitall()``; with torch on a GPU
+  ``torch.cuda.synchronize()``); inside it, backward overlaps the push of
+  the gradients that are ready and the pulls (DDP: the allreduce of the
+  buckets that are ready), as users train. One record per step::
 
     {"event": "step", "step": 3, "total_s": 0.41, "images": 8}
 
@@ -34,21 +37,25 @@ error prints a one-line reason to stderr (last, so it is in the log's tail)
 and exits non-zero.
 
 Backends: ``mxnet`` (``dist_sync`` kvstore, needs the ps-lite ``DMLC_*``
-environment), ``byteps`` (BytePS ``DistributedTrainer`` on a GPU) and ``local``
-(one process, no parameter server: the reference for scaling efficiency).
+environment), ``byteps`` (BytePS ``DistributedTrainer`` on a GPU), ``torch``
+(a DDP rank, needs ``RANK``/``WORLD_SIZE``/``MASTER_ADDR``/``MASTER_PORT``) and
+``local`` (one process, no parameter server and no process group: the
+reference for scaling efficiency, in either framework).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from typing import IO, Any, Callable, Sequence
 
 from .data import Batches, records, synthetic
-from .entry import EntryError, TrainContext, build_zoo_model, load
+from .entry import EntryError, TrainContext, build_zoo_model, import_gluoncv, load
 from .environ import SIMULATION, rank_records_path, reported
 
 #: Fault injection, for testing the harness itself: ``crash-at-step:N`` makes the
@@ -68,14 +75,15 @@ class WorkloadError(RuntimeError):
 def parse_args(argv: "Sequence[str] | None" = None) -> argparse.Namespace:
     """Command line of the workload (what the role plan puts after ``-m``)."""
     p = argparse.ArgumentParser(prog="python -m pytest_bpsperf.remote.workload", description=__doc__.split("\n")[0])
-    p.add_argument("--backend", choices=("mxnet", "byteps", "local"), required=True)
+    p.add_argument("--backend", choices=("mxnet", "byteps", "torch", "local"), required=True)
+    p.add_argument("--framework", choices=("mxnet", "torch"), default="mxnet", help="what trains (backend local)")
     p.add_argument(
         "--device",
         choices=("cpu", "gpu"),
         default="cpu",
         help="backend local: where the one process trains (the worker's device)",
     )
-    p.add_argument("--model", default="resnet50_v2")
+    p.add_argument("--model", default=None, help="default: resnet50_v2 (gluoncv), resnet50 (torchvision)")
     p.add_argument("--entry", default=None, help="module:function returning a step callable (instead of --model)")
     p.add_argument("--entry-path", default=None, help="directory to import the entry point's module from")
     p.add_argument("--steps", type=int, required=True)
@@ -84,7 +92,7 @@ def parse_args(argv: "Sequence[str] | None" = None) -> argparse.Namespace:
     p.add_argument("--classes", type=int, default=1000)
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--timing", choices=("overlapped", "breakdown"), default="overlapped")
-    p.add_argument("--dtype", choices=("float32", "float16"), default="float32")
+    p.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default="float32")
     p.add_argument("--data", default="synthetic", help="'synthetic' or the path of a .rec (its .idx beside it)")
     p.add_argument("--data-threads", type=int, default=4)
     p.add_argument("--records", required=True, help="JSON-lines file for per-step records")
@@ -107,6 +115,12 @@ def parse_args(argv: "Sequence[str] | None" = None) -> argparse.Namespace:
         help="write to the records file of BYTEPS_LOCAL_RANK (processes spawned by bpslaunch)",
     )
     args = p.parse_args(argv)
+    if args.backend == "torch":
+        args.framework = "torch"
+    if args.model is None:
+        args.model = "resnet50" if args.framework == "torch" else "resnet50_v2"
+    if args.framework == "torch" and args.backend in ("mxnet", "byteps"):
+        p.error(f"--backend {args.backend} trains MXNet, not --framework torch")
     if args.steps < 1 or args.batch_size < 1 or args.image_size < 8 or args.data_threads < 1 or args.sync_every < 1:
         p.error("--steps, --batch-size, --data-threads and --sync-every must be >= 1 and --image-size >= 8")
     if args.diagnostic_steps < 0:
@@ -146,18 +160,25 @@ class Recorder:
         self._stream.flush()
 
 
-class Timer:
-    """Where a step's compute ends: ``split()`` syncs and marks it with ``timing=breakdown`` only."""
+def mxnet_wait() -> None:
+    """Wait for every pending MXNet operation (the sync of an MXNet step)."""
+    import mxnet as mx
 
-    def __init__(self, breakdown: bool) -> None:
+    mx.nd.waitall()
+
+
+class Timer:
+    """Where a step's compute ends: ``split()`` waits (``wait``: the framework's device sync) and marks
+    it, with ``timing=breakdown`` only."""
+
+    def __init__(self, breakdown: bool, wait: Callable[[], None] = mxnet_wait) -> None:
         self.breakdown = breakdown
+        self.wait = wait
         self.at: "float | None" = None
 
     def split(self) -> None:
         if self.breakdown:
-            import mxnet as mx
-
-            mx.nd.waitall()
+            self.wait()
             self.at = time.perf_counter()
 
 
@@ -168,8 +189,9 @@ class InputProbe:
     input wait in :attr:`at`; in the timed steps it hands the batch on untouched.
     """
 
-    def __init__(self, inner: Batches) -> None:
+    def __init__(self, inner: Batches, wait: "Callable[[], None] | None" = None) -> None:
         self.inner = inner
+        self.wait = wait  # the device sync (torch); None: each MXNet array's own wait_to_read
         self.active = False
         self.at: "float | None" = None
         self.batches = Batches(self.next, inner.iterator, inner.kind)
@@ -177,6 +199,8 @@ class InputProbe:
     def next(self) -> tuple:
         batch = self.inner.next()
         if self.active:
+            if self.wait is not None:
+                self.wait()
             for array in batch:
                 wait = getattr(array, "wait_to_read", None)
                 if wait is not None:
@@ -276,11 +300,24 @@ def ready_before_training(trainer: Any, kv: Any, step_scale: int) -> None:
     trainer._params_to_init = [p for p in trainer._params_to_init if p._deferred_init]  # noqa: SLF001
 
 
-def _build(args: argparse.Namespace, timer: Timer, probe: "list[InputProbe]") -> tuple:
+@dataclass
+class Built:
+    """A worker's training, built: the step, what the start record says, the device sync, the end."""
+
+    step: Callable[[], Any]
+    info: dict
+    wait: Callable[[], None] = mxnet_wait
+    #: fields of the end record (e.g. a DDP rank's parameter checksum), then leaving the process group
+    finish: Callable[[], dict] = dict
+
+
+def _build(args: argparse.Namespace, timer: Timer, probe: "list[InputProbe]") -> Built:
     """The step callable (the entry point's, or the shipped model's) and what ran, for the start record.
 
     ``probe`` receives the :class:`InputProbe` of the batches the step reads (for the diagnostic steps).
     """
+    if args.framework == "torch":
+        return _build_torch(args, timer, probe)
     device, rank, num_workers, make_trainer, scale, facts = _setup_backend(args)
     if args.data == "synthetic":
         data: Batches = synthetic(args.batch_size, args.image_size, args.classes, device, args.dtype)
@@ -314,27 +351,63 @@ def _build(args: argparse.Namespace, timer: Timer, probe: "list[InputProbe]") ->
         split=timer.split,
     )
     if args.entry:
-        build = load(args.entry, args.entry_path)
-        step = _guarded(build, args.entry, "build(ctx)")(ctx)
-        if not callable(step):
-            raise EntryError(
-                f"entry point {args.entry}: build(ctx) returned {type(step).__name__}, not a step callable"
-            )
-        step = _guarded(step, args.entry, "step()")
+        if importlib.util.find_spec("gluoncv") is not None:
+            import_gluoncv()  # the user's code may import it, where torch 2 beside it would break the import
+        step = _entry_step(args, ctx)
     else:
         try:
+            import_gluoncv()
             from gluoncv.model_zoo import get_model_list
         except ImportError as exc:  # pragma: no cover - depends on the installation
             raise WorkloadError(f"gluoncv is not importable: {exc}") from exc
         if args.model.lower() not in get_model_list():
             raise WorkloadError(f"model {args.model!r} is not in gluoncv's model zoo")
         step = build_zoo_model(ctx)
+    return Built(step, _start_info(args, rank, num_workers, device, data.kind, facts))
+
+
+def _build_torch(args: argparse.Namespace, timer: Timer, probe: "list[InputProbe]") -> Built:
+    """:func:`_build` of a torch rank (or the torch reference): see :mod:`.torch_workload`."""
+    from . import torch_workload
+
+    try:
+        ctx, wait, facts = torch_workload.setup(args, timer.split, lambda: timer.breakdown)
+    except torch_workload.TorchWorkloadError as exc:
+        raise WorkloadError(str(exc)) from None
+    timer.wait = wait
+    probe.append(InputProbe(ctx.data, wait))
+    ctx.data = probe[0].batches
+    try:
+        step = _entry_step(args, ctx) if args.entry else torch_workload.build_model(ctx)
+    except torch_workload.TorchWorkloadError as exc:
+        raise WorkloadError(str(exc)) from None
+
+    def finish() -> dict:
+        checksum = torch_workload.param_checksum(ctx)
+        torch_workload.finish()
+        return {"param_checksum": checksum} if checksum is not None else {}
+
+    info = _start_info(args, ctx.rank, ctx.num_workers, ctx.device, ctx.data.kind, facts)
+    return Built(step, info, wait, finish)
+
+
+def _entry_step(args: argparse.Namespace, ctx: Any) -> Callable[[], Any]:
+    """The user's step callable: ``build(ctx)`` of the entry point, each call guarded."""
+    build = load(args.entry, args.entry_path)
+    step = _guarded(build, args.entry, "build(ctx)")(ctx)
+    if not callable(step):
+        raise EntryError(f"entry point {args.entry}: build(ctx) returned {type(step).__name__}, not a step callable")
+    return _guarded(step, args.entry, "step()")
+
+
+def _start_info(args: argparse.Namespace, rank: int, num_workers: int, device: Any, data: str, facts: dict) -> dict:
+    """What the start record says of where and what this process trains."""
     info = {
         "backend": args.backend,
         "rank": rank,
         "num_workers": num_workers,
         "ctx": str(device),
-        "data": data.kind,
+        "data": data,
         "python": sys.executable,
         **cpu_placement(),
         **facts,
@@ -342,7 +415,7 @@ def _build(args: argparse.Namespace, timer: Timer, probe: "list[InputProbe]") ->
     if args.entry:
         # where the code under test came from (base-vs-head: the arm's tree)
         info["entry_file"] = getattr(sys.modules.get(args.entry.partition(":")[0]), "__file__", None)
-    return step, info
+    return info
 
 
 def cpu_placement(numa_dir: str = "/sys/devices/system/node") -> dict:
@@ -394,12 +467,11 @@ def _guarded(fn: Callable, spec: str, what: str) -> Callable:
 
 def run(args: argparse.Namespace, recorder: Recorder) -> None:
     """Train ``args.steps`` steps, one record per step."""
-    import mxnet as mx
-
     started = time.perf_counter()
     timer = Timer(args.timing == "breakdown")
     probes: "list[InputProbe]" = []
-    step, info = _build(args, timer, probes)
+    built = _build(args, timer, probes)
+    step, info = built.step, built.info
     # read after the build, so that an entry point may set it for its own arm (scripts/pair_sessions.py)
     fault, slowdown = _fault(args.backend)
     env = reported(os.environ)  # what the role really got, not what the plan meant to give it
@@ -431,7 +503,7 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
                 sys.stderr.flush()
                 os._exit(86)
             step()
-        mx.nd.waitall()  # the one sync of an overlapped step (of a window of steps, with --sync-every)
+        built.wait()  # the one sync of an overlapped step (of a window of steps, with --sync-every)
         total = time.perf_counter() - t0
         split: "dict[str, float]" = {}
         if timer.at is not None:
@@ -447,7 +519,7 @@ def run(args: argparse.Namespace, recorder: Recorder) -> None:
         window += 1
     if args.diagnostic_steps:
         diagnose(step, timer, probes[0], args.diagnostic_steps, recorder, slowdown=slowdown, images=args.batch_size)
-    recorder.write("end", steps=args.steps)
+    recorder.write("end", steps=args.steps, **built.finish())
 
 
 def _burn(seconds: float) -> None:
@@ -477,15 +549,13 @@ def diagnose(
     steps ran before, as users train (overlapped); these steps only say where
     the time goes, one ``diagnostic`` record each.
     """
-    import mxnet as mx
-
     timer.breakdown, probe.active = True, True
     try:
         for k in range(count):
             timer.at = probe.at = None
             t0 = time.perf_counter()
             step()
-            mx.nd.waitall()
+            timer.wait()
             end = time.perf_counter()
             fields = diagnostic_fields(t0, probe.at, timer.at, end)
             if slowdown:

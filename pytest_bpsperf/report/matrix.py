@@ -114,10 +114,16 @@ def _describe(result: RunResult) -> str:
     t = result.output.topology
     what = f"entry {s.entry.spec}" if s.entry is not None else s.model
     data = "" if s.data == "synthetic" else f", data {os.path.basename(s.data)} ({s.data_threads} decode threads)"
+    processes = t.get("worker_processes", 0)
+    servers = (
+        f"{s.server_nodes} server node(s) x {s.servers_per_node}"
+        if t.get("servers", 1)
+        else f"no servers ({processes} rank(s))"
+    )
     return (
         f"{result.backend}, {what}, batch {s.batch_size}, {s.image_size}x{s.image_size}, {s.dtype}{data}, "
-        f"{s.steps} steps, {t.get('workers', s.workers)} worker(s), {s.server_nodes} server node(s) x "
-        f"{s.servers_per_node}, OMP_NUM_THREADS={s.omp_threads}, {timing_label(result.measurement.timing)}"
+        f"{s.steps} steps, {t.get('workers', s.workers)} worker(s), {servers}, "
+        f"OMP_NUM_THREADS={s.omp_threads}, {timing_label(result.measurement.timing)}"
     )
 
 

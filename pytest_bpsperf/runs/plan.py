@@ -111,6 +111,10 @@ class Plan:
     arm: str = ""
     tree: "str | None" = None
     runtime_env: "Mapping[str, object] | None" = field(default=None, hash=False)
+    #: who listens for the others, and the variables that tell every role where: (role name, address
+    #: variable, port variable); ps-lite's scheduler, or the first rank of a torch.distributed group.
+    #: None where the roles meet nobody (one process alone, BytePS reducing on one node).
+    rendezvous: "tuple[str, str, str] | None" = None
 
     def by_role(self, role: str) -> "list[RolePlan]":
         """The role plans of one kind, in plan order."""

@@ -1,4 +1,5 @@
-"""Tiny installed distributions: only the metadata of a ``.dist-info``, as pip leaves it on a path."""
+"""Installed distributions: tiny ones (only the metadata of a ``.dist-info``, as pip leaves it on a path),
+and gluoncv as the roles import it."""
 
 from __future__ import annotations
 
@@ -16,3 +17,15 @@ def dist(
         (info / "top_level.txt").write_text(top_level + "\n")
     (info / "RECORD").write_text("".join(f"{f},,\n" for f in files) + f"{info.name}/METADATA,,\n")
     return info
+
+
+def gluoncv_or_skip():
+    """gluoncv, imported as the roles import it (beside torch 2 too); the test skips where it does not import."""
+    import pytest
+
+    from pytest_bpsperf.remote.entry import import_gluoncv
+
+    try:
+        return import_gluoncv()
+    except ImportError as exc:
+        pytest.skip(f"gluoncv does not import: {exc}")

@@ -9,11 +9,15 @@ import textwrap
 
 import pytest
 
+from helpers.dists import gluoncv_or_skip
+
 # gluoncv (with MXNet and OpenCV) is imported once here, not inside a pytester test: pytester drops
 # the modules a test imported when it ends, and OpenCV fails when it is imported again in one process.
 try:
-    import gluoncv  # noqa: F401
-except Exception:  # noqa: BLE001 - not installed (or broken): the tests' own importorskip says so
+    from pytest_bpsperf.remote.entry import import_gluoncv
+
+    import_gluoncv()  # beside torch 2 too (gluoncv 0.10.5 refuses it at import)
+except Exception:  # noqa: BLE001 - not installed (or broken): the tests' own gluoncv_or_skip says so
     pass
 
 
@@ -36,7 +40,7 @@ def test_x(bpsperf_train):
     ],
 )
 def test_bad_workload_stops_pytest_before_ray(pytester, args, message):
-    pytest.importorskip("gluoncv")
+    gluoncv_or_skip()
     pytester.makepyfile(test_perf=CONFTEST_FREE_TEST)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR

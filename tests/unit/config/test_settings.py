@@ -331,7 +331,7 @@ INVALID = [
     ("data", "imagenet.zip"),
     ("data", "  "),
     ("data_threads", "0"),
-    ("dtype", "bfloat16"),
+    ("dtype", "float64"),
     ("entry", "mymodule"),
     ("entry", "my module:build"),
     ("entry", "mod:build:x"),

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from helpers.dists import gluoncv_or_skip
 from pytest_bpsperf.config.parsers import EntryPoint
 from pytest_bpsperf.config.settings import Hardware, Source, resolve
 from pytest_bpsperf.config.workload_spec import WorkloadSpecError, check_workload, resolve_entry, zoo_model_names
@@ -22,10 +23,15 @@ def settings(**values):
 
 
 def test_zoo_names_are_gluoncvs_own_list_without_importing_it():
-    pytest.importorskip("gluoncv")
+    gluoncv_or_skip()
     names = zoo_model_names()
     listed = subprocess.run(
-        [sys.executable, "-c", "from gluoncv.model_zoo import get_model_list; print('\\n'.join(get_model_list()))"],
+        [
+            sys.executable,
+            "-c",
+            "from pytest_bpsperf.remote.entry import import_gluoncv; import_gluoncv(); "
+            "from gluoncv.model_zoo import get_model_list; print('\\n'.join(get_model_list()))",
+        ],
         stdout=subprocess.PIPE,
         universal_newlines=True,
         check=True,
@@ -51,12 +57,12 @@ def test_zoo_names_are_gluoncvs_own_list_without_importing_it():
 
 @pytest.mark.parametrize("name", ["resnet50_v2", "ResNet18_V1", "mobilenet1.0"])
 def test_zoo_models_pass(name):
-    pytest.importorskip("gluoncv")
+    gluoncv_or_skip()
     assert check_workload(settings(model=name), gpus=0).model == name
 
 
 def test_unknown_model_is_an_error_naming_setting_value_and_origin():
-    pytest.importorskip("gluoncv")
+    gluoncv_or_skip()
     with pytest.raises(
         WorkloadSpecError,
         match=r"'resnet51_v2' for setting 'model' from command line option "

@@ -29,9 +29,11 @@ PROVIDER = {
     "gluoncv": "gluoncv",
     "byteps": "byteps",
     "yaml": "pyyaml",
+    "torch": "torch",
+    "torchvision": "torchvision",
 }
 #: imported only by code that runs as (or probes for) a role, on the node that hosts it
-ROLE_ONLY = {"mxnet", "gluoncv", "byteps"}
+ROLE_ONLY = {"mxnet", "gluoncv", "byteps", "torch", "torchvision"}
 
 
 def _project() -> dict:
