@@ -5,7 +5,8 @@ or a backend author needs, and only these names are public (the modules below
 ``pytest_bpsperf.`` are the plugin's own and change between releases).
 
 - A perf test gets a :class:`RunResult` from the ``bpsperf_train`` fixture.
-- An entry point (``bpsperf_entry = module:build``) gets a :class:`TrainContext`.
+- An entry point (``bpsperf_entry = module:build``) gets a :class:`TrainContext`
+  (MXNet code), or with backend ``torch`` a :class:`TorchContext` (PyTorch code).
 - A trick is a :class:`Trick`: environment variables per role kind.
 - A backend implements :class:`Backend` (usually as a :class:`BackendBase`
   subclass), describes its worker processes with :class:`WorkerProcess`, may use
@@ -35,6 +36,7 @@ _WHERE = {
     "RoleOutcome": "pytest_bpsperf.runs.output",
     "WorkerRecords": "pytest_bpsperf.runs.output",
     "TrainContext": "pytest_bpsperf.remote.entry",
+    "TorchContext": "pytest_bpsperf.remote.torch_workload",
     "Trick": "pytest_bpsperf.config.tricks",
     "Settings": "pytest_bpsperf.config.settings",
     "Backend": "pytest_bpsperf.backends.base",
@@ -59,6 +61,7 @@ __all__ = [
     "RoleOutcome",
     "WorkerRecords",
     "TrainContext",
+    "TorchContext",
     "Trick",
     "Settings",
     "Backend",
@@ -83,6 +86,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name is i
     from .judge.job import RunResult
     from .remote.entry import TrainContext
     from .remote.environ import PYTHON, RECORDS
+    from .remote.torch_workload import TorchContext
     from .runs.output import CommWindow, RoleOutcome, RunOutput, WorkerRecords
     from .runs.plan import Node, Plan, PlanError, RolePlan
     from .runs.spec import RunSpec

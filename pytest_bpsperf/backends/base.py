@@ -176,15 +176,19 @@ class BackendBase:
                 f"setting 'launch' ({settings.launch}, from {settings.origins.get('launch')}) starts BytePS "
                 f"workers through bpslaunch and needs backend byteps, not {self.name}"
             )
-        if settings.dtype == "bfloat16" and self.framework == "mxnet":
-            raise PlanError(
-                f"setting 'dtype' (bfloat16, from {settings.origins.get('dtype')}) is not trained by backend "
-                f"{self.name}: MXNet 1.9 has no bfloat16 training; use float32 or float16, or backend torch"
-            )
+        self.check_dtype(settings)
         if settings.dtype == "float16" and not self.needs_gpu_workers and self.framework == "mxnet":
             raise PlanError(
                 f"setting 'dtype' (float16, from {settings.origins.get('dtype')}) needs GPU workers: backend "
                 f"{self.name} trains on CPU, where MXNet has no FP16 gemm; use float32 or backend byteps"
+            )
+
+    def check_dtype(self, settings: Settings) -> None:
+        """Raise :class:`PlanError` for a precision the backend's framework does not train (bfloat16 on MXNet)."""
+        if settings.dtype == "bfloat16" and self.framework == "mxnet":
+            raise PlanError(
+                f"setting 'dtype' (bfloat16, from {settings.origins.get('dtype')}) is not trained by backend "
+                f"{self.name}: MXNet 1.9 has no bfloat16 training; use float32 or float16, or backend torch"
             )
 
     def server_env(self, settings: Settings) -> Mapping[str, str]:

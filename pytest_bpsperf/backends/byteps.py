@@ -33,6 +33,7 @@ class BytePSBackend(BackendBase):
     needs_gpu_workers = True
 
     def check(self, settings: Settings) -> None:
+        self.check_dtype(settings)
         _trace_window(settings, "trace")
 
     def server_command(self) -> Sequence[str]:

@@ -24,6 +24,7 @@ import pytest
 from ..config.arms import BASE, HEAD, Arm, ArmError, arm_import_paths, resolve_base, same_code
 from ..judge.job import RunFailure, RunResult
 from ..judge.pairs import Pair, PairedJob, PairedVerdict
+from ..remote.provenance import describe_versions
 from ..runs.spec import RunSpec, run_key
 from ..vcs.git import git_state, git_toplevel
 from ..vcs.worktrees import Worktree, WorktreeError, remove_stale_worktrees
@@ -249,9 +250,7 @@ class PairGate(BaselineGate):
         for name in (BASE, HEAD):
             arm = self.arms[name]
             versions = arm.facts.get("versions") or {}
-            v = ", ".join(
-                f"{k} {versions[k]}" for k in ("python", "mxnet", "byteps", "gluoncv", "ray") if k in versions
-            )
+            v = describe_versions(versions)
             lines.append(f"{arm.describe()}" + (f" ({v})" if v else ""))
         if self.aa:
             lines.append("A/A run: both arms are the same commit and interpreter (what the verdicts show is noise)")

@@ -103,19 +103,21 @@ def import_gluoncv() -> Any:
 
     gluoncv 0.10.5 refuses torch >= 2.0 at import (``gluoncv/check.py``,
     ``_require_pytorch_version('1.4.0', '2.0.0')`` raises RuntimeError, where a missing torch
-    is an ImportError it ignores), although its MXNet model zoo never uses torch. So torch,
-    where this process has not imported it, is hidden while gluoncv imports: gluoncv then
+    is an ImportError it ignores), although its MXNet model zoo never uses torch. So torch is
+    hidden while gluoncv imports (and put back if this process had imported it): gluoncv then
     takes itself for MXNet-only, as it is here.
     """
-    if "gluoncv" in sys.modules or "torch" in sys.modules:
-        import gluoncv
-
-        return gluoncv
+    if "gluoncv" in sys.modules:
+        return sys.modules["gluoncv"]
+    torch = sys.modules.get("torch")  # imported already (a torch step in this process): put back after
     sys.modules["torch"] = None  # type: ignore[assignment]  # an import of it raises ImportError
     try:
         import gluoncv
     finally:
-        del sys.modules["torch"]
+        if torch is not None:
+            sys.modules["torch"] = torch
+        else:
+            del sys.modules["torch"]
     return gluoncv
 
 

@@ -8,7 +8,7 @@ import re
 import subprocess
 from datetime import datetime, timezone
 from importlib import metadata
-from typing import Dict, Optional, Tuple, Union
+from typing import Dict, Mapping, Optional, Tuple, Union
 
 __all__ = ["current_commit", "software_versions", "utc_now_iso"]
 
@@ -52,11 +52,13 @@ _PACKAGES: Dict[str, Tuple[str, ...]] = {
     "byteps": ("byteps",),
     "ray": ("ray",),
     "gluoncv": ("gluoncv",),
+    "torch": ("torch",),
+    "torchvision": ("torchvision",),
 }
 
 
 def software_versions() -> Dict[str, str]:
-    """Versions of Python and of mxnet, byteps, ray and gluoncv ("not installed" when absent).
+    """Versions of Python and of mxnet, byteps, ray, gluoncv, torch and torchvision ("not installed" when absent).
 
     Read from installed package metadata; the packages are not imported,
     which would take seconds and could fail for reasons unrelated to a version.
@@ -65,6 +67,20 @@ def software_versions() -> Dict[str, str]:
     for key, names in _PACKAGES.items():
         versions[key] = _distribution_version(names)
     return versions
+
+
+#: Packages named only where installed when versions are shown (an MXNet session has no torch, and says nothing of it).
+_OPTIONAL_SHOWN = ("torch", "torchvision")
+
+
+def describe_versions(versions: Mapping[str, str]) -> str:
+    """``python 3.11.7, mxnet 1.9.1, ...``: the versions an arm or a report shows, in a fixed order."""
+    keys = ("python", "mxnet", "byteps", "gluoncv", "torch", "torchvision", "ray")
+    return ", ".join(
+        f"{k} {versions[k]}"
+        for k in keys
+        if k in versions and not (k in _OPTIONAL_SHOWN and versions[k] == "not installed")
+    )
 
 
 def working_tree_dirty(cwd: Union[str, os.PathLike, None] = None) -> Optional[bool]:

@@ -18,6 +18,7 @@ from ..judge.breakdown import LABELS, breakdown_change
 from ..judge.job import RunResult
 from ..judge.pairs import PairedVerdict
 from ..judge.verdict import Verdict
+from ..remote.provenance import describe_versions
 from .blocks import (
     Block,
     Bullets,
@@ -99,7 +100,7 @@ def verdicts_of(document: Mapping[str, Any]) -> "list[dict]":
 
 def _arm_line(name: str, arm: Mapping[str, Any]) -> tuple:
     versions = arm.get("versions") or {}
-    v = ", ".join(f"{k} {versions[k]}" for k in ("python", "mxnet", "byteps", "gluoncv", "ray") if k in versions)
+    v = describe_versions(versions)
     commit = str(arm.get("commit") or "-")[:12] + (" + uncommitted changes" if arm.get("dirty") else "")
     return (
         Strong(name),

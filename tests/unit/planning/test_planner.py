@@ -575,3 +575,55 @@ def test_plan_parts():
     assert [(r.name, r.bundle) for r in servers] == [("scheduler", 2), ("server-0", 2), ("server-1", 2)]
     workers, rank = plan._worker_roles(s, mxnet, where, env, None)
     assert ([(r.name, r.worker_rank, r.bundle) for r in workers], rank) == ([("worker-0", 0, 0), ("worker-1", 1, 1)], 2)
+
+
+def torch_settings(hardware=None, **values):
+    hardware = hardware or Hardware(gpus=0, cores=2)
+    return resolve(
+        [Source("cli", "command line", {"backend": "torch", **values})], hardware, backends.workload_defaults
+    )
+
+
+def test_a_torch_run_is_its_ranks_alone_the_first_listening_for_the_others():
+    plan = make_plan(torch_settings(), trick("omp-passive"), [EMBEDDED], backend=backends.get("torch"), run_id="r")
+    assert [r.name for r in plan.roles] == ["worker-0", "worker-1"]  # no scheduler, no servers
+    assert (plan.num_servers, plan.server_nodes, plan.worker_processes) == (0, 0, 2)
+    assert plan.rendezvous == ("worker-0", "MASTER_ADDR", "MASTER_PORT")
+    assert [(r.env["RANK"], r.env["WORLD_SIZE"]) for r in plan.roles] == [("0", "2"), ("1", "2")]
+    assert all(r.env["OMP_WAIT_POLICY"] == "PASSIVE" for r in plan.roles)  # the trick's worker variables
+    assert all(r.command[:3] == (PYTHON, "-m", "pytest_bpsperf.remote.workload") for r in plan.roles)
+    command = plan.roles[0].command
+    assert command[command.index("--framework") + 1] == "torch"
+    assert plan.topology()["servers"] == 0
+    assert [b.resources for b in plan.bundles] == [{"CPU": 1.0}, {"CPU": 1.0}]
+
+
+def test_a_torch_run_on_gpu_nodes_reserves_their_gpus_one_rank_each():
+    s = torch_settings(Hardware(gpus=8, cores=32, gpu_nodes=2), workers=2)
+    plan = make_plan(s, trick("default"), GPU_NODES + CPU_NODES, backend=backends.get("torch"), run_id="r")
+    workers = plan.by_role("worker")
+    assert len(workers) == 16 and not plan.by_role("server")
+    assert {r.node.name for r in workers} == {"gpu-a", "gpu-b"}  # the CPU nodes host nothing: no servers
+    assert [r.env["RANK"] for r in workers] == [str(k) for k in range(16)]
+    assert [b.resources["GPU"] for b in plan.bundles] == [8.0, 8.0]
+    assert plan.rendezvous == ("worker-0.0", "MASTER_ADDR", "MASTER_PORT")
+
+
+def test_a_trick_that_adds_servers_is_refused_by_a_backend_without_them_naming_both():
+    with pytest.raises(PlanError, match=r"trick 'extra-servers' adds 1 server\(s\) per server node, and backend torch"):
+        make_plan(torch_settings(), trick("extra-servers"), [EMBEDDED], backend=backends.get("torch"), run_id="r")
+
+
+def test_the_torch_scaling_references_one_process_alone_and_every_gpu_of_a_node():
+    from pytest_bpsperf.planning.planner import reference_plan
+
+    s = torch_settings(Hardware(gpus=8, cores=32, gpu_nodes=2))
+    torch = backends.get("torch")
+    (cpu,) = reference_plan(torch_settings(), trick("default"), EMBEDDED, backend=torch, run_id="r").roles
+    assert cpu.command[cpu.command.index("--backend") + 1] == "local" and "--framework" in cpu.command
+    assert cpu.command[-2:] == ("--device", "cpu")
+    node = reference_plan(s, trick("default"), GPU_NODES[0], backend=torch, run_id="r", gpus=8)
+    assert len(node.roles) == 8 and node.rendezvous == ("node.0", "MASTER_ADDR", "MASTER_PORT")
+    assert {r.env["WORLD_SIZE"] for r in node.roles} == {"8"}
+    (one,) = reference_plan(s, trick("default"), GPU_NODES[0], backend=torch, run_id="r", gpus=8, one_gpu=True).roles
+    assert one.command[-2:] == ("--device", "gpu") and one.gpus == 1

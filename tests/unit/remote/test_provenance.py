@@ -43,7 +43,7 @@ def test_software_versions_reads_metadata_without_importing(monkeypatch):
 
     monkeypatch.delitem(sys.modules, "mxnet", raising=False)
     versions = software_versions()
-    assert set(versions) == {"python", "mxnet", "byteps", "ray", "gluoncv"}
+    assert set(versions) == {"python", "mxnet", "byteps", "ray", "gluoncv", "torch", "torchvision"}
     assert versions["python"].count(".") == 2
     assert all(isinstance(v, str) and v for v in versions.values())
     assert "mxnet" not in sys.modules
@@ -82,3 +82,13 @@ def test_current_commit_in_a_repo(tmp_path):
 def test_current_commit_without_git(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     assert current_commit(tmp_path) is None
+
+
+def test_shown_versions_leave_out_torch_where_it_is_not_installed():
+    from pytest_bpsperf.remote.provenance import describe_versions
+
+    mxnet_only = {"python": "3.11.7", "mxnet": "1.9.1", "torch": "not installed", "torchvision": "not installed"}
+    assert describe_versions({**mxnet_only, "ray": "2.60.0"}) == "python 3.11.7, mxnet 1.9.1, ray 2.60.0"
+    assert describe_versions({"python": "3.12.3", "mxnet": "not installed", "torch": "2.11.0"}) == (
+        "python 3.12.3, mxnet not installed, torch 2.11.0"
+    )
