@@ -5,6 +5,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.bpsperf-setup
+# BytePS's source distribution, kept by scripts/install-byteps-server.sh: the server is built from it,
+# and the tests read the BytePS source they cite out of it (tests/helpers/byteps_source.py).
+BYTEPS_SDIST := .deps/byteps-0.2.5.post15.tar.gz
 
 .PHONY: setup perf test test-unit test-fast docs clean-venv
 
@@ -15,7 +18,11 @@ $(STAMP): pyproject.toml scripts/install-byteps-server.sh
 	PYTHON=$(PY) scripts/install-byteps-server.sh
 	touch $(STAMP)
 
-setup: $(STAMP)
+# Set up earlier, the sdist since removed: fetch it again (the script then finds the server installed).
+$(BYTEPS_SDIST): | $(STAMP)
+	PYTHON=$(PY) scripts/install-byteps-server.sh
+
+setup: $(STAMP) $(BYTEPS_SDIST)
 
 perf: setup
 	$(PY) -m pytest -m perf $(ARGS)

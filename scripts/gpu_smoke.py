@@ -19,8 +19,9 @@ is checked for real and written to one JSON file (about 2 minutes):
    single GPU machine (one worker node with all its GPUs, the default);
 3. a role process started through the plugin's own role-process code sees
    exactly the plan's GPU (its UUID against ``nvidia-smi``);
-4. the real ``launch.py`` of BytePS (``--bpslaunch``, one file, carried) over
-   a stand-in whose ranks write records slowly: progress per rank, pinning;
+4. the real ``launch.py`` of BytePS (``--bpslaunch``, one file, carried; else
+   the installed ``bpslaunch``) over a stand-in whose ranks write records
+   slowly: progress per rank, pinning;
 5. a torchvision ResNet-50 stand-in (batch 64, 224 px, fp32 and fp16
    autocast, cuDNN autotune on) timed with a sync every step and every 10
    steps, its first-step time, and warm-up detection through the plugin's own
@@ -30,7 +31,8 @@ is checked for real and written to one JSON file (about 2 minutes):
 ``--cpu-only`` runs the parts that need no GPU (the tests run it; under the
 BytePS stand-in of the tests, part 0 runs on the CPU too), ``--parts`` some
 of them. A part that cannot run says why in its entry instead of failing the
-whole check.
+whole check; a part whose role process fails carries the end of that role's
+log (``log``, or ``logs`` per role).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+#: Lines of a failed role's log in its part's entry: the reason it failed is at the end.
+LOG_TAIL = 20
 
 
 def _run(cmd: "list[str]", timeout: float = 60) -> "tuple[int, str]":
@@ -174,21 +178,25 @@ def role_process_sees_the_plans_gpu(tmp: str) -> dict:
             os.environ.pop("CUDA_VISIBLE_DEVICES", None)
         else:
             os.environ["CUDA_VISIBLE_DEVICES"] = saved
-    lines = [line for line in role.log_tail(50).splitlines() if line.startswith("{")]
+    log = role.log_tail(50)
+    lines = [line for line in log.splitlines() if line.startswith("{")]
     child = json.loads(lines[-1]) if lines else {}
-    return {"exit": code, "environ_cuda_visible_devices": seen.get("CUDA_VISIBLE_DEVICES"), "child": child}
+    out = {"exit": code, "environ_cuda_visible_devices": seen.get("CUDA_VISIBLE_DEVICES"), "child": child}
+    if code != 0 or not child:
+        out["log"] = role.log_tail(LOG_TAIL)
+    return out
 
 
 RANKS = """
-import json, os, sys, time
+import importlib.util, json, os, sys, time
 from pytest_bpsperf.remote.environ import rank_records_path
 rank = os.environ["BYTEPS_LOCAL_RANK"]
 with open(rank_records_path(sys.argv[1], rank), "w") as fh:
     env = {k: v for k, v in os.environ.items() if k.startswith(("BYTEPS_", "BPSPERF_"))}
     fh.write(json.dumps({"event": "start", "batch_size": 4, "affinity": sorted(os.sched_getaffinity(0)),
-                         "env": env}) + "\\n")
+                         "env": env, "byteps": importlib.util.find_spec("byteps") is not None}) + "\\n")
     fh.flush()
-    for i in range(6):
+    for i in range(int(sys.argv[2])):
         time.sleep(0.5)
         fh.write(json.dumps({"event": "step", "step": i, "total_s": 0.5, "images": 4}) + "\\n")
         fh.flush()
@@ -196,16 +204,28 @@ with open(rank_records_path(sys.argv[1], rank), "w") as fh:
 """
 
 
+#: The stand-in ranks' GPUs (one rank each under bpslaunch) and the steps each writes.
+RANK_GPUS = "0,1"
+RANK_STEPS = 6
+
+
 def real_bpslaunch(tmp: str, bpslaunch: "str | None") -> dict:
-    """BytePS's own launcher over stand-in ranks, through the plugin's role process: progress and pinning."""
+    """BytePS's own launcher over stand-in ranks, through the plugin's role process: progress and pinning.
+
+    ``bpslaunch``: the launcher file given (BytePS's ``launcher/launch.py``), else the one the plugin finds
+    installed; the role runs it by name (``--launcher``), whatever else is installed or on ``PATH``.
+    """
+    from pytest_bpsperf.remote.bpslaunch import LAUNCHER_OPTION, find_bpslaunch
     from pytest_bpsperf.remote.roles import RoleProcess
 
-    launcher = bpslaunch or shutil.which("bpslaunch") or str(Path(sys.executable).parent / "bpslaunch")
-    if not os.path.isfile(launcher):
-        return {"skipped": "no bpslaunch: pass --bpslaunch PATH (BytePS's launcher/launch.py)"}
-    bindir = os.path.join(tmp, "bin")
-    os.makedirs(bindir, exist_ok=True)
-    shutil.copy(launcher, os.path.join(bindir, "bpslaunch"))
+    if bpslaunch is None:
+        launcher = find_bpslaunch()
+        if launcher is None:
+            return {"skipped": "no bpslaunch installed: pass --bpslaunch PATH (BytePS's launcher/launch.py)"}
+    elif os.path.isfile(bpslaunch):
+        launcher = os.path.abspath(bpslaunch)
+    else:
+        return {"ok": False, "launcher": bpslaunch, "error": f"--bpslaunch {bpslaunch}: no such file"}
     script = os.path.join(tmp, "ranks.py")
     Path(script).write_text(RANKS)
     env = {
@@ -215,15 +235,15 @@ def real_bpslaunch(tmp: str, bpslaunch: "str | None") -> dict:
         "DMLC_NUM_SERVER": "1",
         "DMLC_PS_ROOT_URI": "127.0.0.1",
         "DMLC_PS_ROOT_PORT": "1",
-        "NVIDIA_VISIBLE_DEVICES": "0,1",
-        "CUDA_VISIBLE_DEVICES": "0,1",
+        "NVIDIA_VISIBLE_DEVICES": RANK_GPUS,
+        "CUDA_VISIBLE_DEVICES": RANK_GPUS,
         "BPSPERF_RUN_ID": "smoke",
-        "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
     }
     role = RoleProcess("worker-0", os.path.join(tmp, "bpsl"))
     polls = []
+    command = ["{python}", script, "{records}", str(RANK_STEPS)]
     try:
-        role.start(["{python}", "-m", "pytest_bpsperf.remote.bpslaunch", "{python}", script, "{records}"], env)
+        role.start(["{python}", "-m", "pytest_bpsperf.remote.bpslaunch", LAUNCHER_OPTION, launcher, *command], env)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and role.poll() is None:
             st = role.status()
@@ -234,21 +254,30 @@ def real_bpslaunch(tmp: str, bpslaunch: "str | None") -> dict:
         role.stop()
     records = role.process_records()
     log = role.log_tail(80)
-    return {
+    ranks = [
+        {
+            "suffix": s,
+            "steps": sum(r.get("event") == "step" for r in recs),
+            "affinity": (recs[0] if recs else {}).get("affinity"),
+            "pinning": ((recs[0] if recs else {}).get("env") or {}).get("BPSPERF_PINNING"),
+            "byteps_importable": (recs[0] if recs else {}).get("byteps"),
+        }
+        for s, recs in records
+    ]
+    # every GPU's rank wrote every step, and the launcher exited 0
+    ok = code == 0 and [r["steps"] for r in ranks] == [RANK_STEPS] * len(RANK_GPUS.split(","))
+    out = {
+        "ok": ok,
+        "launcher": launcher,
         "exit": code,
         "polls": polls,
         "max_steps_seen": max((p["steps"] or 0) for p in polls) if polls else 0,
-        "ranks": [
-            {
-                "suffix": s,
-                "steps": sum(r.get("event") == "step" for r in recs),
-                "affinity": (recs[0] if recs else {}).get("affinity"),
-                "pinning": ((recs[0] if recs else {}).get("env") or {}).get("BPSPERF_PINNING"),
-            }
-            for s, recs in records
-        ],
+        "ranks": ranks,
         "log_pinning": [line for line in log.splitlines() if "bpsperf: bpslaunch" in line or "NUMA" in line],
     }
+    if not ok:
+        out["log"] = role.log_tail(LOG_TAIL)
+    return out
 
 
 BYTEPS_IMPORTS = "import byteps.mxnet, sys; print(getattr(byteps.mxnet, 'SIMULATION', ''))"
@@ -276,7 +305,7 @@ def _run_plan_here(plan, log_dir: str, timeout: float) -> dict:
     return {
         "exit": codes,
         "records": {r.name: roles[r.name].records() for r in plan.by_role("worker")},
-        "logs": {name: p.log_tail(8) for name, p in roles.items() if codes[name] != 0},
+        "logs": {name: p.log_tail(LOG_TAIL) for name, p in roles.items() if codes[name] != 0},
     }
 
 

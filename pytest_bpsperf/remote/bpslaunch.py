@@ -1,16 +1,21 @@
 """Run a BytePS worker node's command through ``bpslaunch``, as BytePS users do.
 
-``python -m pytest_bpsperf.remote.bpslaunch COMMAND...`` (the role command of a
-worker node with setting ``launch=bpslaunch``). ``bpslaunch`` then spawns one
-process per GPU listed in ``NVIDIA_VISIBLE_DEVICES``, gives each its
+``python -m pytest_bpsperf.remote.bpslaunch [--launcher PATH] COMMAND...``
+(the role command of a worker node with setting ``launch=bpslaunch``).
+``bpslaunch`` then spawns one process per GPU listed in
+``NVIDIA_VISIBLE_DEVICES``, gives each its
 ``BYTEPS_LOCAL_RANK``/``BYTEPS_LOCAL_SIZE``, pins it to NUMA cores unless
 ``BYTEPS_NUMA_ON=0`` (with ``numactl``, or ``BYTEPS_VISIBLE_CPU_CORES``), and
 creates the trace directories. It joins its arguments into one shell command,
 so each argument is quoted here.
 
 ``bpslaunch`` is the script installed beside this interpreter (the venv's
-``bin``), else the one on ``PATH``. Where bpslaunch cannot pin (no numactl,
-no NUMA information) the node runs unpinned and says so (:func:`pinning`,
+``bin``: the one of the BytePS this interpreter imports), else the one on
+``PATH``; ``--launcher PATH`` names another file instead, such as BytePS's
+``launcher/launch.py`` carried alone to a machine without BytePS
+(``scripts/gpu_smoke.py --bpslaunch``). Either runs with this interpreter, so
+it need not be executable. Where bpslaunch cannot pin (no numactl, no NUMA
+information) the node runs unpinned and says so (:func:`pinning`,
 ``BPSPERF_PINNING`` in each rank's start record). Where this process may use
 only some of the node's CPUs (a container's cpuset, Kubernetes' CPU manager),
 bpslaunch's own split would hand numactl CPUs outside it, and numactl fails on
@@ -31,6 +36,8 @@ from typing import Sequence
 NUMA_DIR = "/sys/devices/system/node"
 #: What happened to pinning, for the ranks' start records and the reports.
 PINNING_ENV = "BPSPERF_PINNING"
+#: The first argument that names the launcher to run instead of the installed ``bpslaunch``.
+LAUNCHER_OPTION = "--launcher"
 
 
 def has_numactl() -> bool:
@@ -149,20 +156,30 @@ def find_bpslaunch() -> "str | None":
 
 
 def main(argv: "Sequence[str] | None" = None) -> int:
-    """Replace this process with ``bpslaunch`` running ``argv`` (returns only on error)."""
+    """Replace this process with ``bpslaunch`` (or ``--launcher PATH``) running ``argv`` (returns only on error)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    launcher: "str | None" = None
+    if args[:1] == [LAUNCHER_OPTION]:
+        launcher, args = (args[1] if len(args) > 1 else ""), args[2:]
+        if not os.path.isfile(launcher):
+            sys.stderr.write(f"bpsperf: {LAUNCHER_OPTION} {launcher!r}: no such file\n")
+            return 2
     if not args:
-        sys.stderr.write("usage: python -m pytest_bpsperf.remote.bpslaunch COMMAND [ARG...]\n")
+        sys.stderr.write(
+            f"usage: python -m pytest_bpsperf.remote.bpslaunch [{LAUNCHER_OPTION} PATH] COMMAND [ARG...]\n"
+        )
         return 2
-    launcher = find_bpslaunch()
+    launcher = launcher or find_bpslaunch()
     if launcher is None:
         sys.stderr.write(
-            "bpsperf: setting launch=bpslaunch, but bpslaunch is not installed on this node (it comes with BytePS)\n"
+            "bpsperf: setting launch=bpslaunch, but bpslaunch is not installed on this node (it comes with BytePS): "
+            f"none beside {sys.executable}, none on PATH\n"
         )
         return 2
     updates, message = pinning(dict(os.environ))
     os.environ.update(updates)
     os.environ[PINNING_ENV] = message
+    print(f"bpsperf: launcher {launcher}", flush=True)
     print(f"bpsperf: bpslaunch: {message}", flush=True)
     sys.stdout.flush()
     # bpslaunch's shebang may name another interpreter: run it with this one.

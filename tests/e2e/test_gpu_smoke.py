@@ -3,16 +3,90 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
 
+from helpers.byteps_source import byteps_file
 from helpers.gpu_sim import standin_env
 from helpers.paths import ROOT
 
 SCRIPT = ROOT / "scripts" / "gpu_smoke.py"
+#: What the smoke check under another Python must not inherit from this one: role configuration, this
+#: interpreter's path and venv.
+INHERITED_NOT = ("DMLC_", "BYTEPS_", "BPSPERF_", "CUDA_", "NVIDIA_", "PYTHONPATH", "VIRTUAL_ENV")
+
+
+@pytest.fixture(scope="module")
+def python_without_byteps(tmp_path_factory) -> Path:
+    """A Python without BytePS, as on the GPU machine the smoke check was written for: a venv of this
+    interpreter's base Python whose site-packages links every entry of this one's but BytePS's package and
+    metadata, and whose ``bin`` has no ``bpslaunch``. About 0.1 s."""
+    venv = tmp_path_factory.mktemp("without-byteps") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    own = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    for site in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
+        for entry in Path(site).iterdir():
+            link = Path(own) / entry.name
+            if entry.name != "byteps" and not entry.name.startswith("byteps-") and not link.exists():
+                link.symlink_to(entry)
+    imports = subprocess.run([python, "-c", "import byteps"], capture_output=True, text=True)
+    assert "No module named 'byteps'" in imports.stderr, imports.stderr
+    subprocess.run([python, "-c", "import pytest_bpsperf.remote.roles"], check=True)  # the plugin's deps are there
+    return python
+
+
+def _smoke(python: Path, tmp_path: Path, *args: str) -> dict:
+    """``scripts/gpu_smoke.py --cpu-only ARGS`` under ``python``, with no role configuration inherited and no
+    ``bpslaunch`` on ``PATH`` (the folders that hold one, such as this venv's ``bin``, left out); its facts."""
+    path = os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p and not shutil.which("bpslaunch", path=p)
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(INHERITED_NOT)}
+    out = tmp_path / "facts.json"
+    proc = subprocess.run(
+        [str(python), str(SCRIPT), "--cpu-only", *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "PATH": path},
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(out.read_text())
+
+
+def test_bytepss_own_launch_py_runs_every_rank_under_a_python_without_byteps(tmp_path, python_without_byteps):
+    """BytePS's launcher/launch.py as its sdist ships it (one file, not executable), given with --bpslaunch."""
+    launch = byteps_file("launcher/launch.py", tmp_path)
+    entry = _smoke(python_without_byteps, tmp_path, "--parts", "bpslaunch", "--bpslaunch", str(launch))["bpslaunch"]
+    # a rank per GPU of NVIDIA_VISIBLE_DEVICES=0,1, each with every step
+    assert entry["exit"] == 0 and [r["steps"] for r in entry["ranks"]] == [6, 6], entry
+    assert entry["ok"] and entry["launcher"] == str(launch) and "log" not in entry
+    assert [r["byteps_importable"] for r in entry["ranks"]] == [False, False]
+    assert entry["max_steps_seen"] >= 2 and all(r["pinning"] for r in entry["ranks"])
+
+
+def test_a_failing_bpslaunch_part_carries_the_end_of_the_roles_log(tmp_path, python_without_byteps):
+    broken = tmp_path / "launch.py"
+    broken.write_text('import sys\nsys.exit("launch.py: refusing to start (broken on purpose by the test)")\n')
+    entry = _smoke(python_without_byteps, tmp_path, "--parts", "bpslaunch", "--bpslaunch", str(broken))["bpslaunch"]
+    assert "launch.py: refusing to start (broken on purpose by the test)" in entry.get("log", ""), entry
+    assert not entry["ok"] and entry["exit"] == 1
+    # the entry of a launcher given but absent says so too
+    entry = _smoke(python_without_byteps, tmp_path, "--parts", "bpslaunch", "--bpslaunch", "nothing.py")["bpslaunch"]
+    assert not entry["ok"] and entry["error"] == "--bpslaunch nothing.py: no such file"
 
 
 @pytest.mark.skipif(

@@ -14,7 +14,7 @@ Test modules never import each other: what two of them share is here.
 - ``toy_backend``: a project whose conftest registers a backend of small Python processes;
 - ``entries``: a user's training step (entry point) for projects of real runs;
 - ``gpu_sim``: the GPU simulation: a cluster with fake GPUs, and the BytePS stand-in (``standin/``) on the path;
-- ``byteps_source``: BytePS's own source at the release the package follows, from its mirror;
+- ``byteps_source``: BytePS's own source at the release the package follows, from its sdist in ``.deps/``;
 - ``clusters``: a made-up cluster to plan on (the simulated GPU cluster of issue 25);
 - ``dists``: tiny installed distributions (their ``.dist-info`` only);
 - ``hosts``: the ``/proc`` text of a made-up machine, and its CPU and GPU names;

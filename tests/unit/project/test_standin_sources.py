@@ -1,24 +1,21 @@
 """The BytePS stand-in's rules cite BytePS's source: every citation is in its table, and each line says so.
 
 The stand-in (``tests/helpers/standin/byteps/mxnet``) is read as text (importing it imports MXNet); its
-``SOURCES`` quote BytePS 0.2.5.post15, compared here with the mirror of BytePS's repository where it
-exists (the comparison skips with the reason elsewhere, as in CI).
+``SOURCES`` quote BytePS 0.2.5.post15, compared here with BytePS's sdist, which ``make setup`` keeps
+(``helpers.byteps_source``).
 """
 
 from __future__ import annotations
 
 import ast
-import os
 import re
-import subprocess
 
 import pytest
 
+from helpers.byteps_source import byteps_source
 from helpers.paths import HELPERS
 
 STANDIN = HELPERS / "standin" / "byteps" / "mxnet" / "__init__.py"
-MIRROR = "/work/.mirror/bytedance+byteps/repo"
-TAG = "v0.2.5.post15"
 
 
 def _module() -> "tuple[str, tuple]":
@@ -59,16 +56,8 @@ def test_the_rules_cover_what_the_issue_asks_of_the_stand_in():
         assert topic in DOC, topic
 
 
-def _file(path: str) -> "list[str]":
-    proc = subprocess.run(["git", "-C", MIRROR, "show", f"{TAG}:{path}"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        pytest.fail(f"the mirror has no {TAG}:{path}: {proc.stderr.strip()}")
-    return proc.stdout.splitlines()
-
-
-@pytest.mark.skipif(not os.path.isdir(MIRROR), reason=f"BytePS's source is not mirrored here ({MIRROR})")
 @pytest.mark.parametrize("path, first, last, text", SOURCES, ids=[f"{p}:{a}-{b}" for p, a, b, _t in SOURCES])
 def test_each_cited_line_of_byteps_says_what_the_stand_in_enforces(path, first, last, text):
-    lines = _file(path)[first - 1 : last]
+    lines = byteps_source(path).splitlines()[first - 1 : last]
     joined = " ".join(line.strip() for line in lines)
     assert text in joined or any(text in line for line in lines), f"{path}:{first}-{last} reads: {lines}"

@@ -1,6 +1,8 @@
-"""``remote/bpslaunch.py``: how a BytePS worker node's ranks are pinned, and why (BytePS's own NUMA split)."""
+"""``remote/bpslaunch.py``: the launcher a BytePS worker node runs, and how (and why) its ranks are pinned."""
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
@@ -57,3 +59,38 @@ def test_bpslaunch_splits_every_cpu_of_the_numa_nodes_whatever_the_cpuset():
     # what the check is for: its allocation reads /sys/devices/system/node, never the affinity
     launch = byteps_source("launcher/launch.py")
     assert 'NUMA_PATH = "/sys/devices/system/node"' in launch and "sched_getaffinity" not in launch
+
+
+@pytest.fixture
+def execv(monkeypatch):
+    """The calls ``main`` makes to ``os.execv`` (it returns 1 after them); pinning decided without the machine."""
+    from pytest_bpsperf.remote import bpslaunch
+
+    calls = []
+    monkeypatch.setattr(bpslaunch.os, "execv", lambda *args: calls.append(args))
+    monkeypatch.setattr(bpslaunch, "pinning", lambda environ: ({}, "unpinned (test)"))
+    monkeypatch.delenv(bpslaunch.PINNING_ENV, raising=False)
+    return calls
+
+
+def test_the_launcher_named_first_runs_instead_of_the_installed_one(tmp_path, monkeypatch, execv, capsys):
+    from pytest_bpsperf.remote import bpslaunch
+
+    # BytePS's launch.py as its sdist ships it: not executable, so no PATH lookup would find it
+    (tmp_path / "launch.py").write_text(byteps_source("launcher/launch.py"))
+    monkeypatch.setattr(bpslaunch, "find_bpslaunch", lambda: "/elsewhere/bin/bpslaunch")
+    assert bpslaunch.main(["--launcher", str(tmp_path / "launch.py"), "python", "train.py", "a b"]) == 1
+    assert execv == [(sys.executable, [sys.executable, str(tmp_path / "launch.py"), "python train.py 'a b'"])]
+    assert f"bpsperf: launcher {tmp_path / 'launch.py'}" in capsys.readouterr().out
+
+
+def test_a_missing_launcher_is_refused_with_where_it_was_looked_for(tmp_path, monkeypatch, execv, capsys):
+    from pytest_bpsperf.remote import bpslaunch
+
+    assert bpslaunch.main(["--launcher", str(tmp_path / "nothing.py"), "python", "train.py"]) == 2
+    assert f"--launcher '{tmp_path / 'nothing.py'}': no such file" in capsys.readouterr().err
+    monkeypatch.setattr(bpslaunch, "find_bpslaunch", lambda: None)
+    assert bpslaunch.main(["python", "train.py"]) == 2
+    err = capsys.readouterr().err
+    assert "bpslaunch is not installed on this node" in err and f"none beside {sys.executable}, none on PATH" in err
+    assert execv == []

@@ -7,7 +7,7 @@ ranks) where CUDA MXNet and BytePS's worker core cannot be had. GPU contexts are
 tensors, which the other ranks send it over a Unix socket under ``BYTEPS_SOCKET_PATH``, and in a
 distributed job pushes and pulls the sum through MXNet's ``dist_sync`` servers (one ps-lite worker
 per node, as BytePS's root is). The rules, with where BytePS states them (``SOURCES`` quotes each
-line; ``tests/unit/project/test_standin_sources.py`` checks them against the mirror of BytePS's source):
+line; ``tests/unit/project/test_standin_sources.py`` checks them against BytePS's sdist):
 
 - ``init()`` first. Before it, ``size``/``local_size``/``rank``/``local_rank`` raise BytePS's own
   "BytePS has not been initialized; use bps.init()." (``byteps/common/__init__.py:89-91``); BytePS's
@@ -83,7 +83,7 @@ _bpsperf_simulation.map_gpu(mx)
 SIMULATION = _bpsperf_simulation.SIMULATION
 
 #: Each rule's source, as the docstring cites it: (file, first line, last line, what those lines say).
-#: The text is BytePS's (v0.2.5.post15); tests/unit/project/test_standin_sources.py compares it with the mirror.
+#: The text is BytePS's (0.2.5.post15); tests/unit/project/test_standin_sources.py compares it with its sdist.
 SOURCES = (
     ("byteps/common/__init__.py", 89, 91, "'BytePS has not been initialized; use bps.init().')"),
     ("byteps/common/global.cc", 32, 35, "int BytePSGlobal::_local_size = 1;"),
