@@ -185,6 +185,11 @@ def _join_group(on_gpu: bool) -> "tuple[int, int, str]":
         raise TorchWorkloadError(
             f"backend torch needs RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT (the plan sets them): {exc}"
         ) from None
+    timeout = datetime.timedelta(seconds=JOIN_TIMEOUT_S)
+    backend = "nccl" if on_gpu else "gloo"
+    if os.environ.get("TORCHELASTIC_RUN_ID"):  # started by torchrun (a hand launch): its agent's store
+        dist.init_process_group(backend, init_method="env://", timeout=timeout)
+        return rank, world, backend
     node = os.environ.get("DMLC_NODE_HOST", host)
     interface = _interface_of(node)
     for var in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
@@ -200,9 +205,7 @@ def _join_group(on_gpu: bool) -> "tuple[int, int, str]":
         sock.listen(128)
         listen_fd = sock.fileno()
         _KEEP.append(sock)
-    timeout = datetime.timedelta(seconds=JOIN_TIMEOUT_S)
     store = dist.TCPStore(host, port, world, rank == 0, timeout=timeout, master_listen_fd=listen_fd)
-    backend = "nccl" if on_gpu else "gloo"
     dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
     return rank, world, backend
 

@@ -112,7 +112,7 @@ def parse_args(argv: "Sequence[str] | None" = None) -> argparse.Namespace:
     p.add_argument(
         "--records-per-rank",
         action="store_true",
-        help="write to the records file of BYTEPS_LOCAL_RANK (processes spawned by bpslaunch)",
+        help="write to the records file of BYTEPS_LOCAL_RANK or LOCAL_RANK (processes spawned by bpslaunch, torchrun)",
     )
     args = p.parse_args(argv)
     if args.backend == "torch":
@@ -590,7 +590,8 @@ def main(argv: "Sequence[str] | None" = None) -> int:
     args = parse_args(argv)
     path = args.records
     if args.records_per_rank:
-        path = rank_records_path(path, os.environ.get("BYTEPS_LOCAL_RANK", "0"))
+        # bpslaunch's ranks say BYTEPS_LOCAL_RANK; torchrun's LOCAL_RANK
+        path = rank_records_path(path, os.environ.get("BYTEPS_LOCAL_RANK", os.environ.get("LOCAL_RANK", "0")))
     try:
         with open(path, "a", encoding="utf-8") as stream:
             run(args, Recorder(stream))

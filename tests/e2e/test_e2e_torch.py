@@ -217,3 +217,23 @@ def test_a_slower_commit_of_the_users_torch_code_is_a_regression_against_its_bas
     diagnostic = [r for r in records(head["log_dir"], "worker-1") if r["event"] == "diagnostic"]
     assert len(diagnostic) == 2 and all(r["compute_s"] > 0 and r["sync_s"] > 0 for r in diagnostic), diagnostic
     assert role_processes(doc["session_info"]["run_id"]) == []
+
+
+def test_the_documented_example_of_ones_own_torch_code_trains_and_splits_its_steps(tmp_path):
+    records_file = tmp_path / "records.jsonl"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_bpsperf.remote.workload", "--backend", "local", "--framework", "torch"]
+        + ["--entry", "examples.custom_torch_model:build", "--entry-path", str(ROOT), "--steps", "4"]
+        + ["--batch-size", "4", "--image-size", "32", "--dtype", "bfloat16", "--diagnostic-steps", "2"]
+        + ["--records", str(records_file)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in records_file.read_text().splitlines()]
+    assert rows[0]["entry_file"] == str(ROOT / "examples" / "custom_torch_model.py")
+    assert rows[0]["precision"] == "bfloat16" and len([r for r in rows if r["event"] == "step"]) == 4
+    diagnostic = [r for r in rows if r["event"] == "diagnostic"]
+    assert len(diagnostic) == 2 and all(r["compute_s"] > 0 for r in diagnostic)  # ctx.backward marks compute
+    assert end_of(rows)["param_checksum"] is not None
