@@ -19,7 +19,7 @@ def test_unregistered_backend_is_a_usage_error_naming_the_registered_ones(pytest
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "invalid value 'toy' for setting 'backend' from command line option --bpsperf-backend" in err
-    assert "registered backend (mxnet, byteps)" in err
+    assert "registered backend (mxnet, byteps, torch)" in err
 
 
 @pytest.mark.parametrize("setting, value", [("dtype", "float16"), ("launch", "bpslaunch")])

@@ -148,3 +148,55 @@ def test_settings_follow_the_hardware_given(pytester):
     cluster = Hardware(gpus=8, cores=32, gpu_nodes=2)
     plugin.use_hardware(cluster)
     assert plugin.hardware is cluster
+
+
+SERVER_TRICKS_TEST = """
+import pytest
+
+pytestmark = pytest.mark.perf
+
+
+@pytest.mark.bpsperf_tricks("extra-servers", "omp-passive+extra-servers"{optional})
+def test_x(bpsperf_train):
+    bpsperf_train()
+"""
+
+
+@pytest.mark.parametrize(
+    "args, optional, where",
+    [
+        (["--bpsperf-backend=torch"], "", "@pytest.mark.bpsperf_tricks on test_perf.py::test_x"),
+        (["--bpsperf-backend=torch", "--bpsperf-tricks=extra-servers"], "", "command line option --bpsperf-tricks"),
+        # servers_optional covers the marker's list only: tricks asked for by name are refused
+        (["--bpsperf-backend=torch", "--bpsperf-tricks=extra-servers"], ", servers_optional=True", "command line"),
+    ],
+)
+def test_a_trick_that_adds_servers_is_a_usage_error_with_a_backend_without_them(pytester, args, optional, where):
+    pytester.makepyfile(test_perf=SERVER_TRICKS_TEST.format(optional=optional))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: bpsperf: trick 'extra-servers' adds 1 server(s) per server node, and backend torch has no servers*"]
+    )
+    assert where in result.stderr.str()
+    assert result.parseoutcomes() == {} and "roles up" not in result.stdout.str()  # nothing ran
+
+
+def test_servers_optional_skips_the_tricks_that_add_servers_naming_the_backend_before_anything_runs(pytester):
+    pytester.makepyfile(test_perf=SERVER_TRICKS_TEST.format(optional=", servers_optional=True"))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs", "--bpsperf-backend=torch")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*trick 'extra-servers' adds servers and backend torch has none*"])
+    assert "roles up" not in result.stdout.str() and "Ray: embedded on 127.0.0.1; start" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("backend", ["mxnet", "byteps"])
+def test_bfloat16_is_refused_by_name_by_the_mxnet_backends_before_ray(pytester, backend):
+    pytester.makepyfile(test_perf=MATRIX_TEST)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--bpsperf-backend={backend}", "--bpsperf-dtype=bfloat16"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"*'dtype' (bfloat16, from command line option --bpsperf-dtype) is not trained by backend {backend}*"]
+    )

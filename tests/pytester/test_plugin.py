@@ -127,7 +127,7 @@ def test_markers_are_registered(ourtester):
         [
             "@pytest.mark.perf:*",
             "@pytest.mark.bpsperf(**settings):*",
-            "@pytest.mark.bpsperf_tricks(*names):*",
+            "@pytest.mark.bpsperf_tricks(*names, servers_optional=False):*",
         ]
     )
 
