@@ -20,6 +20,7 @@ a Ray task on each node of a cluster.
 from __future__ import annotations
 
 import argparse
+import csv
 import importlib
 import importlib.util
 import json
@@ -29,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from pathlib import PurePosixPath
 from typing import Sequence
 
 from .environ import SIMULATION, TREE, pythonpath, scrub
@@ -45,13 +47,25 @@ def _canonical(name: str) -> str:
     return "-".join(name.replace("_", "-").replace(".", "-").lower().split("-"))
 
 
+def _installed_files(dist: "importlib.metadata.Distribution") -> "list[PurePosixPath]":
+    """The paths a distribution installed, as its ``RECORD`` lists them (else as ``dist.files`` does).
+
+    Not ``dist.files`` first: from Python 3.12 it lists only the paths that exist now, and what a
+    distribution claims to provide is then read differently on 3.9 (GPU nodes) than on 3.12.
+    """
+    record = dist.read_text("RECORD")
+    if record is None:
+        return [PurePosixPath(f.as_posix()) for f in dist.files or ()]
+    return [PurePosixPath(row[0]) for row in csv.reader(record.splitlines()) if row and row[0]]
+
+
 def _top_level(dist: "importlib.metadata.Distribution") -> "set[str]":
     """The top-level import names a distribution installs: its ``top_level.txt``, else its files."""
     text = dist.read_text("top_level.txt")
     if text is not None:
         return {line.strip() for line in text.splitlines() if line.strip()}
     names = set()
-    for f in dist.files or ():
+    for f in _installed_files(dist):
         first = f.parts[0] if f.parts else ""
         if first in ("", "..", "__pycache__") or first.endswith((".dist-info", ".egg-info", ".data")):
             continue
