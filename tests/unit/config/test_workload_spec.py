@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from helpers.dists import gluoncv_or_skip
+from helpers.dists import gluoncv_or_skip, zoo_or_skip
 from pytest_bpsperf.config.parsers import EntryPoint
 from pytest_bpsperf.config.settings import Hardware, Source, resolve
 from pytest_bpsperf.config.workload_spec import WorkloadSpecError, check_workload, resolve_entry, zoo_model_names
@@ -106,6 +106,7 @@ def test_entry_that_does_not_import_is_an_error(tmp_path, source, spec, message)
 
 
 def test_record_data_needs_rec_and_idx(tmp_path):
+    zoo_or_skip()  # the model is checked first
     rec = tmp_path / "train.rec"
     with pytest.raises(WorkloadSpecError, match=r"setting 'data' from command line.*record file .*train.rec does not"):
         check_workload(settings(model="resnet18_v1", data=str(rec)), gpus=0)
@@ -125,6 +126,7 @@ def test_relative_data_path_is_made_absolute(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("backend, gpus, ray_address", [("byteps", 0, ""), ("auto", 2, ""), ("auto", 0, "auto")])
 def test_float16_where_workers_may_have_gpus(backend, gpus, ray_address):
+    zoo_or_skip()
     s = settings(model="resnet18_v1", dtype="float16", backend=backend, ray_address=ray_address or "local")
     assert check_workload(s, gpus=gpus).dtype == "float16"
 
