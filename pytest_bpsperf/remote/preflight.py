@@ -42,6 +42,10 @@ KNOWN_NEEDS = ("mxnet", "gluoncv", "byteps.mxnet", "byteps.server", "torch", "to
 #: The needs whose roles import MXNet (and so must find exactly one build of it).
 USES_MXNET = ("mxnet", "gluoncv", "byteps.mxnet")
 
+#: The newest Python that MXNet 1.9.1, its last release (and what BytePS's MXNet plugin builds against), has
+#: wheels for: pyproject.toml's extra ``mxnet`` installs nothing on later ones.
+MXNET_NEWEST_PYTHON = (3, 11)
+
 
 def _canonical(name: str) -> str:
     return "-".join(name.replace("_", "-").replace(".", "-").lower().split("-"))
@@ -109,6 +113,27 @@ def mxnet_conflict(path: "Sequence[str] | None" = None) -> "str | None":
     )
 
 
+def mxnet_missing_reason(version: "Sequence[int] | None" = None) -> "str | None":
+    """Why this interpreter has no MXNet, where its Python is the reason: a Python newer than
+    :data:`MXNET_NEWEST_PYTHON` (``version``, default ``sys.version_info``) on which ``mxnet`` is not
+    installed (looked up without importing it); None otherwise (an MXNet built from source is the roles' to
+    import). What a ``mxnet``, ``gluoncv`` or ``byteps.mxnet`` that does not import is explained with."""
+    major, minor = tuple(sys.version_info if version is None else version)[:2]
+    if (major, minor) <= MXNET_NEWEST_PYTHON:
+        return None
+    try:
+        if importlib.util.find_spec("mxnet") is not None:
+            return None
+    except (ImportError, ValueError):  # an mxnet in sys.modules without a spec: there is one
+        return None
+    newest = ".".join(map(str, MXNET_NEWEST_PYTHON))
+    return (
+        f"MXNet 1.9.1 has no wheels for Python {major}.{minor} (the newest it has are for Python {newest}), so "
+        f"there the extra [mxnet] installs nothing: use Python <= {newest} for backends mxnet and byteps, or "
+        "--bpsperf-backend=torch"
+    )
+
+
 def _check_need(need: str) -> "str | None":
     if need == "byteps.server":
         if server_library():
@@ -124,7 +149,9 @@ def _check_need(need: str) -> "str | None":
         else:
             importlib.import_module(need)
     except Exception as exc:  # noqa: BLE001 - any failure means the roles cannot run here
-        return f"{need} does not import: {type(exc).__name__}: {exc}"
+        problem = f"{need} does not import: {type(exc).__name__}: {exc}"
+        reason = mxnet_missing_reason() if need in USES_MXNET else None
+        return f"{problem} ({reason})" if reason else problem
     return None
 
 

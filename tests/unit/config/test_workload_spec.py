@@ -71,6 +71,27 @@ def test_unknown_model_is_an_error_naming_setting_value_and_origin():
         check_workload(settings(model="resnet51_v2"), gpus=0)
 
 
+@pytest.mark.parametrize("says", [False, True])
+def test_a_model_without_gluoncv_says_when_the_python_is_why(monkeypatch, says):
+    # this Python, as one that MXNet's wheels reach or (their newest one Python before it) do not
+    from pytest_bpsperf.remote import preflight
+
+    for name in ("mxnet", "gluoncv"):
+        monkeypatch.setitem(sys.modules, name, None)
+    major, minor = sys.version_info[:2]
+    monkeypatch.setattr(preflight, "MXNET_NEWEST_PYTHON", (major, minor - 1) if says else (major, minor))
+    zoo_model_names.cache_clear()
+    try:
+        with pytest.raises(WorkloadSpecError) as info:
+            check_workload(settings(model="resnet18_v1"), gpus=0)
+    finally:
+        zoo_model_names.cache_clear()
+    message = str(info.value)
+    assert message.startswith("setting 'model' ('resnet18_v1', from command line option --bpsperf-model) needs gluoncv")
+    assert (f"and neither is MXNet: MXNet 1.9.1 has no wheels for Python {major}.{minor}" in message) is says
+    assert ("--bpsperf-backend=torch" in message) is says
+
+
 def test_entry_replaces_the_model_check(tmp_path):
     (tmp_path / "mynet.py").write_text("def build(ctx):\n    return lambda: None\n")
     s = check_workload(settings(model="not-a-zoo-model", entry="mynet:build"), gpus=0, search=[str(tmp_path)])
