@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import re
 import sys
 from typing import Any, Callable
 
@@ -101,9 +102,59 @@ def _expand(action: argparse.Action, prog: str) -> str:
     return action.help % params
 
 
-def _fixed_width(parser: argparse.ArgumentParser) -> None:
+def _fixed_width(parser: argparse.ArgumentParser, width: int = 100) -> None:
     """Usage lines wrapped at 100 columns whatever the terminal (the page must not depend on it)."""
-    parser.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=100)
+    parser.formatter_class = lambda prog: argparse.HelpFormatter(prog, width=width)
+
+
+#: argparse's split of a usage line into the pieces it wraps between
+USAGE_PARTS = re.compile(r"\(.*?\)+(?=\s|$)|\[.*?\]+(?=\s|$)|\S+")
+
+
+def _usage(parser: argparse.ArgumentParser) -> str:
+    """The parser's usage, wrapped as argparse wraps it at 100 columns, alike on every Python: a required
+    option stays on one line with its value, as from Python 3.13 (before, ``--out`` could end a line and
+    its ``DIR`` start the next), so that the page does not depend on the interpreter that writes it."""
+    _fixed_width(parser, 10**6)  # one line: the pieces in argparse's order
+    line = parser.format_usage().strip()
+    _fixed_width(parser)
+    prefix, prog, text_width = "usage: ", parser.prog, 100
+    if parser.usage is not None or len(line) <= text_width or len(prefix) + len(prog) > 0.75 * text_width:
+        return parser.format_usage().strip()  # not wrapped, or wrapped without the pieces below
+    rest = line[len(prefix) + len(prog) + 1 :]
+    formatter = parser._get_formatter()  # noqa: SLF001 - the value's spelling, as the usage line has it
+    for action in parser._actions:  # noqa: SLF001
+        if action.required and action.option_strings and action.nargs != 0:
+            value = formatter._format_args(action, action.dest.upper())  # noqa: SLF001
+            rest = rest.replace(f"{action.option_strings[0]} {value}", f"{action.option_strings[0]}\0{value}")
+    parts = [part.replace("\0", " ") for part in USAGE_PARTS.findall(rest)]
+    optionals = [part for part in parts if part.startswith(("-", "[-", "(-"))]
+    positionals = parts[len(optionals) :]
+    if parts[: len(optionals)] != optionals:
+        return parser.format_usage().strip()  # positionals among the optionals: argparse's own wrapping
+    indent = " " * (len(prefix) + len(prog) + 1)
+
+    def lines_of(pieces: "list[str]", first: "str | None" = None) -> "list[str]":
+        lines: "list[str]" = []
+        line: "list[str]" = []
+        length = len(first if first is not None else indent) - 1
+        for piece in pieces:
+            if length + 1 + len(piece) > text_width and line:
+                lines.append(indent + " ".join(line))
+                line, length = [], len(indent) - 1
+            line.append(piece)
+            length += len(piece) + 1
+        if line:
+            lines.append(indent + " ".join(line))
+        if first is not None:
+            lines[0] = lines[0][len(indent) :]
+        return lines
+
+    if optionals:
+        lines = lines_of([prog, *optionals], prefix) + lines_of(positionals)
+    else:
+        lines = lines_of([prog, *positionals], prefix)
+    return prefix + "\n".join(lines)
 
 
 def _argument(action: argparse.Action) -> str:
@@ -121,7 +172,7 @@ def _command_sections(parser: argparse.ArgumentParser, depth: int) -> "list[str]
     out = ["", "#" * depth + f" {parser.prog}", ""]
     if parser.description and depth > 3:  # the top level is described above
         out += [f"{parser.description[0].upper()}{parser.description[1:]}.", ""]
-    out += ["```", parser.format_usage().strip(), "```"]
+    out += ["```", _usage(parser), "```"]
     rows = []
     children: "list[argparse.ArgumentParser]" = []
     for action in parser._actions:  # noqa: SLF001 - argparse has no public walk of its actions

@@ -95,7 +95,10 @@ class BytePSBackend(BackendBase):
         try:
             import byteps.mxnet  # noqa: F401
         except Exception as exc:  # noqa: BLE001 - any import failure means "not usable"
-            return f"byteps.mxnet does not import: {type(exc).__name__}: {exc}"
+            from ..remote.preflight import mxnet_missing_reason
+
+            reason = mxnet_missing_reason()  # this node's Python has no MXNet wheels
+            return f"byteps.mxnet does not import: {type(exc).__name__}: {exc}" + (f" ({reason})" if reason else "")
         from ..remote.gpu_stack import stack_problem
 
         return stack_problem()

@@ -91,7 +91,13 @@ def check_model(name: str, origin: str) -> None:
     """Raise :class:`WorkloadSpecError` unless gluoncv's zoo has ``name`` (it lowercases names too)."""
     names = zoo_model_names()
     if not names:
-        raise WorkloadSpecError(f"setting 'model' ({name!r}, from {origin}) needs gluoncv, which is not installed")
+        from ..remote.preflight import mxnet_missing_reason
+
+        reason = mxnet_missing_reason()  # on Python 3.12 and later the extra installs neither
+        raise WorkloadSpecError(
+            f"setting 'model' ({name!r}, from {origin}) needs gluoncv, which is not installed"
+            + (f", and neither is MXNet: {reason}" if reason else "")
+        )
     if name.lower() not in names:
         close = sorted(n for n in names if n.startswith(name.lower()[:6]))[:8]
         hint = f"; similar: {', '.join(close)}" if close else ""

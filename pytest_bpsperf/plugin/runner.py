@@ -138,10 +138,12 @@ class RunnerPlugin:
             else:
                 choice = self.session.choose_backend_here(setting)
         except PlanError as exc:
+            from ..remote.preflight import mxnet_missing_reason
+
+            # where MXNet has no wheels for this Python, the probe's message says what to use instead
+            hint = "" if mxnet_missing_reason() else "; install BytePS's MXNet plugin there, or use backend mxnet"
             raise pytest.UsageError(
-                f"bpsperf: {exc} (setting 'backend' from "
-                f"{self.settings.origins.get('backend')}); install BytePS's MXNet plugin "
-                "there, or use backend mxnet"
+                f"bpsperf: {exc} (setting 'backend' from {self.settings.origins.get('backend')}){hint}"
             ) from None
         if setting == "auto":
             self.settings_plugin.resolved_auto(choice)
@@ -182,6 +184,8 @@ class RunnerPlugin:
         conflict = None if self.settings.ray_address else mxnet_conflict()  # embedded: the roles run this Python
         if conflict:
             raise pytest.UsageError(f"bpsperf: this interpreter ({sys.executable}) cannot run the roles: {conflict}")
+        if not self.settings.ray_address:
+            self._check_mxnet_here(items)
         try:
             if self.settings.ray_address:
                 self.session.preflight([None], spec)
@@ -201,6 +205,35 @@ class RunnerPlugin:
             ) from None
         except (PlanError, ClusterError, RuntimeEnvError) as exc:
             raise pytest.UsageError(f"bpsperf: {exc}") from None
+
+    def _check_mxnet_here(self, items: "list[pytest.Item]") -> None:
+        """On the embedded Ray, where the roles run this interpreter: a selected test whose backend's roles
+        import MXNet (``mxnet``, ``byteps``; ``auto`` as resolved here) on a Python that MXNet has no wheels
+        for, and that has none, is one usage error before Ray starts, not every role's ModuleNotFoundError."""
+        from ..remote.preflight import USES_MXNET, mxnet_missing_reason, role_needs
+
+        reason = mxnet_missing_reason()
+        if reason is None:
+            return
+        from ..backends import AUTO
+
+        checked: "set[str]" = set()
+        for item in items:
+            function = item.nodeid.split("[")[0]
+            if function in checked:
+                continue
+            checked.add(function)
+            settings = self.settings_plugin.settings_for(item)
+            backend = self.settings_plugin.backend_of(settings) or AUTO["cpu"]  # auto unresolved: no GPU here
+            if not any(need in USES_MXNET for need in role_needs(backend, "worker", settings)):
+                continue
+            here = "" if settings.backend == backend else f", which is {backend} on this machine"
+            python = ".".join(map(str, sys.version_info[:3]))
+            raise pytest.UsageError(
+                f"bpsperf: {function}: backend {backend} (setting 'backend' {settings.backend!r} from "
+                f"{settings.origins.get('backend', 'default')}{here}) cannot run on this interpreter "
+                f"({sys.executable}, Python {python}): its roles import MXNet, which is not installed; {reason}"
+            )
 
     @pytest.hookimpl(trylast=True)
     def pytest_bpsperf_run(self, config: pytest.Config, spec: RunSpec) -> RunOutput:

@@ -20,6 +20,7 @@ a Ray task on each node of a cluster.
 from __future__ import annotations
 
 import argparse
+import csv
 import importlib
 import importlib.util
 import json
@@ -29,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from pathlib import PurePosixPath
 from typing import Sequence
 
 from .environ import SIMULATION, TREE, pythonpath, scrub
@@ -40,9 +42,25 @@ KNOWN_NEEDS = ("mxnet", "gluoncv", "byteps.mxnet", "byteps.server", "torch", "to
 #: The needs whose roles import MXNet (and so must find exactly one build of it).
 USES_MXNET = ("mxnet", "gluoncv", "byteps.mxnet")
 
+#: The newest Python that MXNet 1.9.1, its last release (and what BytePS's MXNet plugin builds against), has
+#: wheels for: pyproject.toml's extra ``mxnet`` installs nothing on later ones.
+MXNET_NEWEST_PYTHON = (3, 11)
+
 
 def _canonical(name: str) -> str:
     return "-".join(name.replace("_", "-").replace(".", "-").lower().split("-"))
+
+
+def _installed_files(dist: "importlib.metadata.Distribution") -> "list[PurePosixPath]":
+    """The paths a distribution installed, as its ``RECORD`` lists them (else as ``dist.files`` does).
+
+    Not ``dist.files`` first: from Python 3.12 it lists only the paths that exist now, and what a
+    distribution claims to provide is then read differently on 3.9 (GPU nodes) than on 3.12.
+    """
+    record = dist.read_text("RECORD")
+    if record is None:
+        return [PurePosixPath(f.as_posix()) for f in dist.files or ()]
+    return [PurePosixPath(row[0]) for row in csv.reader(record.splitlines()) if row and row[0]]
 
 
 def _top_level(dist: "importlib.metadata.Distribution") -> "set[str]":
@@ -51,7 +69,7 @@ def _top_level(dist: "importlib.metadata.Distribution") -> "set[str]":
     if text is not None:
         return {line.strip() for line in text.splitlines() if line.strip()}
     names = set()
-    for f in dist.files or ():
+    for f in _installed_files(dist):
         first = f.parts[0] if f.parts else ""
         if first in ("", "..", "__pycache__") or first.endswith((".dist-info", ".egg-info", ".data")):
             continue
@@ -95,6 +113,27 @@ def mxnet_conflict(path: "Sequence[str] | None" = None) -> "str | None":
     )
 
 
+def mxnet_missing_reason(version: "Sequence[int] | None" = None) -> "str | None":
+    """Why this interpreter has no MXNet, where its Python is the reason: a Python newer than
+    :data:`MXNET_NEWEST_PYTHON` (``version``, default ``sys.version_info``) on which ``mxnet`` is not
+    installed (looked up without importing it); None otherwise (an MXNet built from source is the roles' to
+    import). What a ``mxnet``, ``gluoncv`` or ``byteps.mxnet`` that does not import is explained with."""
+    major, minor = tuple(sys.version_info if version is None else version)[:2]
+    if (major, minor) <= MXNET_NEWEST_PYTHON:
+        return None
+    try:
+        if importlib.util.find_spec("mxnet") is not None:
+            return None
+    except (ImportError, ValueError):  # an mxnet in sys.modules without a spec: there is one
+        return None
+    newest = ".".join(map(str, MXNET_NEWEST_PYTHON))
+    return (
+        f"MXNet 1.9.1 has no wheels for Python {major}.{minor} (the newest it has are for Python {newest}), so "
+        f"there the extra [mxnet] installs nothing: use Python <= {newest} for backends mxnet and byteps, or "
+        "--bpsperf-backend=torch"
+    )
+
+
 def _check_need(need: str) -> "str | None":
     if need == "byteps.server":
         if server_library():
@@ -110,7 +149,9 @@ def _check_need(need: str) -> "str | None":
         else:
             importlib.import_module(need)
     except Exception as exc:  # noqa: BLE001 - any failure means the roles cannot run here
-        return f"{need} does not import: {type(exc).__name__}: {exc}"
+        problem = f"{need} does not import: {type(exc).__name__}: {exc}"
+        reason = mxnet_missing_reason() if need in USES_MXNET else None
+        return f"{problem} ({reason})" if reason else problem
     return None
 
 

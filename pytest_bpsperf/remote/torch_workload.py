@@ -255,7 +255,9 @@ def build_model(ctx: TorchContext) -> Callable[[], Any]:
     return step
 
 
-def setup(args: argparse.Namespace, split: Callable[[], None], breakdown: Callable[[], bool]) -> tuple:
+def setup(
+    args: argparse.Namespace, split: Callable[[], None], breakdown: Callable[[], bool]
+) -> "tuple[TorchContext, Callable[[], None], dict[str, Any]]":
     """(context, device wait, facts for the start record) of this rank, the process group joined."""
     import torch
 
@@ -298,9 +300,9 @@ def setup(args: argparse.Namespace, split: Callable[[], None], breakdown: Callab
     return ctx, wait, _facts(torch, device, dist_backend, world, args.dtype)
 
 
-def _facts(torch: Any, device: Any, dist_backend: "str | None", world: int, dtype: str) -> dict:
+def _facts(torch: Any, device: Any, dist_backend: "str | None", world: int, dtype: str) -> "dict[str, Any]":
     """What the start record says of the stack: dist backend, world size, torch, NCCL, CUDA, the GPU."""
-    facts: dict = {
+    facts: "dict[str, Any]" = {
         "framework": "torch",
         "dist_backend": dist_backend,
         "world_size": world,

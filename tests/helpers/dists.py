@@ -29,3 +29,16 @@ def gluoncv_or_skip():
         return import_gluoncv()
     except ImportError as exc:
         pytest.skip(f"gluoncv does not import: {exc}")
+
+
+def zoo_or_skip() -> "frozenset[str]":
+    """gluoncv's model names as the settings check reads them (without importing gluoncv); the test skips
+    where gluoncv is not installed (no extra ``mxnet``: on Python 3.12 and later it installs nothing)."""
+    import pytest
+
+    from pytest_bpsperf.config.workload_spec import zoo_model_names
+
+    names = zoo_model_names()
+    if not names:
+        pytest.skip("gluoncv is not installed: the settings check of a gluoncv model needs its zoo's names")
+    return names

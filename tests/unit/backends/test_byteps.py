@@ -253,3 +253,19 @@ def test_byteps_trace_with_bpslaunch_reads_the_root_rank_of_the_launchers_node()
         plan, {launcher.name: {"trace/worker-0/3/comm.json": json.dumps({"traceEvents": events})}}
     )
     assert window.error is None and window.push_s == pytest.approx(0.1)
+
+
+def test_the_byteps_probe_says_why_on_such_a_python(monkeypatch):
+    # where MXNet has no wheels for the node's Python (faked: 3.13), the probe's import error says so
+    from collections import namedtuple
+
+    from pytest_bpsperf.backends import BytePSBackend
+
+    python = namedtuple("version_info", "major minor micro releaselevel serial")(3, 13, 0, "final", 0)
+    for name in ("mxnet", "byteps", "byteps.mxnet"):
+        monkeypatch.setitem(sys.modules, name, None)
+    with monkeypatch.context() as m:
+        m.setattr(sys, "version_info", python)
+        problem = BytePSBackend().probe()
+    assert problem is not None and problem.startswith("byteps.mxnet does not import")
+    assert "MXNet 1.9.1 has no wheels for Python 3.13" in problem and "--bpsperf-backend=torch" in problem

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from helpers.dists import gluoncv_or_skip
+from helpers.dists import gluoncv_or_skip, zoo_or_skip
 from pytest_bpsperf.config.parsers import EntryPoint
 from pytest_bpsperf.config.settings import Hardware, Source, resolve
 from pytest_bpsperf.config.workload_spec import WorkloadSpecError, check_workload, resolve_entry, zoo_model_names
@@ -71,6 +71,27 @@ def test_unknown_model_is_an_error_naming_setting_value_and_origin():
         check_workload(settings(model="resnet51_v2"), gpus=0)
 
 
+@pytest.mark.parametrize("says", [False, True])
+def test_a_model_without_gluoncv_says_when_the_python_is_why(monkeypatch, says):
+    # this Python, as one that MXNet's wheels reach or (their newest one Python before it) do not
+    from pytest_bpsperf.remote import preflight
+
+    for name in ("mxnet", "gluoncv"):
+        monkeypatch.setitem(sys.modules, name, None)
+    major, minor = sys.version_info[:2]
+    monkeypatch.setattr(preflight, "MXNET_NEWEST_PYTHON", (major, minor - 1) if says else (major, minor))
+    zoo_model_names.cache_clear()
+    try:
+        with pytest.raises(WorkloadSpecError) as info:
+            check_workload(settings(model="resnet18_v1"), gpus=0)
+    finally:
+        zoo_model_names.cache_clear()
+    message = str(info.value)
+    assert message.startswith("setting 'model' ('resnet18_v1', from command line option --bpsperf-model) needs gluoncv")
+    assert (f"and neither is MXNet: MXNet 1.9.1 has no wheels for Python {major}.{minor}" in message) is says
+    assert ("--bpsperf-backend=torch" in message) is says
+
+
 def test_entry_replaces_the_model_check(tmp_path):
     (tmp_path / "mynet.py").write_text("def build(ctx):\n    return lambda: None\n")
     s = check_workload(settings(model="not-a-zoo-model", entry="mynet:build"), gpus=0, search=[str(tmp_path)])
@@ -106,6 +127,7 @@ def test_entry_that_does_not_import_is_an_error(tmp_path, source, spec, message)
 
 
 def test_record_data_needs_rec_and_idx(tmp_path):
+    zoo_or_skip()  # the model is checked first
     rec = tmp_path / "train.rec"
     with pytest.raises(WorkloadSpecError, match=r"setting 'data' from command line.*record file .*train.rec does not"):
         check_workload(settings(model="resnet18_v1", data=str(rec)), gpus=0)
@@ -125,6 +147,7 @@ def test_relative_data_path_is_made_absolute(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("backend, gpus, ray_address", [("byteps", 0, ""), ("auto", 2, ""), ("auto", 0, "auto")])
 def test_float16_where_workers_may_have_gpus(backend, gpus, ray_address):
+    zoo_or_skip()
     s = settings(model="resnet18_v1", dtype="float16", backend=backend, ray_address=ray_address or "local")
     assert check_workload(s, gpus=gpus).dtype == "float16"
 

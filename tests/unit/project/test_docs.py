@@ -43,6 +43,24 @@ def test_generated_reference_page_is_current(page: str, make):
     assert (ROOT / page).read_text() == make(), f"{page} is stale: run python scripts/reference_pages.py --write"
 
 
+def test_a_usage_line_wraps_alike_on_every_python():
+    # argparse before 3.13 ends the first line here with "--out" and starts the next with its "DIR"
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="bpsperf report")
+    parser.add_argument("--results", metavar="RESULTS_OF_THE_SESSION_TO_REPORT.json")
+    parser.add_argument("--history", metavar="DIR")
+    parser.add_argument("--out", metavar="DIR", required=True)
+    parser.add_argument("--format", choices=("html", "md"))
+    parser.add_argument("what")
+    assert reference_pages._usage(parser).splitlines() == [
+        "usage: bpsperf report [-h] [--results RESULTS_OF_THE_SESSION_TO_REPORT.json] [--history DIR]",
+        "                      --out DIR [--format {html,md}]",
+        "                      what",
+    ]
+    assert reference_pages._usage(argparse.ArgumentParser(prog="p")) == "usage: p [-h]"
+
+
 def test_configuration_page_has_every_setting_with_all_its_spellings():
     text = (DOCS / "configuration.md").read_text()
     for opt in OPTIONS:

@@ -117,9 +117,11 @@ def test_the_mxnet_stack_is_an_extra_and_not_a_core_dependency():
     core = _names(project["dependencies"])
     assert not core & {"mxnet", "numpy", "gluoncv", "byteps"}
     assert _names(project["optional-dependencies"]["mxnet"]) == {"mxnet", "numpy", "gluoncv"}
-    # MXNet 1.9.1 has wheels up to Python 3.11: the extra asks for it there and nowhere else
-    assert "mxnet==1.9.1; python_version < '3.12'" in project["optional-dependencies"]["mxnet"]
-    assert "numpy<1.24; python_version < '3.12'" in project["optional-dependencies"]["mxnet"]
+    extra = {r.split(";")[0].strip() for r in project["optional-dependencies"]["mxnet"]}
+    assert {"mxnet==1.9.1", "numpy<1.24"} <= extra
+    assert re.search(r'"ray>=[0-9.]+,<3"', (ROOT / "pyproject.toml").read_text()), (
+        ".ci/run and tests/test_dependency_floors.py read the Ray floor in this spelling"
+    )
 
 
 def test_the_torch_stack_is_an_extra_and_python_312_and_313_are_declared():
@@ -129,9 +131,27 @@ def test_the_torch_stack_is_an_extra_and_python_312_and_313_are_declared():
     assert project["requires-python"] == ">=3.9,<3.14"
     for minor in range(9, 14):
         assert f"Programming Language :: Python :: 3.{minor}" in project["classifiers"]
-    assert re.search(r'"ray>=[0-9.]+,<3"', (ROOT / "pyproject.toml").read_text()), (
-        ".ci/run and tests/test_dependency_floors.py read the Ray floor in this spelling"
-    )
+
+
+def test_the_mxnet_extra_installs_nothing_where_mxnet_has_no_wheels():
+    from packaging.requirements import Requirement
+
+    for line in _project()["optional-dependencies"]["mxnet"]:
+        marker = Requirement(line).marker
+        assert marker is not None, f"{line}: MXNet 1.9.1 has wheels up to Python 3.11 only"
+        assert marker.evaluate({"python_version": "3.11", "extra": "mxnet"}), line
+        assert not marker.evaluate({"python_version": "3.12", "extra": "mxnet"}), line
+
+
+def test_the_declared_pythons_are_3_9_to_3_13():
+    from packaging.specifiers import SpecifierSet
+
+    project = _project()
+    supported = SpecifierSet(project["requires-python"])
+    prefix = "Programming Language :: Python :: "
+    declared = [c[len(prefix) :] for c in project["classifiers"] if c.startswith(prefix + "3.")]
+    assert declared == [f"3.{minor}" for minor in range(9, 14)]
+    assert all(v in supported for v in declared) and "3.8" not in supported and "3.14" not in supported
 
 
 def test_the_jobs_extra_brings_rays_jobs_cli_at_the_plugins_ray_range():

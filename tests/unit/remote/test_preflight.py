@@ -7,15 +7,24 @@ temporary directory on the path (``two_mxnets``, ``tests/conftest.py``); the ses
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import subprocess
 import sys
+import types
+from collections import namedtuple
 from pathlib import Path
 
 import pytest
 
 from helpers.dists import dist
-from pytest_bpsperf.remote.preflight import PreflightError, check_interpreter, distributions_providing, mxnet_conflict
+from pytest_bpsperf.remote.preflight import (
+    PreflightError,
+    check_interpreter,
+    distributions_providing,
+    mxnet_conflict,
+    mxnet_missing_reason,
+)
 
 
 def test_the_preflight_finds_the_workers_data_missing_on_their_node(tmp_path):
@@ -142,3 +151,51 @@ def test_role_preflight_refuses_an_interpreter_with_two_mxnets(two_mxnets: Path)
 def test_role_preflight_does_not_look_where_no_role_imports_mxnet(two_mxnets: Path):
     found = check_interpreter(None, [str(two_mxnets)], None, [], timeout=120)
     assert found["problems"] == []
+
+
+def _python(major: int, minor: int, micro: int = 0):
+    return namedtuple("version_info", "major minor micro releaselevel serial")(major, minor, micro, "final", 0)
+
+
+@pytest.mark.parametrize("minor, says", [(9, False), (11, False), (12, True), (13, True)])
+def test_mxnet_missing_on_a_python_it_has_no_wheels_for_says_why(monkeypatch, minor: int, says: bool):
+    from pytest_bpsperf.remote.preflight import _check_need
+
+    monkeypatch.setitem(sys.modules, "mxnet", None)  # not installed, wherever these tests run
+    with monkeypatch.context() as m:  # only around the calls: pytest reads sys.version_info too
+        m.setattr(sys, "version_info", _python(3, minor, 1))
+        reason, problem = mxnet_missing_reason(), _check_need("mxnet")
+    assert problem is not None and problem.startswith("mxnet does not import: ModuleNotFoundError")
+    if not says:
+        assert reason is None and "Python" not in problem
+        return
+    assert reason == (
+        f"MXNet 1.9.1 has no wheels for Python 3.{minor} (the newest it has are for Python 3.11), so there the "
+        "extra [mxnet] installs nothing: use Python <= 3.11 for backends mxnet and byteps, or --bpsperf-backend=torch"
+    )
+    assert problem.endswith(f"({reason})")
+
+
+def test_an_installed_mxnet_is_the_roles_to_import_on_any_python(monkeypatch):
+    # one built from source on 3.12: found (not imported here), so no reason is given
+    monkeypatch.setitem(sys.modules, "mxnet", types.ModuleType("mxnet", "a stand-in"))
+    monkeypatch.setattr(sys.modules["mxnet"], "__spec__", importlib.machinery.ModuleSpec("mxnet", None))
+    assert mxnet_missing_reason((3, 12)) is None
+    monkeypatch.setitem(sys.modules, "mxnet", None)
+    assert mxnet_missing_reason((3, 12)) is not None and mxnet_missing_reason((3, 11)) is None
+
+
+def test_the_python_mxnet_stops_at_is_where_the_extra_does():
+    # pyproject.toml's markers and the message agree on the newest Python of MXNet's wheels
+    from packaging.requirements import Requirement
+
+    from helpers.paths import ROOT
+    from pytest_bpsperf.remote.preflight import MXNET_NEWEST_PYTHON
+
+    tomllib = pytest.importorskip("tomllib")
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["mxnet"]
+    major, minor = MXNET_NEWEST_PYTHON
+    for line in extra:
+        marker = Requirement(line).marker
+        assert marker is not None and marker.evaluate({"python_version": f"{major}.{minor}", "extra": "mxnet"})
+        assert not marker.evaluate({"python_version": f"{major}.{minor + 1}", "extra": "mxnet"})
