@@ -70,9 +70,9 @@ left() { echo $((DEADLINE - (SECONDS - T0) - RESERVE)); }
 # Kill, by pid, every process that carries this run's GPU_KIT_RUN, except this script and its
 # ancestors: what a session left behind (Ray's daemons, workers, roles).
 reap() {
-    "$PY" - "$$" "$1" <<'EOF' >>"$LOGS/gpu_run.log" 2>&1
+    "$PY" - "$1" <<'EOF' >>"$LOGS/gpu_run.log" 2>&1
 import os, signal, sys, time
-me, step = int(sys.argv[1]), sys.argv[2]
+step = sys.argv[1]
 mark = ("GPU_KIT_RUN=" + os.environ["GPU_KIT_RUN"]).encode()
 keep, pid = set(), os.getpid()
 while pid > 1:  # this process and its ancestors: the script and whoever runs it
@@ -194,7 +194,9 @@ export BPSPERF_BACKEND=torch RAY_TMPDIR="$WORK/r" RAY_USAGE_STATS_ENABLED=0 PYTH
 # The plugin's pytest11 entry point exists only where the project is installed.
 PLUGIN=()
 if ! "$PY" -c 'import sys, importlib.metadata as m
-sys.exit(0 if any(e.value.split(":")[0] == "pytest_bpsperf.plugin" for e in m.entry_points(group="pytest11")) else 1)'; then
+eps = m.entry_points()
+eps = eps.select(group="pytest11") if hasattr(eps, "select") else eps.get("pytest11", ())  # Python 3.9
+sys.exit(0 if any(e.value.split(":")[0] == "pytest_bpsperf.plugin" for e in eps) else 1)'; then
     PLUGIN=(-p pytest_bpsperf.plugin)
 fi
 SIZES=()
