@@ -25,6 +25,7 @@
 #
 # Environment: OUT (required); BPSPERF_KIT (.kit); BPSPERF_KIT_PYTHON (python3);
 # BPSPERF_KIT_DEADLINE (seconds, 480); BPSPERF_KIT_DTYPES ("float32 bfloat16");
+# BPSPERF_KIT_SESSIONS ("record gate pairs": which sessions run); BPSPERF_KIT_REPEATS (3: the record's runs);
 # BPSPERF_KIT_ARGS (more pytest arguments for every session); BPSPERF_KIT_CPU=1: the CPU
 # settings (gloo, 6 steps of 4 images of 32 px, float32; what the kit's test runs).
 # Exit status: 0 when every session that ran ended as expected (record and gate 0, pairs 1:
@@ -42,6 +43,8 @@ DEADLINE="${BPSPERF_KIT_DEADLINE:-480}"
 # A session's budget: the GPU's seconds, times SCALE on the CPU (two gloo ranks on a small machine)
 SCALE=1
 DTYPES="${BPSPERF_KIT_DTYPES:-float32 bfloat16}"
+SESSIONS=" ${BPSPERF_KIT_SESSIONS:-record gate pairs} "
+REPEATS="${BPSPERF_KIT_REPEATS:-3}"
 if [ "$CPU" = 1 ]; then
     SCALE=3
     DTYPES="${BPSPERF_KIT_DTYPES:-float32}"
@@ -188,7 +191,8 @@ if [ -f "$KIT/project.tar.gz" ]; then
     say "project: the kit's $(cat "$KIT/project.rev" 2>/dev/null)"
 fi
 # read above; the sessions' records would report them as settings they are not
-unset BPSPERF_KIT BPSPERF_KIT_PYTHON BPSPERF_KIT_CPU BPSPERF_KIT_DEADLINE BPSPERF_KIT_DTYPES BPSPERF_KIT_ARGS
+unset BPSPERF_KIT BPSPERF_KIT_PYTHON BPSPERF_KIT_CPU BPSPERF_KIT_DEADLINE BPSPERF_KIT_DTYPES BPSPERF_KIT_ARGS \
+    BPSPERF_KIT_SESSIONS BPSPERF_KIT_REPEATS
 export PYTHONPATH="$SITE:$PROJECT${PYTHONPATH:+:$PYTHONPATH}"
 export BPSPERF_BACKEND=torch RAY_TMPDIR="$WORK/r" RAY_USAGE_STATS_ENABLED=0 PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 # The plugin's pytest11 entry point exists only where the project is installed.
@@ -290,12 +294,12 @@ for dtype in $DTYPES; do
     # the first precision's sessions must run; the others only where time is left
     optional=$((1 - first))
     first=0
-    step "record-$dtype" 170 0 "$optional" "$PROJECT" "${PERF[@]}" perf_tests --bpsperf-baselines-dir="$BASELINES" --bpsperf-dtype="$dtype" \
-        --bpsperf-update-baselines "${RECORD[@]}" --bpsperf-repeats=3 --bpsperf-json="$OUT/record-$dtype.json" \
+    [[ $SESSIONS == *" record "* ]] && step "record-$dtype" 170 0 "$optional" "$PROJECT" "${PERF[@]}" perf_tests --bpsperf-baselines-dir="$BASELINES" --bpsperf-dtype="$dtype" \
+        --bpsperf-update-baselines "${RECORD[@]}" --bpsperf-repeats="$REPEATS" --bpsperf-json="$OUT/record-$dtype.json" \
         --bpsperf-log-dir="$LOGS/roles-record-$dtype"
-    step "gate-$dtype" 110 0 "$optional" "$PROJECT" "${PERF[@]}" perf_tests --bpsperf-baselines-dir="$BASELINES" --bpsperf-dtype="$dtype" \
+    [[ $SESSIONS == *" gate "* ]] && step "gate-$dtype" 110 0 "$optional" "$PROJECT" "${PERF[@]}" perf_tests --bpsperf-baselines-dir="$BASELINES" --bpsperf-dtype="$dtype" \
         --bpsperf-json="$OUT/gate-$dtype.json" --bpsperf-log-dir="$LOGS/roles-gate-$dtype"
-    if [ "$dtype" = float32 ]; then
+    if [ "$dtype" = float32 ] && [[ $SESSIONS == *" pairs "* ]]; then
         if base="$(make_pairs_repo 2>>"$LOGS/gpu_run.log")"; then
             # three pairs at most (the fewest a verdict looks at): 6 runs, about 230 s on the H200; a
             # verdict still undecided then is inconclusive, and the session ends with its results

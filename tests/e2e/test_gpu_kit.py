@@ -153,6 +153,9 @@ def _torch_backend_missing() -> "str | None":
 
 
 def test_the_run_script_runs_the_torch_backend_on_the_kits_ray_on_cpu(request, tmp_path):
+    """The run script's first session (record, one run) on the kit's Ray, to keep the test short: the gate
+    and base-vs-head sessions of the torch backend are tests/e2e/test_e2e_torch.py's, and all three ran
+    through this script on the H200 and on CPUs (docs/gpu-kit.md)."""
     why = _torch_backend_missing()
     if why:
         pytest.skip(why)
@@ -164,31 +167,24 @@ def test_the_run_script_runs_the_torch_backend_on_the_kits_ray_on_cpu(request, t
         BPSPERF_KIT=str(kit),
         BPSPERF_KIT_PYTHON=sys.executable,
         BPSPERF_KIT_CPU="1",
-        BPSPERF_KIT_DEADLINE="1500",
+        BPSPERF_KIT_DEADLINE="600",
+        BPSPERF_KIT_SESSIONS="record",
+        BPSPERF_KIT_REPEATS="1",
     )
     proc = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "gpu_run.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1600
+        ["bash", str(ROOT / "scripts" / "gpu_run.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=700
     )
     summary = (out / "summary.txt").read_text() if (out / "summary.txt").exists() else proc.stderr
     assert sorted(p.name for p in out.iterdir()) == [
         "baselines.tar.gz",
-        "gate-float32.json",
         "logs.tar.gz",
-        "pairs.json",
         "record-float32.json",
         "summary.txt",
     ], summary
     assert "ray 2.60.0 from /tmp/bpk." in summary and "'torch'" in summary, summary  # the kit's Ray
-    for name in ("record-float32", "gate-float32", "pairs"):
-        runs = json.loads((out / f"{name}.json").read_text())["tests"]
-        assert runs and all(r["backend"] == "torch" and r["img_per_sec"] > 0 for r in runs), (name, summary)
-    pairs = json.loads((out / "pairs.json").read_text())
-    assert {r["arm"] for r in pairs["tests"]} == {"base", "head"}, summary
-    assert [v["status"] for v in pairs["verdicts"]] in (["regression"], ["inconclusive"]), summary
-    # record and gate exit 0; the pairs session finds the 30% slowdown (exit 1), unless this machine's
-    # noise left its verdict undecided within the deadline (exit 0, skipped as inconclusive)
-    assert "record-float32     exit 0" in summary and "gate-float32       exit 0" in summary, summary
-    assert proc.returncode == 0 or "pairs              exit 0" in summary, summary
+    runs = json.loads((out / "record-float32.json").read_text())["tests"]
+    assert runs and all(r["backend"] == "torch" and r["img_per_sec"] > 0 for r in runs), summary
+    assert "record-float32     exit 0" in summary and proc.returncode == 0, summary
     with tarfile.open(out / "baselines.tar.gz") as tar:
         assert any(n.endswith(".json") and "cpu-" in n for n in tar.getnames())
     assert not _left_running(), _left_running()
