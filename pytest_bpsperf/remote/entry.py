@@ -48,8 +48,9 @@ class EntryError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class TrainContext:
-    """What an entry point gets from the harness (see the module docstring)."""
+class StepContext:
+    """What every entry point gets, in either framework: where it trains, the workload, its batches,
+    and ``split()`` (the end of compute in a split step)."""
 
     backend: str
     device: Any
@@ -61,9 +62,7 @@ class TrainContext:
     classes: int
     model: str
     lr: float
-    step_scale: int
     data: Batches
-    make_trainer: Callable[..., Any]
     split: Callable[[], None]
 
     @property
@@ -71,14 +70,42 @@ class TrainContext:
         """(batch, channels, height, width) of a batch."""
         return (self.batch_size, 3, self.image_size, self.image_size)
 
+    def next_batch(self) -> "tuple[Any, Any]":
+        """The next ``(data, label)`` on ``device``, in ``dtype``."""
+        return self.data.next()
+
+
+def context_fields(
+    args: Any, device: Any, rank: int, num_workers: int, data: Batches, split: Callable[[], None]
+) -> "dict[str, Any]":
+    """The :class:`StepContext` fields of a worker from the workload's command line (``args``)."""
+    return {
+        "backend": args.backend,
+        "device": device,
+        "rank": rank,
+        "num_workers": num_workers,
+        "batch_size": args.batch_size,
+        "image_size": args.image_size,
+        "dtype": args.dtype,
+        "classes": args.classes,
+        "model": args.model,
+        "lr": args.lr,
+        "data": data,
+        "split": split,
+    }
+
+
+@dataclass(frozen=True)
+class TrainContext(StepContext):
+    """What an MXNet entry point gets from the harness (see the module docstring)."""
+
+    step_scale: int
+    make_trainer: Callable[..., Any]
+
     @property
     def data_iter(self) -> Any:
         """The ``mx.io.ImageRecordIter`` of record data, None for synthetic data."""
         return self.data.iterator
-
-    def next_batch(self) -> "tuple[Any, Any]":
-        """The next ``(data, label)`` on ``device``, in ``dtype``."""
-        return self.data.next()
 
 
 def load(spec: str, path: "str | None" = None) -> Callable[[TrainContext], Callable[[], Any]]:

@@ -34,10 +34,11 @@ import datetime
 import os
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager
 
 from .data import Batches
+from .entry import StepContext, context_fields
 
 #: every rank starts from the same weights (DDP broadcasts rank 0's anyway; the reference must match)
 MODEL_SEED = 1234
@@ -49,8 +50,8 @@ class TorchWorkloadError(RuntimeError):
     """The torch workload cannot run as asked; the message says why."""
 
 
-@dataclass
-class TorchContext:
+@dataclass(frozen=True)
+class TorchContext(StepContext):
     """What a torch entry point (``build(ctx) -> step``) gets from the harness.
 
     - ``backend`` (``torch``, or ``local`` for the one-process scaling reference),
@@ -73,31 +74,18 @@ class TorchContext:
     window of steps; a step should not wait itself.
     """
 
-    backend: str
-    device: Any
-    rank: int
-    num_workers: int
-    batch_size: int
-    image_size: int
-    dtype: str
-    classes: int
-    model: str
-    lr: float
-    data: Batches
-    split: Callable[[], None]
-    _breakdown: Callable[[], bool]
-    _scaler: Any = None
-    _ddp: Any = None
-    _model: Any = None
+    _breakdown: Callable[[], bool] = field(default=lambda: False, repr=False)
+    _scaler: Any = field(default=None, repr=False)
+    #: what ``distribute`` made: ``ddp`` (the DDP wrapper, None in the reference) and ``model``
+    _made: "dict[str, Any]" = field(default_factory=dict, repr=False)
 
     @property
-    def data_shape(self) -> "tuple[int, int, int, int]":
-        """(batch, channels, height, width) of a batch."""
-        return (self.batch_size, 3, self.image_size, self.image_size)
+    def _ddp(self) -> Any:
+        return self._made.get("ddp")
 
-    def next_batch(self) -> "tuple[Any, Any]":
-        """The next ``(data, label)`` on ``device``."""
-        return self.data.next()
+    @property
+    def _model(self) -> Any:
+        return self._made.get("model")
 
     def distribute(self, model: Any) -> Any:
         """``model`` on ``device``, wrapped in DDP where there is a process group."""
@@ -110,8 +98,8 @@ class TorchContext:
             from torch.nn.parallel import DistributedDataParallel
 
             ids = [self.device.index or 0] if self.device.type == "cuda" else None
-            model = self._ddp = DistributedDataParallel(model, device_ids=ids)
-        self._model = model
+            model = self._made["ddp"] = DistributedDataParallel(model, device_ids=ids)
+        self._made["model"] = model
         return model
 
     def autocast(self) -> ContextManager[Any]:
@@ -227,6 +215,10 @@ def _synthetic(ctx_device: Any, batch: int, size: int, classes: int, rank: int) 
     return Batches(lambda: (data, label))
 
 
+def _synthetic_of(args: argparse.Namespace, device: Any, rank: int) -> Batches:
+    return _synthetic(device, args.batch_size, args.image_size, args.classes, rank)
+
+
 def build_model(ctx: TorchContext) -> Callable[[], Any]:
     """The shipped workload as an entry point: torchvision ``ctx.model``, SGD with momentum 0.9."""
     import torch
@@ -256,9 +248,15 @@ def build_model(ctx: TorchContext) -> Callable[[], Any]:
 
 
 def setup(
-    args: argparse.Namespace, split: Callable[[], None], breakdown: Callable[[], bool]
+    args: argparse.Namespace,
+    split: Callable[[], None],
+    breakdown: Callable[[], bool],
+    batches: "Callable[[Batches, Callable[[], None]], Batches]" = lambda data, _wait: data,
 ) -> "tuple[TorchContext, Callable[[], None], dict[str, Any]]":
-    """(context, device wait, facts for the start record) of this rank, the process group joined."""
+    """(context, device wait, facts for the start record) of this rank, the process group joined.
+
+    ``batches(data, wait)``: the batches the context hands out, made of this rank's own (the harness
+    times their input wait in the diagnostic steps)."""
     import torch
 
     distributed = args.backend == "torch"
@@ -282,18 +280,7 @@ def setup(
 
     scaler = torch.amp.GradScaler("cuda") if args.dtype == "float16" else None
     ctx = TorchContext(
-        backend=args.backend,
-        device=device,
-        rank=rank,
-        num_workers=world,
-        batch_size=args.batch_size,
-        image_size=args.image_size,
-        dtype=args.dtype,
-        classes=args.classes,
-        model=args.model,
-        lr=args.lr,
-        data=_synthetic(device, args.batch_size, args.image_size, args.classes, rank),
-        split=split,
+        **context_fields(args, device, rank, world, batches(_synthetic_of(args, device, rank), wait), split),
         _breakdown=breakdown,
         _scaler=scaler,
     )

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Callable, Sequence
 
 from .data import Batches, records, synthetic
-from .entry import EntryError, TrainContext, build_zoo_model, import_gluoncv, load
+from .entry import EntryError, TrainContext, build_zoo_model, context_fields, import_gluoncv, load
 from .environ import SIMULATION, rank_records_path, reported
 
 #: Fault injection, for testing the harness itself: ``crash-at-step:N`` makes the
@@ -335,20 +335,9 @@ def _build(args: argparse.Namespace, timer: Timer, probe: "list[InputProbe]") ->
     probe.append(InputProbe(data))
     data = probe[0].batches
     ctx = TrainContext(
-        backend=args.backend,
-        device=device,
-        rank=rank,
-        num_workers=num_workers,
-        batch_size=args.batch_size,
-        image_size=args.image_size,
-        dtype=args.dtype,
-        classes=args.classes,
-        model=args.model,
-        lr=args.lr,
+        **context_fields(args, device, rank, num_workers, data, timer.split),
         step_scale=scale,
-        data=data,
         make_trainer=make_trainer,
-        split=timer.split,
     )
     if args.entry:
         if importlib.util.find_spec("gluoncv") is not None:
@@ -370,13 +359,15 @@ def _build_torch(args: argparse.Namespace, timer: Timer, probe: "list[InputProbe
     """:func:`_build` of a torch rank (or the torch reference): see :mod:`.torch_workload`."""
     from . import torch_workload
 
+    def probed(data: Batches, wait: Callable[[], None]) -> Batches:
+        probe.append(InputProbe(data, wait))
+        return probe[0].batches
+
     try:
-        ctx, wait, facts = torch_workload.setup(args, timer.split, lambda: timer.breakdown)
+        ctx, wait, facts = torch_workload.setup(args, timer.split, lambda: timer.breakdown, probed)
     except torch_workload.TorchWorkloadError as exc:
         raise WorkloadError(str(exc)) from None
     timer.wait = wait
-    probe.append(InputProbe(ctx.data, wait))
-    ctx.data = probe[0].batches
     try:
         step = _entry_step(args, ctx) if args.entry else torch_workload.build_model(ctx)
     except torch_workload.TorchWorkloadError as exc:
