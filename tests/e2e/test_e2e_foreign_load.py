@@ -21,7 +21,7 @@ import pytest
 
 from helpers.entries import ENTRY
 from helpers.procs import role_processes
-from helpers.repos import git
+from helpers.repos import git, init
 
 pytest.importorskip("mxnet")
 pytest.importorskip("ray")
@@ -91,7 +91,7 @@ def user_repo(tmp_path) -> Path:
     (repo / "test_perf.py").write_text(PERF_TEST)
     (repo / "pytest.ini").write_text(INI)
     (repo / "conftest.py").write_text(HOG)
-    git(repo, "init", "-q", "-b", "main")
+    init(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "training step")
     return repo
