@@ -40,9 +40,10 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    patch, directory = config.stash[isolation_key]
-    patch.undo()
-    shutil.rmtree(directory, ignore_errors=True)
+    patch, directory = config.stash.get(isolation_key, (None, None))
+    if patch is not None:
+        patch.undo()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture
