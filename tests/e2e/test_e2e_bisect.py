@@ -11,9 +11,9 @@ culprit against its parent.
 
 On a busy machine a comparison may stay inconclusive, and the bisect then ends,
 honestly, on the range it could not narrow. What holds either way is checked;
-an inconclusive end only where the runs, and the machine around the session,
-saw more foreign load than the session allows: then the test skips naming the
-load (:mod:`helpers.machine_load`); on a quiet machine it is a failure.
+an inconclusive end only where other processes used more CPU while the session
+ran than the session's foreign load allows: then the test skips naming the load
+(:mod:`helpers.machine_load`); on a quiet machine it is a failure.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.machine_load import busy_cores, foreign_cores, too_busy
+from helpers.machine_load import OthersWatch, foreign_cores, too_busy
 from helpers.paths import ROOT
 from helpers.procs import role_processes
 from helpers.repos import worktrees
@@ -53,30 +53,31 @@ def test_a_real_bisect_names_the_commit_that_computes_more_and_says_compute_grew
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BPSPERF_", "PYTEST_", "GITHUB_"))}
     env.pop("PYTHONPATH", None)  # the installed plugin, not this checkout
     out = tmp_path / "bisect"
-    before = busy_cores()  # other processes' work: this test runs nothing yet
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest_bpsperf.cli",
-            "bisect",
-            shas[0],
-            shas[2],
-            "--out",
-            str(out),
-            "--retries=0",
-            "--",
-            "-p",
-            "no:cacheprovider",
-            "--bpsperf-max-pairs=3",
-        ],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    with OthersWatch() as others:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest_bpsperf.cli",
+                "bisect",
+                shas[0],
+                shas[2],
+                "--out",
+                str(out),
+                "--retries=0",
+                "--",
+                "-p",
+                "no:cacheprovider",
+                "--bpsperf-max-pairs=3",
+            ],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     text = proc.stdout + proc.stderr
+    print(f"other processes' CPU while the bisect ran: up to {others.peak:.2f} cores over {others.window:g} s")
     assert (out / "bisect.json").exists(), text
     doc = json.loads((out / "bisect.json").read_text())
     result = doc["result"]
@@ -91,9 +92,8 @@ def test_a_real_bisect_names_the_commit_that_computes_more_and_says_compute_grew
         assert proc.returncode == 4 and doc["steps"][-1]["status"] == "inconclusive", text
         assert shas[1] in result["range"] and "inconclusive" in result["reason"], result
         assert "not narrowed to one commit: " in proc.stdout, text
-        # most of these short runs record no foreign load of their own: the machine's, around them, says more
-        around = {"before": before, "after": busy_cores()}
-        busy = too_busy([c for step in steps for c in foreign_cores(step)], FOREIGN_LIMIT, around)
+        # most of these short runs record no foreign load of their own: the other processes' CPU says more
+        busy = too_busy([c for step in steps for c in foreign_cores(step)], FOREIGN_LIMIT, others)
         if busy:
             pytest.skip(f"{busy}: the bisect ended, honestly, on the range {result['lo'][:12]}..{result['hi'][:12]}")
     assert proc.returncode == 0, text
