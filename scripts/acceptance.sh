@@ -76,7 +76,7 @@ EOF
 printf '.pytest_cache/\n__pycache__/\nout/\n' >"$repo/.gitignore"
 git -C "$repo" init -q
 git -C "$repo" add -A
-git -C "$repo" -c user.name=acceptance -c user.email=acceptance@localhost commit -q -m "a user's repository"
+git -C "$repo" -c user.name=acceptance -c user.email=acceptance@localhost -c commit.gpgsign=false commit -q -m "a user's repository"
 
 # Plain pytest, as the user runs it: passes the unit test, deselects the perf test, says
 # nothing of bpsperf (pytest's plugin list aside) and writes nothing into the repository.

@@ -103,10 +103,14 @@ bpsperf_tolerance = {tolerance}
 """
 
 
+#: Who commits in the throwaway repository: a fixed author, unsigned whatever the user's git config says.
+GIT_CONFIG = ("-c", "user.name=bisect", "-c", "user.email=bisect@example.invalid", "-c", "commit.gpgsign=false")
+
+
 def git(path: Path, *args: str) -> str:
-    """``git ARGS`` in ``path`` with a fixed author; its stdout."""
+    """``git ARGS`` in ``path`` as :data:`GIT_CONFIG` says; its stdout."""
     return subprocess.run(
-        ["git", "-c", "user.name=bisect", "-c", "user.email=bisect@example.invalid", *args],
+        ["git", *GIT_CONFIG, *args],
         cwd=path,
         check=True,
         capture_output=True,
@@ -134,7 +138,8 @@ def build_repository(
     path.mkdir(parents=True, exist_ok=True)
     (path / "test_perf.py").write_text(PERF_TEST)
     (path / "pytest.ini").write_text(INI.format(steps=steps, tolerance=tolerance))
-    git(path, "init", "-q", "-b", "main")
+    git(path, "init", "-q")
+    git(path, "symbolic-ref", "HEAD", "refs/heads/main")  # what `init -b main` does, before git 2.28 too
     shas = []
     for k in range(commits + 1):
         has_pad = bool(comm_at) and k >= comm_at

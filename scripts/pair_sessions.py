@@ -72,7 +72,7 @@ def test_resnet50(bpsperf_train):
 
 def git(repo: str, *args: str) -> str:
     return subprocess.run(
-        ["git", "-c", "user.name=m", "-c", "user.email=m@m", *args],
+        ["git", "-c", "user.name=m", "-c", "user.email=m@m", "-c", "commit.gpgsign=false", *args],
         cwd=repo,
         check=True,
         capture_output=True,
@@ -87,7 +87,8 @@ def make_repo(slowdowns: "dict[str, float]") -> "tuple[str, dict[str, str]]":
         fh.write(PERF_TEST)
     with open(os.path.join(repo, "pytest.ini"), "w") as fh:
         fh.write("[pytest]\nmarkers =\n    perf: perf\nbpsperf_entry = bench:build\n")
-    git(repo, "init", "-q", "-b", "main")
+    git(repo, "init", "-q")
+    git(repo, "symbolic-ref", "HEAD", "refs/heads/main")  # what `init -b main` does, before git 2.28 too
     commits = {}
     for kind, percent in [("aa", 0.0)] + sorted(slowdowns.items()):
         with open(os.path.join(repo, "bench.py"), "w") as fh:

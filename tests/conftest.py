@@ -5,21 +5,17 @@ Fixtures that tests of two folders share:
 - ``cpu_backend``: a backend of another plugin whose workers train on CPUs, registered for one test;
 - ``two_mxnets``: a site directory where two distributions provide ``mxnet`` (:mod:`helpers.dists`);
 - ``chromium``: one headless browser for a module's pages (:mod:`helpers.browser`).
+
+Every test, inner session and git command runs in the environment :mod:`helpers.isolation` makes,
+applied once before collection (test modules import Ray, which reads its settings then): the
+developer's ``BPSPERF_*``, ``GITHUB_*``, ``RAY_*`` and git config are left outside.
 """
 
-import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
-
-# Ray decides at import whether a local cluster stays on loopback; tests that
-# start Ray in this process (or in subprocesses, which inherit it) must only
-# ever use 127.0.0.1.
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-# Every Ray the tests start is a throw-away cluster on loopback, without token
-# authentication. Ray reads the mode once per process, so all of them (embedded,
-# simulated clusters, the subprocess sessions) must agree on it.
-os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 pytest_plugins = ["pytester"]
 # the checks in tests/helpers (helpers.browser.check_page, helpers.markdown_check) assert as test modules
@@ -27,9 +23,27 @@ pytest_plugins = ["pytester"]
 pytest.register_assert_rewrite("helpers")
 
 
+#: The environment of the tests (:func:`helpers.isolation.isolate`), undone when the session ends.
+isolation_key = pytest.StashKey["tuple[pytest.MonkeyPatch, str]"]()
+
+
 def pytest_configure(config):
     # tests/e2e/conftest.py marks every test of its folder (-m "not e2e" leaves them out)
     config.addinivalue_line("markers", "e2e: starts Ray, MXNet, BytePS or role processes (tests/e2e; minutes)")
+    from helpers.isolation import isolate
+
+    patch, directory = pytest.MonkeyPatch(), tempfile.mkdtemp(prefix="bpsperf-tests-")
+    # git finds no repository above the temporary directories: a TMPDIR or --basetemp inside a checkout
+    ceilings = [tempfile.gettempdir(), *([config.option.basetemp] if config.option.basetemp else [])]
+    isolate(patch, Path(directory), ceilings)
+    config.stash[isolation_key] = (patch, directory)
+
+
+def pytest_unconfigure(config):
+    patch, directory = config.stash.get(isolation_key, (None, None))
+    if patch is not None:
+        patch.undo()
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture

@@ -153,16 +153,13 @@ def resolve_entry(entry: EntryPoint, origin: str, search: Sequence[str] = ()) ->
     return EntryPoint(entry.module, entry.function, root)
 
 
-def check_workload(
-    settings: "Settings", *, search: Sequence[str] = (), gpus: int = 0, framework: str = "mxnet"
-) -> "Settings":
+def check_workload(settings: "Settings", *, search: Sequence[str] = (), framework: str = "mxnet") -> "Settings":
     """Check what the workers will train before anything starts; the settings with the entry resolved.
 
     ``search`` are the directories an entry point may import from (the rootdir).
-    ``gpus`` is not used any more (what the backend cannot run on this machine's
-    GPUs is :func:`pytest_bpsperf.backends.check_settings`); it is accepted for
-    the callers that still pass it. ``framework``: what the backend trains with; gluoncv's
-    zoo names are checked for ``mxnet`` only. Raises :class:`WorkloadSpecError`.
+    What the backend cannot run on this machine's GPUs (float16 on CPU workers) is
+    :func:`pytest_bpsperf.backends.check_settings`. ``framework``: what the backend trains with;
+    gluoncv's zoo names are checked for ``mxnet`` only. Raises :class:`WorkloadSpecError`.
     """
     origins = settings.origins
     if settings.entry is not None:

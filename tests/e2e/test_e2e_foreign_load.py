@@ -7,6 +7,11 @@ starts in the middle of a session. That run records the CPU the hogs took on its
 node while it trained, the pair is run again (its two runs saw different foreign
 load), the verdict says so, and the report lines give every run's foreign load
 beside its img/s. The session is A/A (base = HEAD) with a small MLP, so it is short.
+
+That the hogged run stands out, and that its pair (and only for it) is run
+again, needs the other runs quiet: where one of them saw more foreign load
+than the session allows while other processes ran, the test checks what holds
+on a loaded machine and skips naming the load (:mod:`helpers.machine_load`).
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ from pathlib import Path
 import pytest
 
 from helpers.entries import ENTRY
+from helpers.machine_load import OthersWatch, too_busy
 from helpers.procs import role_processes
-from helpers.repos import git
+from helpers.repos import git, init
 
 pytest.importorskip("mxnet")
 pytest.importorskip("ray")
@@ -35,8 +41,11 @@ def test_bench(bpsperf_train):
     bpsperf_train().assert_within_baseline()
 """
 
+#: The foreign load (cores) a run may see before the plugin names it, and a pair whose runs differ more is run again.
+FOREIGN_LIMIT = 0.3
+
 # scaling on: a base-vs-head session must skip the reference all the same
-INI = """[pytest]
+INI = f"""[pytest]
 markers =
     perf: performance tests
 bpsperf_entry = bench:build
@@ -47,7 +56,7 @@ bpsperf_omp_threads = 1
 bpsperf_scaling = on
 bpsperf_tolerance = 25%
 bpsperf_max_pairs = 3
-bpsperf_foreign_load = 0.3
+bpsperf_foreign_load = {FOREIGN_LIMIT}
 """
 
 HOG = """import os, signal, subprocess, sys, time
@@ -91,7 +100,7 @@ def user_repo(tmp_path) -> Path:
     (repo / "test_perf.py").write_text(PERF_TEST)
     (repo / "pytest.ini").write_text(INI)
     (repo / "conftest.py").write_text(HOG)
-    git(repo, "init", "-q", "-b", "main")
+    init(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "training step")
     return repo
@@ -102,55 +111,62 @@ def test_a_cpu_hog_beside_one_run_is_named_and_its_pair_run_again(user_repo, tmp
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BPSPERF_", "PYTEST_", "GITHUB_"))}
     env.pop("PYTHONPATH", None)  # the installed plugin, not this checkout
     env["HOG_FILE"] = str(hog_file)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-v",
-            "--bpsperf-base=HEAD",
-            f"--bpsperf-json={out}",
-            f"--bpsperf-log-dir={logs}",
-        ],
-        cwd=user_repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    with OthersWatch() as others_cpu:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-v",
+                "--bpsperf-base=HEAD",
+                f"--bpsperf-json={out}",
+                f"--bpsperf-log-dir={logs}",
+            ],
+            cwd=user_repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,  # a few minutes here; ten beside two CPU burners on two busy cores (its pairs run again)
+        )
     text = proc.stdout + proc.stderr
     assert proc.returncode in (0, 1) and out.exists(), text  # an A/A verdict; the load is the point here
     hog_s, hog_wall, hogs = (float(x) for x in hog_file.read_text().split())
     doc = json.loads(out.read_text())
     (job,) = doc["base_vs_head"]["jobs"]
     hogged = next(t for t in doc["tests"] if t["arm"] == "head" and t["pair"] == 1)
+    # on any machine: every run records its foreign load, and its report line gives it beside its img/s
+    assert all(t.get("foreign_load") for t in doc["tests"]), doc["tests"]
     (node,) = hogged["foreign_load"]["nodes"]
-    # the hogs' CPU while the run trained is in its foreign load, and no more than they burnt. They ran the
-    # whole run, but during its timed window the roles took cores from them (2 hogs, 4 roles, 2 cores): their
-    # rate there is below their average over their life (0.69 of it in one run here), never near zero
-    quiet = max(t["foreign_load"]["cores"] for t in doc["tests"] if t is not hogged)
+    unhogged = [t["foreign_load"]["cores"] for t in doc["tests"] if t is not hogged]
+    quiet = max(unhogged)
+    print(
+        f"hogs {hogs}: {hog_s:.1f} CPU-s in {hog_wall:.1f} s; run foreign {hogged['foreign_load']['cores']:.2f} "
+        f"cores over {node['window_s']:.1f} s; the other runs' foreign load {unhogged}; other processes' CPU up "
+        f"to {others_cpu.peak:.2f} cores"
+    )
+    lines = [line for line in text.splitlines() if ": " in line and " img/s (worker-0 " in line]
+    assert len(lines) == len(doc["tests"]) and all("; foreign load " in line for line in lines), lines
+    # the hogs' CPU while the run trained is in its foreign load. They ran the whole run, but during its timed
+    # window the roles took cores from them (2 hogs, 4 roles, 2 cores): their rate there is below their average
+    # over their life (0.69 of it in one run here), never near zero
     hog_rate = hog_s / hog_wall
-    assert 0.5 * hog_rate <= node["foreign_s"] / node["window_s"] <= hog_rate + quiet + 0.1, (node, hog_s, hog_wall)
-    assert hogged["foreign_load"]["cores"] > quiet + 0.3  # beyond the setting: what made the pair run again
+    assert node["foreign_s"] / node["window_s"] >= 0.5 * hog_rate, (node, hog_s, hog_wall)
+    # a base-vs-head session runs no scaling reference, and leaves nothing running
+    assert not (logs / "reference").exists() and all(t.get("single_img_per_sec") is None for t in doc["tests"])
+    assert role_processes(doc["session_info"]["run_id"]) == []
+    busy = too_busy(unhogged, FOREIGN_LIMIT, others_cpu)
+    if busy:
+        pytest.skip(f"{busy}: the hogged run's load cannot stand out, nor its pair alone be run again")
+    # and no more than they burnt with what the quiet runs saw
+    assert node["foreign_s"] / node["window_s"] <= hog_rate + quiet + 0.1, (node, hog_s, hog_wall)
+    assert hogged["foreign_load"]["cores"] > quiet + FOREIGN_LIMIT  # beyond the setting: what made the pair run again
     row = job["pair_table"][1]
     assert row["dropped"].startswith("foreign load differed: base ") and row["ratio"] is None, row
-    assert row["head_foreign_cores"] - row["base_foreign_cores"] > 0.3
+    assert row["head_foreign_cores"] - row["base_foreign_cores"] > FOREIGN_LIMIT
     assert len(job["pair_table"]) >= 4 and job["pairs"] == 3  # run again: 3 valid pairs all the same
     assert (
         "pair run again: its two runs saw different foreign load" in text
         or "pairs run again: their two runs saw different foreign load" in text
     ), text
-    # every run's report line gives its foreign load beside its img/s
-    lines = [line for line in text.splitlines() if ": " in line and " img/s (worker-0 " in line]
-    assert len(lines) == len(doc["tests"]) and all("; foreign load " in line for line in lines), lines
-    print(
-        f"hogs {hogs}: {hog_s:.1f} CPU-s in {hog_wall:.1f} s; run foreign {hogged['foreign_load']['cores']:.2f} "
-        f"cores over {node['window_s']:.1f} s; its base {row['base_foreign_cores']:.2f}; img/s "
-        f"{row['base_img_per_sec']:.1f} base, {row['head_img_per_sec']:.1f} head; every run's foreign load "
-        f"{[t['foreign_load']['cores'] for t in doc['tests']]}"
-    )
-    # a base-vs-head session runs no scaling reference, and leaves nothing running
-    assert not (logs / "reference").exists() and all(t.get("single_img_per_sec") is None for t in doc["tests"])
-    assert role_processes(doc["session_info"]["run_id"]) == []

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 import uuid
@@ -25,6 +24,7 @@ import pytest
 
 from helpers.entries import ENTRY
 from helpers.procs import role_processes, wait_until
+from helpers.repos import git, init
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("mxnet")
@@ -198,12 +198,9 @@ def test_base_vs_head_ships_each_arms_tree_to_the_nodes(cluster, pytester, tmp_p
         "[pytest]\nbpsperf_entry = bench:build\nbpsperf_steps = 4\nbpsperf_batch_size = 2\n"
         "bpsperf_image_size = 16\nbpsperf_workers = 1\nbpsperf_scaling = off\nbpsperf_max_pairs = 3\n"
     )
-    for args in (
-        ["init", "-q", "-b", "main"],
-        ["add", "-A"],
-        ["-c", "user.name=u", "-c", "user.email=u@u", "commit", "-q", "-m", "c"],
-    ):
-        subprocess.run(["git", *args], cwd=pytester.path, check=True, capture_output=True)
+    init(pytester.path)
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "c")
     out = tmp_path / "result.json"
     result = pytester.runpytest_subprocess(
         "-p",

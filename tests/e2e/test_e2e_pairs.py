@@ -22,7 +22,7 @@ import pytest
 
 from helpers.entries import ENTRY
 from helpers.procs import role_processes
-from helpers.repos import git
+from helpers.repos import git, init
 
 pytest.importorskip("mxnet")
 pytest.importorskip("ray")
@@ -58,7 +58,7 @@ def user_repo(tmp_path_factory) -> Path:
     (repo / "bench.py").write_text(ENTRY.format(extra=0))
     (repo / "test_perf.py").write_text(PERF_TEST)
     (repo / "pytest.ini").write_text(INI)
-    git(repo, "init", "-q", "-b", "main")
+    init(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "training step")
     (repo / "bench.py").write_text(ENTRY.format(extra=150))

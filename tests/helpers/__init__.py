@@ -2,6 +2,10 @@
 
 Test modules never import each other: what two of them share is here.
 
+- ``isolation``: the environment every test, inner session and git command runs in (applied by tests/conftest.py);
+- ``repos``: real git repositories (every git command of the tests), ``history``: one whose commits train at
+  their own speed;
+- ``output``: an inner session's output without the paths of the machine it ran on;
 - ``paths``: the checkout's root and the tests' data;
 - ``procs``: finding the processes a run started, to check that none is left;
 - ``recdata``: a small ImageNet-style record file;

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Sequence
 
 from helpers.fakes import GATED_TEST, fake_run_conftest
-from helpers.repos import git
+from helpers.repos import git, init
 
 #: The speed and the parts of a step from the arm's tree; 1% noise per run, seeded by the call and FAKE_SEED.
 TREE_RUNS = """
@@ -81,7 +81,7 @@ def make_history(path: Path, commits: Sequence[dict], *, ini: str = "") -> "list
     (path / "conftest.py").write_text(CONFTEST)
     (path / "test_perf.py").write_text(GATED_TEST)
     (path / "pytest.ini").write_text("[pytest]\nmarkers =\n    perf: perf\n" + ini)
-    git(path, "init", "-q", "-b", "main")
+    init(path)
     shas = []
     for k, commit in enumerate(commits):
         facts = {key: value for key, value in commit.items() if key not in ("files", "subject")}

@@ -1,4 +1,10 @@
-"""Real git repositories for tests that start no pytest session: ``git``, its worktrees, a three-commit history."""
+"""Real git repositories for the tests: ``git``, a new repository (``init``), its worktrees, a three-commit history.
+
+Every git command of the tests goes through :func:`git`. The environment is
+already the tests' own (:mod:`helpers.isolation`: author, no signing, no hooks or
+templates of the developer's); the command line says the same again for a git
+older than 2.32, which reads the developer's global config all the same.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,32 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from helpers.isolation import AUTHOR
+
+#: Set on every command line: who commits, and that no commit, merge or tag is signed.
+CONFIG = (f"user.name={AUTHOR[0]}", f"user.email={AUTHOR[1]}", "commit.gpgsign=false", "tag.gpgsign=false")
+
 
 def git(path: "str | Path", *args: str) -> str:
-    """``git ARGS`` in ``path`` with a fixed author; its stdout."""
+    """``git ARGS`` in ``path`` with the tests' author and no signing; its stdout (raises when git fails)."""
+    options = [item for setting in CONFIG for item in ("-c", setting)]
     return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        ["git", *options, *args],
         cwd=path,
         check=True,
         capture_output=True,
         text=True,
     ).stdout.strip()
+
+
+def init(path: "str | Path", branch: str = "main") -> None:
+    """A new repository at ``path`` (made if missing) whose first commit goes to ``branch``.
+
+    ``git init -b`` needs git 2.28; naming the unborn branch works with any git.
+    """
+    Path(path).mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q")
+    git(path, "symbolic-ref", "HEAD", f"refs/heads/{branch}")
 
 
 def worktrees(path: "str | Path") -> "list[str]":
@@ -36,8 +58,7 @@ class Repo:
 
 def three_commits(path: Path) -> Repo:
     """A repository of three commits (a file changed in each), its working tree clean at the last."""
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q", "-b", "main")
+    init(path)
     shas = []
     for k in range(3):
         (path / "speed.txt").write_text(f"{k}\n")

@@ -1,29 +1,25 @@
 """Fixtures of the suites that run pytest on a project whose runs are fed (``pytest_bpsperf_run``, no Ray).
 
-- ``ourtester``: ``pytester`` cleared of the outer environment that would change an
-  inner session, with the ``fake_run`` fixture's source as its conftest.py;
+- ``ourtester``: ``pytester`` with the ``fake_run`` fixture's source as its conftest.py;
 - ``fake_run``: that source, by default runs in the overlapped timing
   (:func:`helpers.fakes.fake_run_conftest`); a module overrides it with a
   fixture of the same name when its runs differ;
 - ``results`` / ``breakdown_results``: a results file the plugin wrote, in each timing;
-- ``fed``: plain ``pytester`` (not ``ourtester``) isolated alike, whose perf test is fed runs of the speed
+- ``fed``: plain ``pytester`` (not ``ourtester``) whose perf test is fed runs of the speed
   ``FAKE_SPEED`` and the single-process img/s ``FAKE_SINGLE`` say.
+
+Every inner session runs without the outer environment that would change it (the developer's
+``BPSPERF_*``, ``GITHUB_*``, ``RAY_*``, git config): ``tests/conftest.py`` applies
+:mod:`helpers.isolation` to the whole test process.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from helpers.fakes import MATRIX_TEST, OMP_PASSIVE_2X, fake_run_conftest, run
-
-#: Outer variables an inner session must not see: the plugin's settings (BPSPERF_*), GitHub
-#: Actions (the job summary, annotations), the fakes' own knobs (FAKE_*), and CI / BUILD_NUMBER
-#: (pytest prints untruncated summaries when they are set).
-ISOLATED_PREFIXES = ("BPSPERF_", "GITHUB_", "FAKE_")
-ISOLATED = ("CI", "BUILD_NUMBER")
 
 
 @pytest.fixture
@@ -33,11 +29,8 @@ def fake_run() -> str:
 
 
 @pytest.fixture
-def ourtester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fake_run: str) -> pytest.Pytester:
-    """pytester isolated from the outer environment, with ``fake_run`` as the project's conftest.py."""
-    for key in list(os.environ):
-        if key.startswith(ISOLATED_PREFIXES) or key in ISOLATED:
-            monkeypatch.delenv(key)
+def ourtester(pytester: pytest.Pytester, fake_run: str) -> pytest.Pytester:
+    """pytester with ``fake_run`` as the project's conftest.py."""
     pytester.makeconftest(fake_run)
     return pytester
 
@@ -92,11 +85,8 @@ def test_x(bpsperf_train):
 
 
 @pytest.fixture
-def fed(pytester, monkeypatch):
-    """A project whose perf test is fed finished runs, isolated from the outer environment."""
-    for key in list(os.environ):
-        if key.startswith(("BPSPERF_", "GITHUB_", "FAKE_")):
-            monkeypatch.delenv(key)
+def fed(pytester):
+    """A project whose perf test is fed finished runs."""
     pytester.makeconftest(FAKE_RUNS)
     pytester.makepyfile(test_x=PERF_TEST)
     return pytester

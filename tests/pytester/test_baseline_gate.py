@@ -28,6 +28,7 @@ import pytest
 from helpers.fakes import GATED_TEST, fake_run_conftest
 from helpers.junit import suite_properties
 from helpers.paths import pytest_benchmark_tool
+from helpers.repos import git, init
 
 #: The speed of a run, from the environment (see above), and the single-process img/s (FAKE_SINGLE).
 SCENARIO = """
@@ -133,29 +134,10 @@ def key(trick: str) -> str:
 
 def git_commit(path: Path) -> str:
     """Make ``path`` a git repository with one commit; return its sha."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            [
-                "git",
-                "-c",
-                "user.name=bpsperf",
-                "-c",
-                "user.email=bpsperf@example.invalid",
-                "-c",
-                "commit.gpgsign=false",
-                *args,
-            ],
-            cwd=path,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-
-    git("init", "-q")
-    git("add", "-A")
-    git("commit", "-q", "-m", "perf tests")
-    return git("rev-parse", "HEAD")
+    init(path)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "perf tests")
+    return git(path, "rev-parse", "HEAD")
 
 
 # --- no baseline -------------------------------------------------------------------------------------
@@ -737,14 +719,9 @@ def test_the_terminal_shows_one_compact_verdict_table_and_the_sentences_under_v(
 
 
 def test_a_baseline_recorded_from_a_modified_tree_says_so_and_verdicts_name_changed_versions(ourtester, monkeypatch):
-    for args in (
-        ("init", "-q"),
-        ("config", "user.email", "t@example.invalid"),
-        ("config", "user.name", "t"),
-        ("add", "test_x.py", "conftest.py"),
-        ("commit", "-q", "-m", "perf test"),
-    ):
-        subprocess.run(["git", *args], cwd=ourtester.path, check=True, capture_output=True)
+    init(ourtester.path)
+    git(ourtester.path, "add", "test_x.py", "conftest.py")
+    git(ourtester.path, "commit", "-q", "-m", "perf test")
     (ourtester.path / "test_x.py").write_text((ourtester.path / "test_x.py").read_text() + "\n# edited\n")
     data = record(ourtester, monkeypatch, "--bpsperf-json=rec.json")
     doc = json.loads((ourtester.path / "rec.json").read_text())

@@ -25,7 +25,7 @@ import pytest
 from helpers.fakes import GATED_TEST, fake_run_conftest
 from helpers.junit import suite_properties
 from helpers.procs import wait_until
-from helpers.repos import worktrees
+from helpers.repos import git, init, worktrees
 from pytest_bpsperf.config.arms import ArmError, resolve_base
 from pytest_bpsperf.judge.pairs import first_arm
 
@@ -72,10 +72,6 @@ PINNED = (
 )
 
 
-def git(path, *args):
-    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout.strip()
-
-
 @pytest.fixture
 def fake_run() -> str:
     """This module's runs: ``CONFTEST`` (ourtester writes it)."""
@@ -87,10 +83,10 @@ def project(ourtester: pytest.Pytester) -> pytest.Pytester:
     """A git repository with the fake conftest and a perf test, two commits, isolated from the outer environment."""
     ourtester.makepyfile(test_x=PERF_TEST)
     ourtester.makeini("[pytest]\nmarkers =\n    perf: perf\n")
-    git(ourtester.path, "init", "-q", "-b", "main")
-    git(ourtester.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "root")
+    init(ourtester.path)
+    git(ourtester.path, "commit", "-q", "--allow-empty", "-m", "root")
     git(ourtester.path, "add", "-A")
-    git(ourtester.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "perf test")
+    git(ourtester.path, "commit", "-q", "-m", "perf test")
     return ourtester
 
 

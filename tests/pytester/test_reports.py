@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from html.parser import HTMLParser
 
 import pytest
 
 from helpers.fakes import fake_run_conftest
+from helpers.repos import git, init
 from pytest_bpsperf.cli import main
 from pytest_bpsperf.report import blocks, session_pieces, verdicts_of
 from pytest_bpsperf.report.matrix import MatrixTable
@@ -94,10 +94,6 @@ def cli_report(project: pytest.Pytester, capsys: pytest.CaptureFixture, fmt: str
     return (project.path / "rep" / ("report.html" if fmt == "html" else "report.md")).read_text()
 
 
-def git(path, *args) -> str:
-    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout.strip()
-
-
 # --- the same Markdown from the plugin and from the file ---------------------------------------
 
 
@@ -130,10 +126,10 @@ def test_with_history_the_report_adds_the_trends_of_its_own_jobs(project, capsys
 
 
 def test_base_vs_head_report_from_the_file_is_the_plugins(project, capsys, monkeypatch):
-    git(project.path, "init", "-q", "-b", "main")
-    git(project.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "root")
+    init(project.path)
+    git(project.path, "commit", "-q", "--allow-empty", "-m", "root")
     git(project.path, "add", "-A")
-    git(project.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "perf test")
+    git(project.path, "commit", "-q", "-m", "perf test")
     monkeypatch.setenv("FAKE_HEAD", "0.7")
     result = session(project, "--bpsperf-base=HEAD~1", "--bpsperf-seed=5", "--bpsperf-steps=8")
     result.assert_outcomes(failed=2)
@@ -163,9 +159,9 @@ def test_the_results_document_holds_the_verdicts_in_the_order_the_jobs_started(p
 @pytest.mark.parametrize("base", [False, True])
 def test_files_before_schema_3_render_their_verdicts_alike(project, monkeypatch, base):
     if base:
-        git(project.path, "init", "-q", "-b", "main")
+        init(project.path)
         git(project.path, "add", "-A")
-        git(project.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "perf test")
+        git(project.path, "commit", "-q", "-m", "perf test")
         result = session(project, "--bpsperf-base=HEAD", "--bpsperf-steps=8")
     else:
         project.runpytest("-p", "no:cacheprovider", "--bpsperf-update-baselines", "--bpsperf-repeats=2")

@@ -29,6 +29,17 @@ def test_x(bpsperf_train):
     bpsperf_train()
 """
 
+#: A plugin of the inner session (``-p ray_probe``, not a conftest: the project has none) that writes,
+#: when the session ends, whether it ever imported Ray: the plugin imports Ray only to start it.
+RAY_PROBE = """
+import sys
+
+
+def pytest_unconfigure(config):
+    with open("ray-imported.txt", "w") as fh:
+        fh.write(str("ray" in sys.modules))
+"""
+
 
 @pytest.mark.parametrize(
     "args, message",
@@ -41,11 +52,13 @@ def test_x(bpsperf_train):
 )
 def test_bad_workload_stops_pytest_before_ray(pytester, args, message):
     gluoncv_or_skip()
-    pytester.makepyfile(test_perf=CONFTEST_FREE_TEST)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    pytester.makepyfile(test_perf=CONFTEST_FREE_TEST, ray_probe=RAY_PROBE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "ray_probe", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: bpsperf: " + message])
-    assert "Ray" not in result.stdout.str()
+    # before the plugin's header (its lines start with its name) and before Ray was even imported
+    result.stdout.no_fnmatch_line("bpsperf*")
+    assert (pytester.path / "ray-imported.txt").read_text() == "False"
 
 
 def test_marker_entry_imports_from_the_rootdir(pytester):

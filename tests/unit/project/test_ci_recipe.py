@@ -19,6 +19,7 @@ import pytest
 
 from helpers.byteps_source import byteps_source
 from helpers.paths import HELPERS, ROOT
+from helpers.repos import git, init
 from helpers.workflows import (
     BISECT,
     DOCKERFILE,
@@ -429,25 +430,8 @@ def _bisect_step(name: str) -> str:
 
 
 def test_the_pull_request_job_fails_when_no_merge_base_is_found(tmp_path):
-
-    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
-    subprocess.run(
-        [
-            "git",
-            "-C",
-            str(tmp_path),
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "only",
-        ],
-        check=True,
-    )
+    init(tmp_path)
+    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "only")
     output = tmp_path / "github-output"
     proc = bash(pr_step("Merge base of the pull request"), tmp_path, BASE_REF="main", GITHUB_OUTPUT=str(output))
     assert proc.returncode != 0  # no origin/main: the job stops here

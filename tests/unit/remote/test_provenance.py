@@ -6,23 +6,17 @@ What changed since a baseline, in the verdict, is in ``tests/unit/judge/test_ver
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 
+from helpers.repos import git, init
 from pytest_bpsperf.remote import provenance
 from pytest_bpsperf.remote.provenance import current_commit, software_versions, working_tree_dirty
 
 
-def git(cwd, *args):
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 @pytest.fixture
 def repo(tmp_path):
-    git(tmp_path, "init", "-q")
-    git(tmp_path, "config", "user.email", "t@example.invalid")
-    git(tmp_path, "config", "user.name", "t")
+    init(tmp_path)
     (tmp_path / "bench.py").write_text("x = 1\n")
     git(tmp_path, "add", "bench.py")
     git(tmp_path, "commit", "-q", "-m", "one")
@@ -64,19 +58,11 @@ def test_current_commit_outside_a_repo(tmp_path):
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_current_commit_in_a_repo(tmp_path):
-    def git(*args):
-        subprocess.run(
-            ["git", "-c", "user.name=t", "-c", "user.email=t@e", *args], cwd=tmp_path, check=True, capture_output=True
-        )
-
-    git("init", "-q")
+    init(tmp_path)
     (tmp_path / "f").write_text("x")
-    git("add", "f")
-    git("commit", "-q", "-m", "c")
-    expected = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    assert current_commit(tmp_path) == expected
+    git(tmp_path, "add", "f")
+    git(tmp_path, "commit", "-q", "-m", "c")
+    assert current_commit(tmp_path) == git(tmp_path, "rev-parse", "HEAD")
 
 
 def test_current_commit_without_git(tmp_path, monkeypatch):

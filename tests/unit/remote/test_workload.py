@@ -75,7 +75,7 @@ def test_sync_every_needs_overlapped_timing_and_enough_steps():
 
     def check(**values):
         s = resolve([Source("cli", "command line", {k: str(v) for k, v in values.items()})], Hardware(0, 2))
-        return check_workload(s, gpus=0)
+        return check_workload(s)
 
     with pytest.raises(WorkloadSpecError, match="timing=breakdown .* syncs inside every step"):
         check(sync_every=5, timing="breakdown")

@@ -8,27 +8,23 @@ import subprocess
 import matplotlib.figure  # noqa: F401 - imported once here, not again inside each pytester run
 
 from helpers.paths import pytest_benchmark_tool
+from helpers.repos import git, init
 from pytest_bpsperf.report import exports
-
-
-def _git(path, *args):
-    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def test_commit_info_is_pytest_benchmarks_own(tmp_path, monkeypatch):
     repo = tmp_path / "my-project-checkout"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "feature")
-    _git(repo, "remote", "add", "origin", "git@example.invalid:team/the-project.git")
+    init(repo, branch="feature")
+    git(repo, "remote", "add", "origin", "git@example.invalid:team/the-project.git")
     (repo / "a.txt").write_text("one\n")
-    _git(repo, "add", "a.txt")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "one")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "one")
     monkeypatch.chdir(repo)
     clean = exports.commit_info()
     assert clean == {
-        "id": _git(repo, "rev-parse", "HEAD"),
-        "time": _git(repo, "show", "-s", "--format=%cI"),
-        "author_time": _git(repo, "show", "-s", "--format=%aI"),
+        "id": git(repo, "rev-parse", "HEAD"),
+        "time": git(repo, "show", "-s", "--format=%cI"),
+        "author_time": git(repo, "show", "-s", "--format=%aI"),
         "dirty": False,
         "project": "the-project",
         "branch": "feature",
@@ -48,5 +44,5 @@ def test_commit_info_is_pytest_benchmarks_own(tmp_path, monkeypatch):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == exports.commit_info()
-    _git(repo, "checkout", "-q", "--detach")
+    git(repo, "checkout", "-q", "--detach")
     assert exports.commit_info()["branch"] == "(detached head)"

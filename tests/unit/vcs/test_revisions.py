@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from helpers.repos import git
+from helpers.repos import git, init
 from pytest_bpsperf.vcs.revisions import RangeError, commit_range
 
 
 @pytest.fixture
 def repo(tmp_path):
     """main: c0 c1, a branch b1 b2 from c1 merged into main as m, then c3."""
-    git(tmp_path, "init", "-q", "-b", "main")
+    init(tmp_path)
     for name in ("c0", "c1"):
         git(tmp_path, "commit", "-q", "--allow-empty", "-m", name)
     git(tmp_path, "checkout", "-q", "-b", "topic")
