@@ -78,19 +78,15 @@ class TorchBackend(BackendBase):
         return tuple(out)
 
     def probe(self) -> "str | None":
-        """Why torch cannot train on this node: torch or torchvision does not import, or the node has GPUs
-        that this torch build cannot use; None when it can."""
+        """Why torch cannot train on the GPUs of this node (it is probed on GPU nodes only): torch or
+        torchvision does not import, or this torch build sees no CUDA device; None when it can."""
         try:
             import torch
             import torchvision  # noqa: F401
         except Exception as exc:  # noqa: BLE001 - any import failure means "not usable"
             return f"torch and torchvision do not import: {type(exc).__name__}: {exc}"
-        from ..remote.hardware import local_gpus
-
-        if local_gpus() and not torch.cuda.is_available():
-            return (
-                f"the node has GPUs but torch {torch.__version__} cannot use them (torch.cuda.is_available() is False)"
-            )
+        if not torch.cuda.is_available():
+            return f"torch {torch.__version__} sees no CUDA device here (torch.cuda.is_available() is False)"
         return None
 
     def workload_defaults(self, device: str) -> Mapping[str, Any]:

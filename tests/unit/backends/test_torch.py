@@ -106,3 +106,12 @@ def test_the_probe_says_what_does_not_import(monkeypatch):
     pytest.importorskip("torch")
     monkeypatch.setattr(builtins, "__import__", no_torchvision)
     assert TorchBackend().probe() == "torch and torchvision do not import: ImportError: No module named 'torchvision'"
+
+
+def test_the_probe_refuses_gpus_that_torch_cannot_see():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine's torch sees a GPU")
+    assert TorchBackend().probe() == (
+        f"torch {torch.__version__} sees no CUDA device here (torch.cuda.is_available() is False)"
+    )
