@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.entries import ENTRY
+from helpers.entries import ENTRY, USER_INI
 from helpers.procs import role_processes
-from helpers.repos import git, init
+from helpers.repos import git, init, pytest_in, worktrees
 
 pytest.importorskip("mxnet")
 pytest.importorskip("ray")
@@ -36,20 +36,6 @@ def test_bench(bpsperf_train):
     bpsperf_train().assert_within_baseline()
 """
 
-# One OpenMP thread per role: on two cores the runs then agree to about 2%, so that each
-# session decides in a few pairs. The tolerance is this repository's, as a user would set it.
-INI = """[pytest]
-markers =
-    perf: performance tests
-bpsperf_entry = bench:build
-bpsperf_steps = 10
-bpsperf_batch_size = 8
-bpsperf_image_size = 16
-bpsperf_omp_threads = 1
-bpsperf_scaling = off
-bpsperf_tolerance = 25%
-"""
-
 
 @pytest.fixture(scope="module")
 def user_repo(tmp_path_factory) -> Path:
@@ -57,30 +43,13 @@ def user_repo(tmp_path_factory) -> Path:
     repo = tmp_path_factory.mktemp("user-repo")
     (repo / "bench.py").write_text(ENTRY.format(extra=0))
     (repo / "test_perf.py").write_text(PERF_TEST)
-    (repo / "pytest.ini").write_text(INI)
+    (repo / "pytest.ini").write_text(USER_INI)
     init(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "training step")
     (repo / "bench.py").write_text(ENTRY.format(extra=150))
     git(repo, "commit", "-q", "-am", "more work per step")
     return repo
-
-
-def pytest_in(repo: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BPSPERF_", "PYTEST_", "GITHUB_"))}
-    env.pop("PYTHONPATH", None)  # the installed plugin, not this checkout
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def worktrees(repo: Path) -> list:
-    return [line for line in git(repo, "worktree", "list", "--porcelain").splitlines() if line.startswith("worktree ")]
 
 
 def test_the_slower_commit_fails_against_its_parent_and_passes_against_itself(user_repo, tmp_path):

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers.entries import USER_INI
 from helpers.procs import role_processes
-from helpers.repos import git
+from helpers.repos import git, init, pytest_in
 
 pytest.importorskip("torch")
 pytest.importorskip("torchvision")
@@ -164,18 +165,8 @@ def build(ctx):
     return step
 '''
 
-PAIRS_INI = """[pytest]
-markers =
-    perf: performance tests
-bpsperf_backend = torch
-bpsperf_entry = bench:build
-bpsperf_steps = 10
-bpsperf_batch_size = 8
-bpsperf_image_size = 16
-bpsperf_omp_threads = 1
-bpsperf_scaling = off
-bpsperf_tolerance = 25%
-"""
+#: the pytest.ini of the MXNet base-vs-head tests, with backend torch
+PAIRS_INI = USER_INI + "bpsperf_backend = torch\n"
 
 
 def test_a_slower_commit_of_the_users_torch_code_is_a_regression_against_its_base(tmp_path):
@@ -187,23 +178,13 @@ def test_a_slower_commit_of_the_users_torch_code_is_a_regression_against_its_bas
         "def test_bench(bpsperf_train):\n    bpsperf_train().assert_within_baseline()\n"
     )
     (repo / "pytest.ini").write_text(PAIRS_INI)
-    git(repo, "init", "-q")
+    init(repo)
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "training step")
     (repo / "bench.py").write_text(BENCH.format(slow=120))
     git(repo, "commit", "-q", "-am", "more work per step")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BPSPERF_", "PYTEST_", "GITHUB_", "RAY_"))}
-    env.pop("PYTHONPATH", None)  # the installed plugin, not this checkout
     out = tmp_path / "pairs.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--bpsperf-base=HEAD~1", f"--bpsperf-json={out}"]
-        + ["--bpsperf-breakdown-steps=2"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    proc = pytest_in(repo, "--bpsperf-base=HEAD~1", f"--bpsperf-json={out}", "--bpsperf-breakdown-steps=2", timeout=900)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 1, text
     assert "REGRESSION: head " in text, text

@@ -30,3 +30,18 @@ def build(ctx):
 
     return step
 '''
+
+
+#: ``pytest.ini`` of such a project. One OpenMP thread per role: on two cores the runs then agree to about
+#: 2%, so that each session decides in a few pairs. The tolerance is the repository's, as a user would set it.
+USER_INI = """[pytest]
+markers =
+    perf: performance tests
+bpsperf_entry = bench:build
+bpsperf_steps = 10
+bpsperf_batch_size = 8
+bpsperf_image_size = 16
+bpsperf_omp_threads = 1
+bpsperf_scaling = off
+bpsperf_tolerance = 25%
+"""

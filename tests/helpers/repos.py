@@ -8,7 +8,9 @@ older than 2.32, which reads the developer's global config all the same.
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,3 +68,18 @@ def three_commits(path: Path) -> Repo:
         git(path, "commit", "-q", "-m", f"commit {k}")
         shas.append(git(path, "rev-parse", "HEAD"))
     return Repo(path, shas)
+
+
+def pytest_in(repo: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """pytest in a user's repository, in a subprocess of this venv: the installed plugin (its ``pytest11``
+    entry point), never this checkout on ``sys.path``, and none of this session's own settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BPSPERF_", "PYTEST_", "GITHUB_"))}
+    env.pop("PYTHONPATH", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
